@@ -1,0 +1,68 @@
+# gpu2bs: PGXS build. C++17 engine (src/core), PostgreSQL glue (src/pg), CUDA kernels (kernels/)
+# when nvcc is found (set NVCC= to build CPU-only).
+EXTENSION   = gpu2bs
+MODULE_big  = gpu2bs
+DATA        = sql/gpu2bs--0.1.sql
+PGFILEDESC  = "gpu2bs - two-body statistics on the GPU or every CPU core"
+
+REGRESS      = setup sdh pair_count simjoin errors parallel precision
+REGRESS_OPTS = --inputdir=. --load-extension=gpu2bs
+
+CORE_OBJS = src/core/problem.o src/core/parallel.o src/core/grid.o src/core/cpu_engine.o \
+            src/core/cpu_kernels_generic.o src/core/cpu_kernels_avx2.o
+PG_OBJS   = src/pg/module.o src/pg/boundary.o src/pg/settings.o src/pg/points_agg.o \
+            src/pg/aggregates.o src/pg/simjoin.o src/pg/info.o
+
+# CUDA: found on PATH or in /usr/local/cuda; empty NVCC means a CPU-only build.
+NVCC ?= $(shell command -v nvcc 2>/dev/null || ls /usr/local/cuda/bin/nvcc 2>/dev/null)
+ifneq ($(strip $(NVCC)),)
+CUDA_HOME   ?= $(patsubst %/bin/nvcc,%,$(NVCC))
+CUDA_OBJS    = kernels/cuda_engine.o kernels/sdh.o kernels/pair_count.o kernels/simjoin.o kernels/device_link.o
+CUDA_ARCH   ?= -gencode=arch=compute_80,code=sm_80 -gencode=arch=compute_90,code=sm_90 \
+               -gencode=arch=compute_90,code=compute_90
+NVCCFLAGS   ?= -O3 -std=c++17 $(CUDA_ARCH) --fmad=false -Xcompiler -fPIC,-ffp-contract=off \
+               -rdc=true -I$(CUDA_HOME)/include
+CUDA_LIBS    = -L$(CUDA_HOME)/lib64 -L$(CUDA_HOME)/targets/x86_64-linux/lib -lcudart_static -ldl -lrt
+else
+CUDA_OBJS    = src/core/no_cuda.o
+CUDA_LIBS    =
+endif
+
+OBJS = $(CORE_OBJS) $(PG_OBJS) $(CUDA_OBJS)
+
+PG_CPPFLAGS = -Isrc
+PG_CXXFLAGS = -std=c++17 -O3 -ffp-contract=off -fno-fast-math -Wall -Wno-register -fvisibility-inlines-hidden
+SHLIB_LINK  = $(CUDA_LIBS) -lstdc++ -lpthread -lm
+
+# No LLVM bitcode (JIT inlining) for the C++ and CUDA objects.
+override with_llvm = no
+
+PG_CONFIG ?= pg_config
+PGXS := $(shell $(PG_CONFIG) --pgxs)
+include $(PGXS)
+
+# AVX2+FMA variant of the CPU kernels, chosen at run time.
+src/core/cpu_kernels_avx2.o: override CXXFLAGS += -mavx2 -mfma -DG2_HAVE_AVX2_VARIANT
+src/core/cpu_kernels_generic.o: override CXXFLAGS += -DG2_HAVE_AVX2_VARIANT
+
+kernels/%.o: kernels/%.cu kernels/*.cuh src/core/*.h
+	$(NVCC) $(NVCCFLAGS) -Isrc -c $< -o $@
+
+# Device link step for relocatable device code, so the .so needs no nvcc at load time.
+kernels/device_link.o: kernels/cuda_engine.o kernels/sdh.o kernels/pair_count.o kernels/simjoin.o
+	$(NVCC) $(CUDA_ARCH) -Xcompiler -fPIC -dlink $^ -o $@
+
+$(CORE_OBJS) $(PG_OBJS): src/core/*.h src/pg/*.h src/core/cpu_kernels.inc
+
+EXTRA_CLEAN = build test/unit/build
+
+# --- project commands (README) ---------------------------------------------------------------
+.PHONY: demo test unit
+demo:      ## command 1: the main job on real data (installs what it needs)
+	bash scripts/demo.sh
+test:      ## command 2: the whole test suite (unit tests, pg_regress, corpus)
+	bash test/run
+unit:
+	cmake -S test/unit -B test/unit/build -DCMAKE_BUILD_TYPE=Release >/dev/null
+	cmake --build test/unit/build -j2
+	cd test/unit/build && ctest --output-on-failure

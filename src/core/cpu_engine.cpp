@@ -1,0 +1,376 @@
+// The CPU engine: every core, cache-sized tiles of SoA points with privatized per-thread
+// histograms (2-BS framework, sections 3.2-3.3 mapped to caches), and the similarity join on a
+// grid index of non-empty cells with a unidirectional neighbour pattern.
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstring>
+
+#include "cpu_kernels.h"
+#include "engine.h"
+#include "error.h"
+#include "grid.h"
+#include "parallel.h"
+
+namespace gpu2bs {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point t0) {
+  return std::chrono::duration<double>(Clock::now() - t0).count();
+}
+
+// Points converted to the engine precision, optionally reordered by `order`.
+template <typename T>
+struct TypedPoints {
+  int dims = 0;
+  size_t n = 0;
+  std::vector<T> data;
+  const T* c[kMaxDims] = {};
+
+  TypedPoints(const PointsView& v, const std::vector<uint32_t>* order = nullptr)
+      : dims(v.dims), n(v.n), data(v.n * size_t(v.dims)) {
+    for (int k = 0; k < dims; ++k) {
+      T* out = data.data() + size_t(k) * n;
+      const double* in = v.coord[k];
+      if (order)
+        for (size_t s = 0; s < n; ++s) out[s] = T(in[(*order)[s]]);
+      else
+        for (size_t i = 0; i < n; ++i) out[i] = T(in[i]);
+      c[k] = out;
+    }
+  }
+};
+
+// Coordinates rounded to the precision and widened back (the grid is built on these).
+struct RoundedCoords {
+  std::vector<double> data;
+  const double* c[kMaxDims] = {};
+  RoundedCoords(const PointsView& v, Precision prec) : data(v.n * size_t(v.dims)) {
+    for (int k = 0; k < v.dims; ++k) {
+      double* out = data.data() + size_t(k) * v.n;
+      for (size_t i = 0; i < v.n; ++i)
+        out[i] = prec == Precision::Float32 ? double(float(v.coord[k][i])) : v.coord[k][i];
+      c[k] = out;
+    }
+  }
+};
+
+// Tile length so every worker gets several tile pairs, within [64, kCpuTile].
+size_t tile_for(size_t n, int threads) {
+  size_t t = (n + size_t(threads) * 4 - 1) / (size_t(threads) * 4);
+  return std::max<size_t>(64, std::min(kCpuTile, t));
+}
+
+// The upper triangle of tile pairs (a <= b) of `tiles` tiles, as a linear item index.
+struct TilePairs {
+  size_t tiles;
+  std::vector<size_t> row_start;  // first item of row a
+  explicit TilePairs(size_t t) : tiles(t), row_start(t + 1) {
+    size_t acc = 0;
+    for (size_t a = 0; a < t; ++a) {
+      row_start[a] = acc;
+      acc += t - a;
+    }
+    row_start[t] = acc;
+  }
+  size_t count() const { return row_start[tiles]; }
+  void pair(size_t item, size_t* a, size_t* b) const {
+    size_t r = size_t(std::upper_bound(row_start.begin(), row_start.end(), item) -
+                      row_start.begin()) - 1;
+    *a = r;
+    *b = r + (item - row_start[r]);
+  }
+};
+
+// A join work item: rows [r0, r1) of cell `cell` (positions in the sorted arrays).
+struct JoinItem {
+  uint32_t cell;
+  uint32_t r0;
+  uint32_t r1;
+};
+
+constexpr uint32_t kJoinRows = 256;
+
+// Splits every cell into row ranges of at most kJoinRows so a crowded cell is shared.
+std::vector<JoinItem> join_items(const Grid& g) {
+  std::vector<JoinItem> items;
+  items.reserve(g.num_cells());
+  for (size_t c = 0; c < g.num_cells(); ++c)
+    for (size_t r = g.cell_begin(c); r < g.cell_end(c); r += kJoinRows)
+      items.push_back({uint32_t(c), uint32_t(r),
+                       uint32_t(std::min<size_t>(r + kJoinRows, g.cell_end(c)))});
+  return items;
+}
+
+class CpuEngine final : public Engine {
+ public:
+  std::string name() const override { return std::string("cpu (") + cpu_kernels().isa + ")"; }
+
+  std::vector<uint64_t> sdh(const SdhProblem& p, Control& ctl) override {
+    return p.prec == Precision::Float32 ? sdh_t<float>(p, ctl) : sdh_t<double>(p, ctl);
+  }
+
+  uint64_t pair_count(const PairCountProblem& p, Control& ctl) override {
+    return p.prec == Precision::Float32 ? count_t<float>(p, T2<float>(p.r2_f), ctl)
+                                        : count_t<double>(p, p.r2, ctl);
+  }
+
+  void simjoin(const SimjoinProblem& p, PairSink& sink, Control& ctl) override {
+    if (p.prec == Precision::Float32)
+      join_t<float>(p, p.eps2_f, sink, ctl);
+    else
+      join_t<double>(p, p.eps2, sink, ctl);
+  }
+
+ private:
+  template <typename T>
+  static T T2(T v) { return v; }
+
+  static int threads(const Control& ctl) { return ctl.threads > 0 ? ctl.threads : 1; }
+
+  template <typename T>
+  static void sdh_kernel(const CpuKernels& k, int dims, const T* const* c, size_t i0, size_t i1,
+                         size_t j0, size_t j1, bool diag, const SdhParams& p, uint64_t* h) {
+    if constexpr (sizeof(T) == 4)
+      k.sdh_f32(dims, c, i0, i1, j0, j1, diag, p, h);
+    else
+      k.sdh_f64(dims, c, i0, i1, j0, j1, diag, p, h);
+  }
+
+  template <typename T>
+  static uint64_t count_kernel(const CpuKernels& k, int dims, const T* const* a, size_t i0,
+                               size_t i1, const T* const* b, size_t j0, size_t j1, bool diag,
+                               T r2) {
+    if constexpr (sizeof(T) == 4)
+      return k.count_f32(dims, a, i0, i1, b, j0, j1, diag, r2);
+    else
+      return k.count_f64(dims, a, i0, i1, b, j0, j1, diag, r2);
+  }
+
+  template <typename T>
+  static void join_kernel(const CpuKernels& k, int dims, const T* const* a, size_t i0, size_t i1,
+                          const T* const* b, size_t j0, size_t j1, bool diag, T eps2,
+                          PageWriter& out) {
+    if constexpr (sizeof(T) == 4)
+      k.join_f32(dims, a, i0, i1, b, j0, j1, diag, eps2, out);
+    else
+      k.join_f64(dims, a, i0, i1, b, j0, j1, diag, eps2, out);
+  }
+
+  // SDH: tile pairs over workers, one private histogram per worker, merged at the end.
+  template <typename T>
+  std::vector<uint64_t> sdh_t(const SdhProblem& p, Control& ctl) {
+    const auto& kern = cpu_kernels();
+    auto t0 = Clock::now();
+    TypedPoints<T> pts(p.pts);
+    const int nt = threads(ctl);
+    const size_t tile = tile_for(pts.n, nt);
+    const size_t tiles = (pts.n + tile - 1) / tile;
+    TilePairs tp(tiles);
+    std::vector<std::vector<uint64_t>> priv(size_t(nt),
+                                            std::vector<uint64_t>(size_t(p.params.nbuckets)));
+    ctl.stats.prepare_s += seconds_since(t0);
+    t0 = Clock::now();
+    parallel_for(ctl, tp.count(), [&](size_t item, int w) {
+      size_t a, b;
+      tp.pair(item, &a, &b);
+      size_t i0 = a * tile, i1 = std::min(pts.n, i0 + tile);
+      size_t j0 = b * tile, j1 = std::min(pts.n, j0 + tile);
+      sdh_kernel<T>(kern, pts.dims, pts.c, i0, i1, j0, j1, a == b, p.params, priv[w].data());
+    });
+    ctl.stats.kernel_s += seconds_since(t0);
+    t0 = Clock::now();
+    std::vector<uint64_t> hist(size_t(p.params.nbuckets), 0);
+    for (auto& h : priv)
+      for (size_t k = 0; k < hist.size(); ++k) hist[k] += h[k];
+    ctl.stats.merge_s += seconds_since(t0);
+    ctl.stats.pairs_examined += pts.n * (pts.n ? pts.n - 1 : 0) / 2;
+    return hist;
+  }
+
+  // Pair count: through the grid when it examines fewer pairs than all-pairs tiles.
+  template <typename T>
+  uint64_t count_t(const PairCountProblem& p, T r2, Control& ctl) {
+    const auto& kern = cpu_kernels();
+    auto t0 = Clock::now();
+    const size_t n = p.pts.n;
+    const uint64_t all_pairs = uint64_t(n) * (n ? n - 1 : 0) / 2;
+    const int nt = threads(ctl);
+    std::vector<uint64_t> partial(size_t(nt), 0);
+    if (n >= 2 && std::isfinite(p.r) && p.r > 0) {
+      Bounds box = compute_bounds(p.pts);
+      RoundedCoords rc(p.pts, p.prec);
+      Grid grid(p.pts.dims, n, rc.c, box.lo, grid_cell_side(p.r, box));
+      const auto fwd = neighbour_offsets(p.pts.dims, true);
+      uint64_t candidates = estimate_candidates(grid, fwd);
+      if (candidates < all_pairs / 2) {
+        TypedPoints<T> pts(p.pts, &grid.order());
+        auto items = join_items(grid);
+        ctl.stats.prepare_s += seconds_since(t0);
+        t0 = Clock::now();
+        parallel_for(ctl, items.size(), [&](size_t it, int w) {
+          const JoinItem& ji = items[it];
+          const size_t ce = grid.cell_end(ji.cell);
+          uint64_t c = count_kernel<T>(kern, pts.dims, pts.c, ji.r0, ji.r1, pts.c, ji.r0, ce,
+                                       true, r2);
+          c += count_kernel<T>(kern, pts.dims, pts.c, ji.r0, ji.r1, pts.c, ji.r1, ce, false, r2);
+          for_each_neighbour(grid, ji.cell, fwd, [&](size_t nc) {
+            c += count_kernel<T>(kern, pts.dims, pts.c, ji.r0, ji.r1, pts.c, grid.cell_begin(nc),
+                                 grid.cell_end(nc), false, r2);
+          });
+          partial[w] += c;
+        });
+        ctl.stats.kernel_s += seconds_since(t0);
+        ctl.stats.pairs_examined += candidates;
+        uint64_t total = 0;
+        for (auto v : partial) total += v;
+        return total;
+      }
+    }
+    if (n < 2) return 0;
+    TypedPoints<T> pts(p.pts);
+    const size_t tile = tile_for(n, nt);
+    TilePairs tp((n + tile - 1) / tile);
+    ctl.stats.prepare_s += seconds_since(t0);
+    t0 = Clock::now();
+    parallel_for(ctl, tp.count(), [&](size_t item, int w) {
+      size_t a, b;
+      tp.pair(item, &a, &b);
+      size_t i0 = a * tile, i1 = std::min(n, i0 + tile);
+      size_t j0 = b * tile, j1 = std::min(n, j0 + tile);
+      partial[w] += count_kernel<T>(kern, pts.dims, pts.c, i0, i1, pts.c, j0, j1, a == b, r2);
+    });
+    ctl.stats.kernel_s += seconds_since(t0);
+    ctl.stats.pairs_examined += all_pairs;
+    uint64_t total = 0;
+    for (auto v : partial) total += v;
+    return total;
+  }
+
+  // Calls fn(cell) for each non-empty cell at `offsets` from cell c.
+  template <typename F>
+  static void for_each_neighbour(const Grid& g, size_t c, const std::vector<int>& offsets, F fn) {
+    const int d = g.dims();
+    const int64_t* base = g.cell_coord(c);
+    int64_t key[kMaxDims];
+    for (size_t o = 0; o < offsets.size(); o += size_t(d)) {
+      for (int k = 0; k < d; ++k) key[k] = base[k] + offsets[o + k];
+      int64_t nc = g.find(key);
+      if (nc >= 0) fn(size_t(nc));
+    }
+  }
+
+  // Pairs the unidirectional grid pattern examines.
+  static uint64_t estimate_candidates(const Grid& g, const std::vector<int>& fwd) {
+    uint64_t total = 0;
+    for (size_t c = 0; c < g.num_cells(); ++c) {
+      uint64_t nc = g.cell_end(c) - g.cell_begin(c);
+      uint64_t around = 0;
+      for_each_neighbour(g, c, fwd, [&](size_t o) { around += g.cell_end(o) - g.cell_begin(o); });
+      total += nc * (nc - 1) / 2 + nc * around;
+    }
+    return total;
+  }
+
+  // Similarity join on the grid: workers fill pages of pairs (sorted positions mapped back to
+  // input indices); the calling thread hands the pages to the sink.
+  template <typename T>
+  void join_t(const SimjoinProblem& p, T eps2, PairSink& sink, Control& ctl) {
+    const auto& kern = cpu_kernels();
+    auto t0 = Clock::now();
+    if (p.a.n == 0 || p.b.n == 0) return;
+    Bounds box = compute_bounds(p.a, p.self ? nullptr : &p.b);
+    const double side = grid_cell_side(p.eps, box);
+    RoundedCoords ra(p.a, p.prec);
+    Grid ga(p.a.dims, p.a.n, ra.c, box.lo, side);
+    TypedPoints<T> pa(p.a, &ga.order());
+    std::unique_ptr<RoundedCoords> rb;
+    std::unique_ptr<Grid> gb;
+    std::unique_ptr<TypedPoints<T>> pb;
+    if (!p.self) {
+      rb.reset(new RoundedCoords(p.b, p.prec));
+      gb.reset(new Grid(p.b.dims, p.b.n, rb->c, box.lo, side));
+      pb.reset(new TypedPoints<T>(p.b, &gb->order()));
+    }
+    const Grid& gridb = p.self ? ga : *gb;
+    const TypedPoints<T>& ptsb = p.self ? pa : *pb;
+    const auto offsets = neighbour_offsets(p.a.dims, p.self);
+    auto items = join_items(ga);
+    const int nt = std::max(1, std::min<int>(threads(ctl), int(items.size())));
+    const size_t page_pairs = std::max<size_t>(ctl.page_pairs, 64);
+    const std::vector<uint32_t>& order_a = ga.order();
+    const std::vector<uint32_t>& order_b = gridb.order();
+    ctl.stats.prepare_s += seconds_since(t0);
+    t0 = Clock::now();
+    std::atomic<size_t> next{0};
+    uint64_t emitted = 0;
+    WorkerGroup group(
+        nt,
+        [&](int, WorkerGroup& g) {
+          WorkerGroup::Page page(page_pairs);
+          PageWriter out;
+          out.buf = page.data();
+          out.cap = page_pairs;
+          // Maps sorted positions back to input indices and hands the page over.
+          auto hand_over = [&](size_t n) -> bool {
+            WorkerGroup::Page full(page.begin(), page.begin() + long(n));
+            for (auto& r : full) {
+              r.i = order_a[r.i];
+              r.j = order_b[r.j];
+            }
+            return g.push_page(std::move(full));
+          };
+          out.flush = [&]() -> bool {
+            bool ok = hand_over(out.n);
+            out.n = 0;
+            return ok;
+          };
+          while (out.ok && !g.stopping()) {
+            size_t it = next.fetch_add(1, std::memory_order_relaxed);
+            if (it >= items.size()) break;
+            const JoinItem& ji = items[it];
+            if (p.self) {
+              const size_t ce = ga.cell_end(ji.cell);
+              join_kernel<T>(kern, pa.dims, pa.c, ji.r0, ji.r1, pa.c, ji.r0, ji.r1, true, eps2,
+                             out);
+              join_kernel<T>(kern, pa.dims, pa.c, ji.r0, ji.r1, pa.c, ji.r1, ce, false, eps2,
+                             out);
+            }
+            // Neighbour cells of this cell in grid b (the same grid for a self-join).
+            const int d = ga.dims();
+            const int64_t* base = ga.cell_coord(ji.cell);
+            int64_t key[kMaxDims];
+            for (size_t o = 0; o < offsets.size() && out.ok; o += size_t(d)) {
+              for (int k = 0; k < d; ++k) key[k] = base[k] + offsets[o + k];
+              int64_t nc = gridb.find(key);
+              if (nc < 0) continue;
+              join_kernel<T>(kern, pa.dims, pa.c, ji.r0, ji.r1, ptsb.c, gridb.cell_begin(nc),
+                             gridb.cell_end(nc), false, eps2, out);
+            }
+          }
+          if (out.ok && out.n > 0 && !g.stopping()) hand_over(out.n);
+        },
+        ctl.max_pages);
+    group.drive(ctl, [&](WorkerGroup::Page& page) {
+      emitted += page.size();
+      if (p.max_pairs && emitted > p.max_pairs)
+        throw Error(ErrorCode::ProgramLimit, "similarity join result exceeds gpu2bs.max_result_rows",
+                    "More than " + std::to_string(p.max_pairs) + " pairs are within eps.",
+                    "Use a smaller eps, or raise gpu2bs.max_result_rows.");
+      auto tm = Clock::now();
+      sink.consume(page.data(), page.size());
+      ctl.stats.merge_s += seconds_since(tm);
+    });
+    ctl.stats.kernel_s += seconds_since(t0);
+    ctl.stats.pairs_emitted += emitted;
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<Engine> make_cpu_engine() { return std::unique_ptr<Engine>(new CpuEngine()); }
+
+}  // namespace gpu2bs

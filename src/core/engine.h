@@ -1,0 +1,80 @@
+// The backend interface: one per engine (CPU in src/core, CUDA in kernels/). SQL functions call
+// it and never know which engine ran, except to report it.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "problem.h"
+
+namespace gpu2bs {
+
+// One result pair of a similarity join: indices into the point sets and the distance
+// sqrt(d2) computed in the problem's precision, widened to float64.
+struct PairRecord {
+  uint32_t i;
+  uint32_t j;
+  double dist;
+};
+
+// Receives result pairs on the calling thread, a page at a time. May throw.
+class PairSink {
+ public:
+  virtual ~PairSink() = default;
+  virtual void consume(const PairRecord* pairs, size_t n) = 0;
+};
+
+// Where the time of one call went, in seconds (filled by the engine; for benchmarks and
+// gpu2bs_info()).
+struct RunStats {
+  double prepare_s = 0;   // conversion, grid index
+  double transfer_s = 0;  // host <-> device copies
+  double kernel_s = 0;    // the pairwise kernels
+  double merge_s = 0;     // merging private outputs, draining result pages
+  uint64_t pairs_examined = 0;
+  uint64_t pairs_emitted = 0;
+};
+
+// What the caller lends the engine: an interrupt probe, thread count and buffer sizes.
+class Control {
+ public:
+  virtual ~Control() = default;
+  // True when the caller wants the work abandoned (query cancel). Called on the calling thread
+  // only, at least every `poll_ms` milliseconds while work runs.
+  virtual bool interrupt_pending() { return false; }
+  int threads = 1;             // CPU worker threads
+  int poll_ms = 20;            // interrupt poll interval
+  size_t page_pairs = 16384;   // result pairs per output page
+  size_t max_pages = 0;        // pages in flight (0: 4 per thread); bounds result memory
+  size_t device_memory_limit = 0;  // bytes the GPU engine may allocate (0: 90% of free)
+  RunStats stats;
+};
+
+class Engine {
+ public:
+  virtual ~Engine() = default;
+  virtual std::string name() const = 0;
+  virtual std::vector<uint64_t> sdh(const SdhProblem& p, Control& ctl) = 0;
+  virtual uint64_t pair_count(const PairCountProblem& p, Control& ctl) = 0;
+  virtual void simjoin(const SimjoinProblem& p, PairSink& sink, Control& ctl) = 0;
+};
+
+// The CPU engine (all cores, cache-tiled, grid index for the join).
+std::unique_ptr<Engine> make_cpu_engine();
+
+// Facts about the GPU for gpu2bs_info(), as (name, value) rows.
+using InfoRows = std::vector<std::pair<std::string, std::string>>;
+
+// The CUDA engine, or null with `why` set when no GPU is usable (no driver, no device, built
+// without CUDA). Initializes CUDA on first call in this process only.
+Engine* cuda_engine(std::string* why);
+
+// GPU facts (device, SMs, memory, versions) when the CUDA engine is usable.
+InfoRows cuda_info();
+
+// True when this build contains the CUDA engine.
+bool built_with_cuda();
+
+}  // namespace gpu2bs

@@ -1,0 +1,75 @@
+// Final functions of gpu_sdh, gpu_sdh_width and gpu_pair_count: run the chosen engine on the
+// collected points.
+#include "pg.h"
+
+extern "C" {
+#include "catalog/pg_type.h"
+#include "utils/array.h"
+}
+
+#include "../core/error.h"
+#include "points_state.h"
+#include "settings.h"
+
+using namespace gpu2bs;
+using namespace gpu2bs::pg;
+
+namespace {
+
+// SDH parameters of the state (bucket count, explicit or derived width).
+SdhParams sdh_params_of(const PointsState* st, Precision prec) {
+  PointsView v = points_view(st);
+  Bounds box = compute_bounds(v);
+  check_range(box, prec);
+  return make_sdh_params(st->nbuckets, st->has_param ? st->param : 0, st->has_param, box, prec);
+}
+
+}  // namespace
+
+// gpu_sdh final: the histogram as bigint[nbuckets].
+GPU2BS_FUNCTION(gpu2bs_sdh_final) {
+  if (PG_ARGISNULL(0)) PG_RETURN_NULL();
+  const PointsState* st = (const PointsState*)PG_GETARG_POINTER(0);
+  SdhProblem prob;
+  prob.prec = current_precision();
+  prob.pts = points_view(st);
+  prob.params = sdh_params_of(st, prob.prec);
+  std::string reason;
+  Engine* eng = choose_engine(&reason);
+  PgControl ctl;
+  std::vector<uint64_t> hist = eng->sdh(prob, ctl);
+  record_run("gpu_sdh", eng->name(), ctl.stats);
+  ArrayType* result = nullptr;
+  const uint64_t* h = hist.data();
+  const int nb = int(hist.size());
+  pg_guard([&] {
+    Datum* elems = (Datum*)palloc(sizeof(Datum) * size_t(nb));
+    for (int k = 0; k < nb; ++k) elems[k] = Int64GetDatum(int64(h[k]));
+    result = construct_array(elems, nb, INT8OID, 8, FLOAT8PASSBYVAL, TYPALIGN_DOUBLE);
+  });
+  PG_RETURN_ARRAYTYPE_P(result);
+}
+
+// gpu_sdh_width final: the bucket width w the histogram uses (edges are k * w).
+GPU2BS_FUNCTION(gpu2bs_sdh_width_final) {
+  if (PG_ARGISNULL(0)) PG_RETURN_NULL();
+  const PointsState* st = (const PointsState*)PG_GETARG_POINTER(0);
+  SdhParams p = sdh_params_of(st, current_precision());
+  PG_RETURN_FLOAT8(p.width);
+}
+
+// gpu_pair_count final: unordered pairs with distance <= r.
+GPU2BS_FUNCTION(gpu2bs_pair_count_final) {
+  if (PG_ARGISNULL(0)) PG_RETURN_NULL();
+  const PointsState* st = (const PointsState*)PG_GETARG_POINTER(0);
+  Precision prec = current_precision();
+  PointsView v = points_view(st);
+  check_range(compute_bounds(v), prec);
+  PairCountProblem prob = make_pair_count(v, st->param, prec);
+  std::string reason;
+  Engine* eng = choose_engine(&reason);
+  PgControl ctl;
+  uint64_t n = eng->pair_count(prob, ctl);
+  record_run("gpu_pair_count", eng->name(), ctl.stats);
+  PG_RETURN_INT64(int64(n));
+}

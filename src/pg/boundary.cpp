@@ -1,0 +1,88 @@
+// The SQL boundary: exceptions from the engine or from guarded PostgreSQL calls become
+// ereports with an SQLSTATE, raised after every C++ frame below has unwound.
+#include "pg.h"
+
+#include <cstdio>
+#include <new>
+
+#include "../core/error.h"
+
+namespace gpu2bs {
+namespace pg {
+
+namespace {
+
+// SQLSTATE of an engine error code.
+int sqlstate_of(ErrorCode c) {
+  switch (c) {
+    case ErrorCode::InvalidParameter: return ERRCODE_INVALID_PARAMETER_VALUE;
+    case ErrorCode::ProgramLimit: return ERRCODE_PROGRAM_LIMIT_EXCEEDED;
+    case ErrorCode::OutOfMemory: return ERRCODE_OUT_OF_MEMORY;
+    case ErrorCode::Interrupted: return ERRCODE_QUERY_CANCELED;
+    case ErrorCode::DeviceUnavailable: return ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE;
+    case ErrorCode::DeviceError: return ERRCODE_SYSTEM_ERROR;
+    case ErrorCode::Internal: break;
+  }
+  return ERRCODE_INTERNAL_ERROR;
+}
+
+// Plain-data copy of an error, so nothing with a destructor is alive when ereport longjmps.
+struct ErrorText {
+  int sqlstate = 0;
+  bool interrupted = false;
+  char msg[512] = {};
+  char detail[1024] = {};
+  char hint[512] = {};
+};
+
+void copy_text(char* dst, size_t cap, const char* src) { snprintf(dst, cap, "%s", src ? src : ""); }
+
+// Fills `out` from the exception in flight; returns the PostgreSQL error to rethrow, if any.
+ErrorData* describe_current(ErrorText* out) {
+  try {
+    throw;
+  } catch (const PgError& e) {
+    return e.edata;
+  } catch (const Error& e) {
+    out->sqlstate = sqlstate_of(e.code());
+    out->interrupted = e.code() == ErrorCode::Interrupted;
+    copy_text(out->msg, sizeof out->msg, e.what());
+    copy_text(out->detail, sizeof out->detail, e.detail().c_str());
+    copy_text(out->hint, sizeof out->hint, e.hint().c_str());
+  } catch (const std::bad_alloc&) {
+    out->sqlstate = ERRCODE_OUT_OF_MEMORY;
+    copy_text(out->msg, sizeof out->msg, "out of memory in gpu2bs");
+  } catch (const std::exception& e) {
+    out->sqlstate = ERRCODE_INTERNAL_ERROR;
+    copy_text(out->msg, sizeof out->msg, e.what());
+  } catch (...) {
+    out->sqlstate = ERRCODE_INTERNAL_ERROR;
+    copy_text(out->msg, sizeof out->msg, "unknown C++ exception in gpu2bs");
+  }
+  return nullptr;
+}
+
+}  // namespace
+
+Datum invoke(PGFunction impl, FunctionCallInfo fcinfo) {
+  ErrorText err;
+  ErrorData* pg_error = nullptr;
+  try {
+    return impl(fcinfo);
+  } catch (...) {
+    pg_error = describe_current(&err);
+  }
+  // No C++ object is alive past this point.
+  if (pg_error) ReThrowError(pg_error);
+  if (err.interrupted) {
+    CHECK_FOR_INTERRUPTS();
+    ereport(ERROR, (errcode(ERRCODE_QUERY_CANCELED), errmsg("canceling statement due to user request")));
+  }
+  ereport(ERROR, (errcode(err.sqlstate), errmsg("%s", err.msg),
+                  err.detail[0] ? errdetail("%s", err.detail) : 0,
+                  err.hint[0] ? errhint("%s", err.hint) : 0));
+  pg_unreachable();
+}
+
+}  // namespace pg
+}  // namespace gpu2bs

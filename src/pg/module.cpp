@@ -1,0 +1,14 @@
+// Module magic and _PG_init: registers the settings. Nothing else happens at load time (the
+// GPU is initialized lazily, inside a backend, on first use).
+#include "pg.h"
+
+#include "settings.h"
+
+extern "C" {
+PG_MODULE_MAGIC;
+
+void _PG_init(void);
+
+// Registers the gpu2bs.* settings.
+void _PG_init(void) { gpu2bs::pg::define_settings(); }
+}

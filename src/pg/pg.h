@@ -1,0 +1,61 @@
+// PostgreSQL headers for C++ translation units, and the C++/PostgreSQL boundary (pg_duckdb's
+// model): every SQL entry point that runs C++ is defined with GPU2BS_FUNCTION, which catches C++
+// exceptions and raises the ereport only after the C++ frames are gone; PostgreSQL calls made
+// from C++ go through pg_guard(), which turns an ereport into a C++ exception (PgError).
+#pragma once
+
+extern "C" {
+#include "postgres.h"
+
+#include "fmgr.h"
+#include "miscadmin.h"
+#include "utils/elog.h"
+}
+
+#include <exception>
+
+namespace gpu2bs {
+namespace pg {
+
+// A PostgreSQL error caught by pg_guard(), carried through C++ frames to the boundary.
+class PgError : public std::exception {
+ public:
+  explicit PgError(ErrorData* e) : edata(e) {}
+  const char* what() const noexcept override { return edata && edata->message ? edata->message : "postgres error"; }
+  ErrorData* edata;  // palloc'd in the memory context current at the guard
+};
+
+// Runs `fn` (which must hold no C++ objects with destructors and throw no C++ exceptions) under
+// PG_TRY; an ereport inside becomes a PgError thrown after the PostgreSQL error state is reset.
+template <typename F>
+void pg_guard(F&& fn) {
+  MemoryContext mcx = CurrentMemoryContext;
+  ErrorData* volatile edata = nullptr;
+  PG_TRY();
+  {
+    fn();
+  }
+  PG_CATCH();
+  {
+    MemoryContextSwitchTo(mcx);
+    edata = CopyErrorData();
+    FlushErrorState();
+  }
+  PG_END_TRY();
+  if (edata) throw PgError(edata);
+}
+
+// Calls `impl` and converts any C++ exception into an ereport once the C++ frames are gone.
+Datum invoke(PGFunction impl, FunctionCallInfo fcinfo);
+
+}  // namespace pg
+}  // namespace gpu2bs
+
+// Defines the SQL-callable function `name`; its C++ body follows the macro.
+#define GPU2BS_FUNCTION(name)                                                  \
+  static Datum name##_impl(FunctionCallInfo fcinfo);                           \
+  extern "C" {                                                                 \
+  PG_FUNCTION_INFO_V1(name);                                                   \
+  Datum name(PG_FUNCTION_ARGS) { return gpu2bs::pg::invoke(name##_impl, fcinfo); } \
+  }                                                                            \
+  static Datum name##_impl(FunctionCallInfo fcinfo)

@@ -1,0 +1,133 @@
+// gpu2bs.* settings, engine choice, and the Control that polls PostgreSQL's interrupt flags.
+#include "pg.h"
+
+extern "C" {
+#include "utils/guc.h"
+}
+
+#include <cstdio>
+#include <thread>
+
+#include "../core/error.h"
+#include "settings.h"
+
+namespace gpu2bs {
+namespace pg {
+
+int device_setting = DEVICE_AUTO;
+int precision_setting = PRECISION_FLOAT4;
+int cpu_threads_setting = 0;
+double max_result_rows_setting = 1e9;
+int gpu_memory_limit_setting = 0;
+int result_page_setting = 16384;
+
+namespace {
+
+const struct config_enum_entry device_options[] = {
+    {"auto", DEVICE_AUTO, false}, {"cpu", DEVICE_CPU, false}, {"gpu", DEVICE_GPU, false},
+    {nullptr, 0, false}};
+
+const struct config_enum_entry precision_options[] = {
+    {"float4", PRECISION_FLOAT4, false}, {"float8", PRECISION_FLOAT8, false},
+    {"float32", PRECISION_FLOAT4, true}, {"float64", PRECISION_FLOAT8, true},
+    {nullptr, 0, false}};
+
+struct LastRun {
+  char function[64];
+  char engine[128];
+  RunStats stats;
+  bool valid;
+} last_run = {};
+
+}  // namespace
+
+void define_settings() {
+  DefineCustomEnumVariable("gpu2bs.device", "Engine for two-body statistics: auto, cpu or gpu.",
+                           "auto uses the GPU when one is usable and the CPU engine otherwise; "
+                           "gpu raises an error when no GPU is usable.",
+                           &device_setting, DEVICE_AUTO, device_options, PGC_USERSET, 0, nullptr,
+                           nullptr, nullptr);
+  DefineCustomEnumVariable("gpu2bs.precision", "Arithmetic precision of distances: float4 or float8.",
+                           "float4 rounds coordinates to float4 and computes in float4 (the "
+                           "default); float8 computes in float8.",
+                           &precision_setting, PRECISION_FLOAT4, precision_options, PGC_USERSET, 0,
+                           nullptr, nullptr, nullptr);
+  DefineCustomIntVariable("gpu2bs.cpu_threads", "Worker threads of the CPU engine (0: one per core).",
+                          nullptr, &cpu_threads_setting, 0, 0, 1024, PGC_USERSET, 0, nullptr,
+                          nullptr, nullptr);
+  DefineCustomRealVariable("gpu2bs.max_result_rows",
+                           "Largest similarity join result before it is stopped with an error (0: no limit).",
+                           nullptr, &max_result_rows_setting, 1e9, 0, 1e15, PGC_USERSET, 0,
+                           nullptr, nullptr, nullptr);
+  DefineCustomIntVariable("gpu2bs.gpu_memory_limit",
+                          "Device memory the GPU engine may allocate per query (0: 90% of free memory).",
+                          nullptr, &gpu_memory_limit_setting, 0, 0, 16 * 1024 * 1024, PGC_USERSET,
+                          GUC_UNIT_MB, nullptr, nullptr, nullptr);
+  DefineCustomIntVariable("gpu2bs.result_page_pairs",
+                          "Pairs per result page of the similarity join (bounds buffered results).",
+                          nullptr, &result_page_setting, 16384, 64, 1 << 24, PGC_USERSET, 0,
+                          nullptr, nullptr, nullptr);
+  MarkGUCPrefixReserved("gpu2bs");
+}
+
+Precision current_precision() {
+  return precision_setting == PRECISION_FLOAT8 ? Precision::Float64 : Precision::Float32;
+}
+
+Engine* choose_engine(std::string* reason) {
+  static std::unique_ptr<Engine> cpu = make_cpu_engine();
+  if (device_setting == DEVICE_CPU) {
+    *reason = "gpu2bs.device = cpu";
+    return cpu.get();
+  }
+  std::string why;
+  Engine* gpu = cuda_engine(&why);
+  if (gpu) {
+    *reason = device_setting == DEVICE_GPU ? "gpu2bs.device = gpu" : "gpu2bs.device = auto and a GPU is usable";
+    return gpu;
+  }
+  if (device_setting == DEVICE_GPU)
+    throw Error(ErrorCode::DeviceUnavailable, "no usable GPU", why,
+                "Set gpu2bs.device = auto or cpu to use the CPU engine.");
+  *reason = "gpu2bs.device = auto and no GPU: " + why;
+  return cpu.get();
+}
+
+PgControl::PgControl() {
+  threads = cpu_threads_setting > 0 ? cpu_threads_setting
+                                    : int(std::max(1u, std::thread::hardware_concurrency()));
+  page_pairs = size_t(result_page_setting);
+  device_memory_limit = size_t(gpu_memory_limit_setting) * 1024 * 1024;
+}
+
+// Cancel, statement timeout and termination requests (read only; processed at the boundary).
+bool PgControl::interrupt_pending() { return QueryCancelPending || ProcDiePending; }
+
+void record_run(const std::string& function, const std::string& engine, const RunStats& stats) {
+  snprintf(last_run.function, sizeof last_run.function, "%s", function.c_str());
+  snprintf(last_run.engine, sizeof last_run.engine, "%s", engine.c_str());
+  last_run.stats = stats;
+  last_run.valid = true;
+}
+
+InfoRows last_run_rows() {
+  InfoRows rows;
+  if (!last_run.valid) return rows;
+  char buf[64];
+  auto ms = [&](double s) {
+    snprintf(buf, sizeof buf, "%.3f", s * 1e3);
+    return std::string(buf);
+  };
+  rows.emplace_back("last_function", last_run.function);
+  rows.emplace_back("last_engine", last_run.engine);
+  rows.emplace_back("last_prepare_ms", ms(last_run.stats.prepare_s));
+  rows.emplace_back("last_transfer_ms", ms(last_run.stats.transfer_s));
+  rows.emplace_back("last_kernel_ms", ms(last_run.stats.kernel_s));
+  rows.emplace_back("last_merge_ms", ms(last_run.stats.merge_s));
+  rows.emplace_back("last_pairs_examined", std::to_string(last_run.stats.pairs_examined));
+  rows.emplace_back("last_pairs_emitted", std::to_string(last_run.stats.pairs_emitted));
+  return rows;
+}
+
+}  // namespace pg
+}  // namespace gpu2bs

@@ -1,0 +1,43 @@
+// gpu2bs.* settings (GUCs) and the choice of engine they imply.
+#pragma once
+
+#include <string>
+
+#include "../core/engine.h"
+
+namespace gpu2bs {
+namespace pg {
+
+enum DeviceSetting { DEVICE_AUTO = 0, DEVICE_CPU = 1, DEVICE_GPU = 2 };
+enum PrecisionSetting { PRECISION_FLOAT4 = 0, PRECISION_FLOAT8 = 1 };
+
+extern int device_setting;
+extern int precision_setting;
+extern int cpu_threads_setting;       // 0: every core
+extern double max_result_rows_setting;  // 0: unlimited
+extern int gpu_memory_limit_setting;  // MB, 0: 90% of free device memory
+extern int result_page_setting;       // pairs per result page
+
+// Registers the settings (from _PG_init).
+void define_settings();
+
+// Precision chosen by gpu2bs.precision.
+Precision current_precision();
+
+// The engine that answers now, with the reason for the choice. Throws
+// Error(DeviceUnavailable) for gpu2bs.device = gpu without a usable GPU.
+Engine* choose_engine(std::string* reason);
+
+// Control with the settings applied and query cancel wired to PostgreSQL's interrupt flags.
+class PgControl : public Control {
+ public:
+  PgControl();
+  bool interrupt_pending() override;
+};
+
+// Remembers the last run of this backend (for gpu2bs_info()).
+void record_run(const std::string& function, const std::string& engine, const RunStats& stats);
+InfoRows last_run_rows();
+
+}  // namespace pg
+}  // namespace gpu2bs

@@ -1,0 +1,316 @@
+// gpu_simjoin: the distance similarity join as a set-returning function. The relation is read
+// through SPI as the calling user (privileges and row-level security apply), the engine runs,
+// and result pages stream into a tuplestore (materialize mode, spills past work_mem).
+#include "pg.h"
+
+extern "C" {
+#include "access/genam.h"
+#include "access/relation.h"
+#include "access/table.h"
+#include "catalog/pg_class.h"
+#include "catalog/pg_type.h"
+#include "executor/spi.h"
+#include "funcapi.h"
+#include "lib/stringinfo.h"
+#include "nodes/pg_list.h"
+#include "utils/array.h"
+#include "utils/builtins.h"
+#include "utils/lsyscache.h"
+#include "utils/rel.h"
+#include "utils/relcache.h"
+}
+
+#include <cmath>
+
+#include "../core/error.h"
+#include "settings.h"
+
+using namespace gpu2bs;
+using namespace gpu2bs::pg;
+
+namespace {
+
+// One relation's points as read: ids and SoA coordinates in a dedicated memory context.
+struct RelPoints {
+  const char* relname;  // qualified, quoted
+  int dims;
+  int64 n;
+  int64 cap;
+  int64* ids;
+  double* coord[kMaxDims];
+};
+
+// Integer types accepted for the key column.
+bool is_int_type(Oid t) { return t == INT2OID || t == INT4OID || t == INT8OID; }
+
+// Numeric types accepted for named coordinate columns (cast to float8).
+bool is_numeric_type(Oid t) {
+  return is_int_type(t) || t == FLOAT4OID || t == FLOAT8OID || t == NUMERICOID;
+}
+
+// Attribute number of column `name` (not dropped, not system), or an error.
+AttrNumber find_column(TupleDesc td, const char* name, const char* relname) {
+  for (int a = 0; a < td->natts; ++a) {
+    Form_pg_attribute att = TupleDescAttr(td, a);
+    if (!att->attisdropped && strcmp(NameStr(att->attname), name) == 0) return AttrNumber(a + 1);
+  }
+  ereport(ERROR, (errcode(ERRCODE_UNDEFINED_COLUMN),
+                  errmsg("column \"%s\" of relation %s does not exist", name, relname)));
+  return InvalidAttrNumber;
+}
+
+// The single-column integer primary key of `rel`, or InvalidAttrNumber.
+AttrNumber primary_key_column(Relation rel) {
+  Oid pk = InvalidOid;
+  if (rel->rd_rel->relkind == RELKIND_RELATION || rel->rd_rel->relkind == RELKIND_PARTITIONED_TABLE ||
+      rel->rd_rel->relkind == RELKIND_MATVIEW) {
+    List* idx = RelationGetIndexList(rel);
+    pk = rel->rd_pkindex;
+    list_free(idx);
+  }
+  if (!OidIsValid(pk)) return InvalidAttrNumber;
+  Relation irel = index_open(pk, AccessShareLock);
+  AttrNumber col = InvalidAttrNumber;
+  if (irel->rd_index->indnkeyatts == 1) col = irel->rd_index->indkey.values[0];
+  index_close(irel, AccessShareLock);
+  if (col > 0 && is_int_type(TupleDescAttr(RelationGetDescr(rel), col - 1)->atttypid)) return col;
+  return InvalidAttrNumber;
+}
+
+// Builds the SELECT that reads `relid` (key and coordinates, schema-qualified and quoted, so
+// names cannot inject SQL and search_path plays no part). `coords` may be NULL (default rule).
+char* build_query(Oid relid, ArrayType* coords, const char* id_name, int* dims_out,
+                  const char** relname_out) {
+  Relation rel = relation_open(relid, AccessShareLock);
+  char kind = rel->rd_rel->relkind;
+  const char* relname = quote_qualified_identifier(get_namespace_name(RelationGetNamespace(rel)),
+                                                   RelationGetRelationName(rel));
+  if (kind != RELKIND_RELATION && kind != RELKIND_VIEW && kind != RELKIND_MATVIEW &&
+      kind != RELKIND_PARTITIONED_TABLE && kind != RELKIND_FOREIGN_TABLE)
+    ereport(ERROR, (errcode(ERRCODE_WRONG_OBJECT_TYPE),
+                    errmsg("%s is not a table, view or materialized view", relname)));
+  TupleDesc td = RelationGetDescr(rel);
+  AttrNumber key = InvalidAttrNumber;
+  if (id_name) {
+    key = find_column(td, id_name, relname);
+    if (!is_int_type(TupleDescAttr(td, key - 1)->atttypid))
+      ereport(ERROR, (errcode(ERRCODE_DATATYPE_MISMATCH),
+                      errmsg("key column \"%s\" must be of type smallint, integer or bigint", id_name)));
+  } else {
+    key = primary_key_column(rel);
+    if (key == InvalidAttrNumber) {
+      for (int a = 0; a < td->natts; ++a) {
+        Form_pg_attribute att = TupleDescAttr(td, a);
+        if (!att->attisdropped && strcmp(NameStr(att->attname), "id") == 0 && is_int_type(att->atttypid))
+          key = AttrNumber(a + 1);
+      }
+    }
+    if (key == InvalidAttrNumber)
+      ereport(ERROR, (errcode(ERRCODE_UNDEFINED_COLUMN),
+                      errmsg("relation %s has no integer key column", relname),
+                      errdetail("The key is the single-column integer primary key, else an integer column named \"id\"."),
+                      errhint("Name the key column, for example gpu_simjoin('pts', 0.5, id => 'star_id').")));
+  }
+  AttrNumber cols[kMaxDims];
+  int dims = 0;
+  if (coords) {
+    Datum* elems;
+    bool* nulls;
+    int nelems;
+    deconstruct_array(coords, TEXTOID, -1, false, TYPALIGN_INT, &elems, &nulls, &nelems);
+    if (nelems < 2 || nelems > kMaxDims)
+      ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+                      errmsg("coords must name 2 to %d columns", kMaxDims),
+                      errdetail("%d columns were named.", nelems)));
+    for (int e = 0; e < nelems; ++e) {
+      if (nulls[e])
+        ereport(ERROR, (errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED), errmsg("coords must not contain NULL")));
+      char* name = text_to_cstring(DatumGetTextPP(elems[e]));
+      AttrNumber c = find_column(td, name, relname);
+      if (!is_numeric_type(TupleDescAttr(td, c - 1)->atttypid))
+        ereport(ERROR, (errcode(ERRCODE_DATATYPE_MISMATCH),
+                        errmsg("coordinate column \"%s\" is not numeric", name),
+                        errdetail("Column \"%s\" has type %s.", name, format_type_be(TupleDescAttr(td, c - 1)->atttypid))));
+      cols[dims++] = c;
+    }
+  } else {
+    for (int a = 0; a < td->natts; ++a) {
+      Form_pg_attribute att = TupleDescAttr(td, a);
+      if (att->attisdropped || AttrNumber(a + 1) == key || att->atttypid != FLOAT8OID) continue;
+      if (dims == kMaxDims)
+        ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+                        errmsg("relation %s has more than %d float8 columns", relname, kMaxDims),
+                        errhint("Name the coordinate columns, for example coords => '{x,y,z}'.")));
+      cols[dims++] = AttrNumber(a + 1);
+    }
+    if (dims < 2)
+      ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+                      errmsg("relation %s has fewer than 2 float8 coordinate columns", relname),
+                      errhint("Name the coordinate columns, for example coords => '{x,y}'.")));
+  }
+  StringInfoData q;
+  initStringInfo(&q);
+  appendStringInfo(&q, "SELECT (%s)::pg_catalog.int8",
+                   quote_identifier(NameStr(TupleDescAttr(td, key - 1)->attname)));
+  for (int k = 0; k < dims; ++k)
+    appendStringInfo(&q, ", (%s)::pg_catalog.float8",
+                     quote_identifier(NameStr(TupleDescAttr(td, cols[k] - 1)->attname)));
+  appendStringInfo(&q, " FROM %s", relname);
+  relation_close(rel, AccessShareLock);
+  *dims_out = dims;
+  *relname_out = relname;
+  return q.data;
+}
+
+// Reads the rows through an SPI cursor into `out` (allocated in `ctx`); skips rows with a NULL
+// key or coordinate and refuses NaN or infinite coordinates, naming the column.
+void read_points(const char* query, MemoryContext ctx, RelPoints* out) {
+  SPIPlanPtr plan = SPI_prepare(query, 0, nullptr);
+  if (!plan) elog(ERROR, "SPI_prepare failed for \"%s\": %s", query, SPI_result_code_string(SPI_result));
+  Portal portal = SPI_cursor_open(nullptr, plan, nullptr, nullptr, true);
+  for (;;) {
+    SPI_cursor_fetch(portal, true, 10000);
+    uint64 got = SPI_processed;
+    if (got == 0) break;
+    SPITupleTable* tt = SPI_tuptable;
+    if (out->n + int64(got) > out->cap) {
+      int64 cap = out->cap ? out->cap : 16384;
+      while (cap < out->n + int64(got)) cap *= 2;
+      if (cap > int64(UINT32_MAX) + 1)
+        ereport(ERROR, (errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+                        errmsg("too many rows in %s for a similarity join", out->relname)));
+      MemoryContext old = MemoryContextSwitchTo(ctx);
+      out->ids = out->ids ? (int64*)repalloc_huge(out->ids, Size(cap) * sizeof(int64))
+                          : (int64*)palloc_extended(Size(cap) * sizeof(int64), MCXT_ALLOC_HUGE);
+      for (int k = 0; k < out->dims; ++k)
+        out->coord[k] = out->coord[k] ? (double*)repalloc_huge(out->coord[k], Size(cap) * sizeof(double))
+                                      : (double*)palloc_extended(Size(cap) * sizeof(double), MCXT_ALLOC_HUGE);
+      MemoryContextSwitchTo(old);
+      out->cap = cap;
+    }
+    for (uint64 r = 0; r < got; ++r) {
+      HeapTuple tup = tt->vals[r];
+      bool isnull;
+      Datum idd = SPI_getbinval(tup, tt->tupdesc, 1, &isnull);
+      if (isnull) continue;
+      double v[kMaxDims];
+      bool skip = false;
+      for (int k = 0; k < out->dims && !skip; ++k) {
+        Datum d = SPI_getbinval(tup, tt->tupdesc, 2 + k, &isnull);
+        if (isnull) {
+          skip = true;
+          break;
+        }
+        v[k] = DatumGetFloat8(d);
+        if (!std::isfinite(v[k]))
+          ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+                          errmsg("column \"%s\" of %s has a non-finite value",
+                                 NameStr(TupleDescAttr(tt->tupdesc, 1 + k)->attname), out->relname),
+                          errdetail("The row with key " INT64_FORMAT " has %s; NaN and infinite coordinates are not accepted.",
+                                    DatumGetInt64(idd), std::isnan(v[k]) ? "NaN" : "an infinite value")));
+      }
+      if (skip) continue;
+      out->ids[out->n] = DatumGetInt64(idd);
+      for (int k = 0; k < out->dims; ++k) out->coord[k][out->n] = v[k];
+      out->n++;
+    }
+    SPI_freetuptable(tt);
+  }
+  SPI_cursor_close(portal);
+}
+
+PointsView view_of(const RelPoints& r) {
+  PointsView v;
+  v.dims = r.dims;
+  v.n = size_t(r.n);
+  for (int k = 0; k < r.dims; ++k) v.coord[k] = r.coord[k];
+  return v;
+}
+
+// Writes result pages into the SRF's tuplestore as (id1, id2, dist).
+class TuplestoreSink final : public PairSink {
+ public:
+  TuplestoreSink(ReturnSetInfo* rsinfo, const int64* ids_a, const int64* ids_b, bool self)
+      : rsinfo_(rsinfo), ids_a_(ids_a), ids_b_(ids_b), self_(self) {}
+  void consume(const PairRecord* pairs, size_t n) override {
+    ReturnSetInfo* rs = rsinfo_;
+    const int64* ia = ids_a_;
+    const int64* ib = ids_b_;
+    const bool self = self_;
+    pg_guard([&] {
+      Datum values[3];
+      bool nulls[3] = {false, false, false};
+      for (size_t p = 0; p < n; ++p) {
+        int64 a = ia[pairs[p].i], b = ib[pairs[p].j];
+        if (self && a > b) {
+          int64 t = a;
+          a = b;
+          b = t;
+        }
+        values[0] = Int64GetDatum(a);
+        values[1] = Int64GetDatum(b);
+        values[2] = Float8GetDatum(pairs[p].dist);
+        tuplestore_putvalues(rs->setResult, rs->setDesc, values, nulls);
+      }
+    });
+  }
+
+ private:
+  ReturnSetInfo* rsinfo_;
+  const int64* ids_a_;
+  const int64* ids_b_;
+  bool self_;
+};
+
+// Shared body of both forms: `nrel` relations in args 0..nrel-1, then eps, coords, id.
+Datum simjoin_impl(FunctionCallInfo fcinfo, int nrel) {
+  ReturnSetInfo* rsinfo = (ReturnSetInfo*)fcinfo->resultinfo;
+  pg_guard([&] { InitMaterializedSRF(fcinfo, 0); });
+  for (int a = 0; a <= nrel; ++a)
+    if (PG_ARGISNULL(a)) return (Datum)0;  // NULL relation or eps: no rows
+  Oid relids[2] = {PG_GETARG_OID(0), nrel == 2 ? PG_GETARG_OID(1) : InvalidOid};
+  double eps = PG_GETARG_FLOAT8(nrel);
+  ArrayType* coords = PG_ARGISNULL(nrel + 1) ? nullptr : PG_GETARG_ARRAYTYPE_P(nrel + 1);
+  text* id_text = PG_ARGISNULL(nrel + 2) ? nullptr : PG_GETARG_TEXT_PP(nrel + 2);
+  if (std::isnan(eps) || eps <= 0)
+    throw Error(ErrorCode::InvalidParameter, "eps must be a positive number",
+                std::isnan(eps) ? "eps is NaN." : "eps is " + std::to_string(eps) + ".");
+  RelPoints rels[2] = {};
+  MemoryContext ctx = nullptr;
+  pg_guard([&] {
+    ctx = AllocSetContextCreate(CurrentMemoryContext, "gpu2bs simjoin points", ALLOCSET_DEFAULT_SIZES);
+    const char* id_name = id_text ? text_to_cstring(id_text) : nullptr;
+    const char* queries[2];
+    for (int r = 0; r < nrel; ++r)
+      queries[r] = build_query(relids[r], coords, id_name, &rels[r].dims, &rels[r].relname);
+    if (SPI_connect() != SPI_OK_CONNECT) elog(ERROR, "SPI_connect failed");
+    for (int r = 0; r < nrel; ++r) read_points(queries[r], ctx, &rels[r]);
+    SPI_finish();
+  });
+  Precision prec = current_precision();
+  PointsView va = view_of(rels[0]);
+  PointsView vb = nrel == 2 ? view_of(rels[1]) : va;
+  if (nrel == 2 && vb.dims != va.dims)
+    throw Error(ErrorCode::InvalidParameter, "relations have different numbers of coordinates",
+                std::string(rels[0].relname) + " has " + std::to_string(va.dims) + ", " +
+                    rels[1].relname + " has " + std::to_string(vb.dims) + ".");
+  check_range(compute_bounds(va, nrel == 2 ? &vb : nullptr), prec);
+  SimjoinProblem prob = make_simjoin(va, nrel == 2 ? &vb : nullptr, eps, prec,
+                                     uint64_t(max_result_rows_setting));
+  std::string reason;
+  Engine* eng = choose_engine(&reason);
+  PgControl ctl;
+  TuplestoreSink sink(rsinfo, rels[0].ids, nrel == 2 ? rels[1].ids : rels[0].ids, nrel == 1);
+  eng->simjoin(prob, sink, ctl);
+  record_run("gpu_simjoin", eng->name(), ctl.stats);
+  pg_guard([&] { MemoryContextDelete(ctx); });
+  return (Datum)0;
+}
+
+}  // namespace
+
+// gpu_simjoin(rel, eps, coords, id): self-join, each unordered pair once with id1 < id2.
+GPU2BS_FUNCTION(gpu2bs_simjoin_self) { return simjoin_impl(fcinfo, 1); }
+
+// gpu_simjoin(a, b, eps, coords, id): every (a, b) pair within eps.
+GPU2BS_FUNCTION(gpu2bs_simjoin_two) { return simjoin_impl(fcinfo, 2); }
