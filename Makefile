@@ -15,7 +15,7 @@ PG_OBJS   = src/pg/module.o src/pg/boundary.o src/pg/settings.o src/pg/points_ag
 
 # CUDA: found on PATH or in /usr/local/cuda; empty NVCC means a CPU-only build.
 NVCC ?= $(shell command -v nvcc 2>/dev/null || ls /usr/local/cuda/bin/nvcc 2>/dev/null)
-ifneq ($(strip $(NVCC)),)
+ifneq ($(and $(strip $(NVCC)),$(wildcard kernels/cuda_engine.cu)),)
 CUDA_HOME   ?= $(patsubst %/bin/nvcc,%,$(NVCC))
 CUDA_OBJS    = kernels/cuda_engine.o kernels/sdh.o kernels/pair_count.o kernels/simjoin.o kernels/device_link.o
 CUDA_ARCH   ?= -gencode=arch=compute_80,code=sm_80 -gencode=arch=compute_90,code=sm_90 \
