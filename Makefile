@@ -5,7 +5,7 @@ MODULE_big  = gpu2bs
 DATA        = sql/gpu2bs--0.1.sql
 PGFILEDESC  = "gpu2bs - two-body statistics on the GPU or every CPU core"
 
-REGRESS      = setup sdh pair_count simjoin errors parallel precision
+REGRESS      = setup sdh pair_count simjoin errors parallel precision privileges cancel nogpu
 REGRESS_OPTS = --inputdir=. --load-extension=gpu2bs
 
 CORE_OBJS = src/core/problem.o src/core/parallel.o src/core/grid.o src/core/cpu_engine.o \
@@ -31,7 +31,7 @@ endif
 OBJS = $(CORE_OBJS) $(PG_OBJS) $(CUDA_OBJS)
 
 PG_CPPFLAGS = -Isrc
-PG_CXXFLAGS = -std=c++17 -O3 -ffp-contract=off -fno-fast-math -Wall -Wno-register -fvisibility-inlines-hidden
+PG_CXXFLAGS = -std=c++17 -O3 -ffp-contract=off -fno-fast-math -fno-math-errno -Wall -Wno-register -fvisibility-inlines-hidden
 SHLIB_LINK  = $(CUDA_LIBS) -lstdc++ -lpthread -lm
 
 # No LLVM bitcode (JIT inlining) for the C++ and CUDA objects.

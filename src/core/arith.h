@@ -104,11 +104,18 @@ G2_HD T sq_dist(const T* a, const T* b) {
 // Bucket of a pair in the spatial distance histogram: k = floor(sqrt(d2) * inv_width).
 // Returns -1 when the pair lies beyond the last bucket and `clamp` is false (explicit width);
 // with `clamp` (width derived from the bounding box) such pairs go to the last bucket.
+// Written as a select (no early return) so compilers vectorize it; `beyond` is nbuckets - 1
+// (clamp) or -1 (drop), see sdh_beyond().
 template <typename T>
-G2_HD int sdh_bucket(T d2, T inv_width, T nbuckets_t, int nbuckets, bool clamp) {
+G2_HD int sdh_bucket(T d2, T inv_width, T nbuckets_t, T beyond) {
   T q = op_mul(op_sqrt(d2), inv_width);
-  if (q < nbuckets_t) return static_cast<int>(q);
-  return clamp ? nbuckets - 1 : -1;
+  return static_cast<int>(q < nbuckets_t ? q : beyond);
+}
+
+// The value sdh_bucket() returns for pairs at or past nbuckets * width.
+template <typename T>
+G2_HD T sdh_beyond(int nbuckets, bool clamp) {
+  return clamp ? T(nbuckets - 1) : T(-1);
 }
 
 }  // namespace gpu2bs

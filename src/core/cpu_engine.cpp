@@ -133,11 +133,12 @@ class CpuEngine final : public Engine {
 
   template <typename T>
   static void sdh_kernel(const CpuKernels& k, int dims, const T* const* c, size_t i0, size_t i1,
-                         size_t j0, size_t j1, bool diag, const SdhParams& p, uint64_t* h) {
+                         size_t j0, size_t j1, bool diag, const SdhParams& p, uint64_t* h,
+                         int copies) {
     if constexpr (sizeof(T) == 4)
-      k.sdh_f32(dims, c, i0, i1, j0, j1, diag, p, h);
+      k.sdh_f32(dims, c, i0, i1, j0, j1, diag, p, h, copies);
     else
-      k.sdh_f64(dims, c, i0, i1, j0, j1, diag, p, h);
+      k.sdh_f64(dims, c, i0, i1, j0, j1, diag, p, h, copies);
   }
 
   template <typename T>
@@ -170,8 +171,9 @@ class CpuEngine final : public Engine {
     const size_t tile = tile_for(pts.n, nt);
     const size_t tiles = (pts.n + tile - 1) / tile;
     TilePairs tp(tiles);
-    std::vector<std::vector<uint64_t>> priv(size_t(nt),
-                                            std::vector<uint64_t>(size_t(p.params.nbuckets)));
+    const int copies = p.params.nbuckets <= kCpuSdhCopiesMaxBuckets ? 4 : 1;
+    std::vector<std::vector<uint64_t>> priv(
+        size_t(nt), std::vector<uint64_t>(size_t(p.params.nbuckets) * size_t(copies)));
     ctl.stats.prepare_s += seconds_since(t0);
     t0 = Clock::now();
     parallel_for(ctl, tp.count(), [&](size_t item, int w) {
@@ -179,13 +181,14 @@ class CpuEngine final : public Engine {
       tp.pair(item, &a, &b);
       size_t i0 = a * tile, i1 = std::min(pts.n, i0 + tile);
       size_t j0 = b * tile, j1 = std::min(pts.n, j0 + tile);
-      sdh_kernel<T>(kern, pts.dims, pts.c, i0, i1, j0, j1, a == b, p.params, priv[w].data());
+      sdh_kernel<T>(kern, pts.dims, pts.c, i0, i1, j0, j1, a == b, p.params, priv[w].data(),
+                    copies);
     });
     ctl.stats.kernel_s += seconds_since(t0);
     t0 = Clock::now();
     std::vector<uint64_t> hist(size_t(p.params.nbuckets), 0);
     for (auto& h : priv)
-      for (size_t k = 0; k < hist.size(); ++k) hist[k] += h[k];
+      for (size_t k = 0; k < h.size(); ++k) hist[k % hist.size()] += h[k];
     ctl.stats.merge_s += seconds_since(t0);
     ctl.stats.pairs_examined += pts.n * (pts.n ? pts.n - 1 : 0) / 2;
     return hist;

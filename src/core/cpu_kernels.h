@@ -14,6 +14,11 @@ namespace gpu2bs {
 // Largest j-range handed to the SDH tile kernel.
 constexpr size_t kCpuTile = 1024;
 
+// Histograms up to this many buckets get 4 interleaved private copies per worker (bench_cpu,
+// 2-core EPYC, N=1e5 f32, pairs/s/thread: 10 buckets 1.13e9 -> 1.24e9, 500 buckets 1.53e9 ->
+// 1.66e9; test/bench/results/2026-11-22-cpu-2core-bench_cpu.txt).
+constexpr int kCpuSdhCopiesMaxBuckets = 1024;
+
 // Collects join results into a page; `flush` hands a full page on (and may stop the worker by
 // returning false).
 struct PageWriter {
@@ -33,11 +38,12 @@ struct PageWriter {
 // pairs with j > i.
 struct CpuKernels {
   const char* isa;
-  // SDH: hist[k] += pairs in bucket k (j-range at most kCpuTile).
+  // SDH: hist[c * nbuckets + k] += pairs in bucket k, over `copies` (1 or 4) private copies
+  // that the caller sums (j-range at most kCpuTile).
   void (*sdh_f32)(int dims, const float* const* a, size_t i0, size_t i1, size_t j0, size_t j1,
-                  bool diag, const SdhParams& p, uint64_t* hist);
+                  bool diag, const SdhParams& p, uint64_t* hist, int copies);
   void (*sdh_f64)(int dims, const double* const* a, size_t i0, size_t i1, size_t j0, size_t j1,
-                  bool diag, const SdhParams& p, uint64_t* hist);
+                  bool diag, const SdhParams& p, uint64_t* hist, int copies);
   // Pair count: pairs with d2 <= r2.
   uint64_t (*count_f32)(int dims, const float* const* a, size_t i0, size_t i1,
                         const float* const* b, size_t j0, size_t j1, bool diag, float r2);

@@ -155,7 +155,10 @@ Datum gpu2bs_points_combine(PG_FUNCTION_ARGS) {
   }
   if (!a) a = gpu2bs::pg::new_state(ctx, b->dims, b->nbuckets, b->has_param, b->param);
   gpu2bs::pg::check_same(a->nbuckets == b->nbuckets, "nbuckets");
-  gpu2bs::pg::check_same(a->param == b->param, "the width or radius");
+  // NaN-aware like the transition function: NaN in every row is the same parameter (and the
+  // final function then reports it), not a mismatch between the partial states.
+  gpu2bs::pg::check_same(a->param == b->param || (std::isnan(a->param) && std::isnan(b->param)),
+                         "the width or radius");
   gpu2bs::pg::reserve(ctx, a, b->n);
   for (int k = 0; k < a->dims && b->n > 0; ++k)
     memcpy(a->coord[k] + a->n, b->coord[k], Size(b->n) * sizeof(double));

@@ -81,7 +81,11 @@ AttrNumber primary_key_column(Relation rel) {
 // names cannot inject SQL and search_path plays no part). `coords` may be NULL (default rule).
 char* build_query(Oid relid, ArrayType* coords, const char* id_name, int* dims_out,
                   const char** relname_out) {
-  Relation rel = relation_open(relid, AccessShareLock);
+  // try_relation_open: a stale OID (a dropped relation) is 42P01, not an internal error.
+  Relation rel = try_relation_open(relid, AccessShareLock);
+  if (!rel)
+    ereport(ERROR, (errcode(ERRCODE_UNDEFINED_TABLE),
+                    errmsg("relation with OID %u does not exist", relid)));
   char kind = rel->rd_rel->relkind;
   const char* relname = quote_qualified_identifier(get_namespace_name(RelationGetNamespace(rel)),
                                                    RelationGetRelationName(rel));
@@ -262,6 +266,17 @@ class TuplestoreSink final : public PairSink {
   bool self_;
 };
 
+// A float8 as PostgreSQL prints it (shortest exact form: "-1", "1e-300", "-Infinity").
+std::string shortest(double v) {
+  char buf[64];
+  if (std::isinf(v)) return v > 0 ? "Infinity" : "-Infinity";
+  for (int prec = 1; prec <= 17; ++prec) {
+    snprintf(buf, sizeof buf, "%.*g", prec, v);
+    if (strtod(buf, nullptr) == v) break;
+  }
+  return buf;
+}
+
 // Shared body of both forms: `nrel` relations in args 0..nrel-1, then eps, coords, id.
 Datum simjoin_impl(FunctionCallInfo fcinfo, int nrel) {
   ReturnSetInfo* rsinfo = (ReturnSetInfo*)fcinfo->resultinfo;
@@ -274,7 +289,7 @@ Datum simjoin_impl(FunctionCallInfo fcinfo, int nrel) {
   text* id_text = PG_ARGISNULL(nrel + 2) ? nullptr : PG_GETARG_TEXT_PP(nrel + 2);
   if (std::isnan(eps) || eps <= 0)
     throw Error(ErrorCode::InvalidParameter, "eps must be a positive number",
-                std::isnan(eps) ? "eps is NaN." : "eps is " + std::to_string(eps) + ".");
+                std::isnan(eps) ? std::string("eps is NaN.") : "eps is " + shortest(eps) + ".");
   RelPoints rels[2] = {};
   MemoryContext ctx = nullptr;
   pg_guard([&] {

@@ -1,0 +1,143 @@
+// Shared host and device helpers of the CUDA engine: CUDA error checking, the per-call scope
+// (stream, device allocations against the memory limit, pinned staging, interrupt polling),
+// point uploads, and the entry points of each 2-BS family.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <chrono>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/engine.h"
+#include "core/error.h"
+#include "core/problem.h"
+#include "host_api.h"
+#include "tuning.h"
+
+namespace gpu2bs {
+namespace cuda {
+
+// ---- errors ----------------------------------------------------------------------------------
+
+// Throws Error(OutOfMemory) for allocation failures, Error(DeviceError) otherwise; the message
+// names the call, the file and line, and cudaGetErrorName.
+[[noreturn]] void throw_cuda(cudaError_t e, const char* expr, const char* file, int line);
+
+inline void check(cudaError_t e, const char* expr, const char* file, int line) {
+  if (e != cudaSuccess) throw_cuda(e, expr, file, line);
+}
+
+#define G2_CUDA(expr) ::gpu2bs::cuda::check((expr), #expr, __FILE__, __LINE__)
+#define G2_CUDA_LAUNCH(what) ::gpu2bs::cuda::check(cudaGetLastError(), what, __FILE__, __LINE__)
+
+// ---- the device --------------------------------------------------------------------------------
+
+struct DeviceFacts {
+  int device = 0;
+  cudaDeviceProp prop{};
+  int sms = 0;
+  size_t smem_per_sm = 0;         // sharedMemPerMultiprocessor
+  size_t smem_per_block_optin = 0;  // sharedMemPerBlockOptin
+  size_t smem_reserved = 0;       // reservedSharedMemPerBlock
+  std::string name;               // "NVIDIA H100 80GB HBM3, sm_90"
+};
+
+// Facts of the device the engine runs on (valid once cuda_engine() returned an engine).
+const DeviceFacts& device_facts();
+
+// Device memory currently allocated by the engine in this process, in bytes.
+size_t engine_bytes_in_use();
+
+using Clock = std::chrono::steady_clock;
+inline double seconds_since(Clock::time_point t0) {
+  return std::chrono::duration<double>(Clock::now() - t0).count();
+}
+
+// ---- one engine call ---------------------------------------------------------------------------
+
+// Owns everything one engine call allocates: a stream, device and pinned buffers, events. The
+// destructor synchronizes the stream and frees everything (also after an exception or a
+// cancel). Device allocations count against Control::device_memory_limit (0: 90 % of the free
+// memory when the call starts).
+class Call {
+ public:
+  explicit Call(Control& ctl);
+  ~Call();
+  Call(const Call&) = delete;
+  Call& operator=(const Call&) = delete;
+
+  Control& ctl;
+  cudaStream_t stream() const { return stream_; }
+
+  // Device array of n elements (uninitialized); nullptr for n == 0.
+  template <typename T>
+  T* alloc(size_t n, const char* what) {
+    return static_cast<T*>(alloc_bytes(n * sizeof(T), what));
+  }
+  void* alloc_bytes(size_t bytes, const char* what);
+  // Frees one allocation of this call early (returns its budget).
+  void free(void* p);
+  // Pinned host buffer, freed with the call.
+  void* alloc_host(size_t bytes);
+  // Bytes this call may still allocate on the device.
+  size_t budget_left() const { return limit_ > used_ ? limit_ - used_ : 0; }
+  size_t used() const { return used_; }
+
+  // An event owned by the call (timing events record kernel times).
+  cudaEvent_t event(bool timing = false);
+
+  // Throws Error(Interrupted) (after synchronizing the stream) when the caller wants to stop.
+  void poll();
+  // Waits until `ev` completed, polling for interrupts every few hundred microseconds.
+  void wait(cudaEvent_t ev);
+  // Waits for everything queued on the stream so far.
+  void sync();
+  [[noreturn]] void interrupted();
+
+  // Pinned staging: two halves of `half_bytes()` each, allocated on first use.
+  char* staging(int half, size_t min_half_bytes);
+  size_t half_bytes() const { return half_; }
+  cudaEvent_t staging_event(int half) { return staging_ev_[half]; }
+
+ private:
+  cudaStream_t stream_ = nullptr;
+  size_t limit_ = 0;
+  size_t used_ = 0;
+  struct Alloc {
+    void* p;
+    size_t bytes;
+  };
+  std::vector<Alloc> dev_;
+  std::vector<void*> host_;
+  std::vector<cudaEvent_t> events_;
+  char* stage_ = nullptr;
+  size_t half_ = 0;
+  cudaEvent_t staging_ev_[2] = {nullptr, nullptr};
+  Clock::time_point last_poll_;
+};
+
+// Coordinates of `v` converted to T ((float)x for float32) and copied into device SoA arrays
+// dst[k] (n elements each), through the pinned staging buffer (double-buffered). Conversion
+// time goes to stats.prepare_s, the rest to stats.transfer_s.
+template <typename T>
+void upload_points(Call& call, const PointsView& v, T* const* dst);
+
+// Copies `bytes` from the device to `host` (pageable) through pinned staging; counted as
+// transfer time.
+void download(Call& call, void* host, const void* dev, size_t bytes);
+
+// ---- families (one .cu each) ---------------------------------------------------------------------
+
+std::vector<uint64_t> sdh(const SdhProblem& p, Control& ctl);
+uint64_t pair_count(const PairCountProblem& p, Control& ctl);
+void simjoin(const SimjoinProblem& p, PairSink& sink, Control& ctl);
+
+// Grid pair count (simjoin.cu): counts pairs with d2 <= r2 on the grid of cells of side
+// grid_cell_side(r, box) when it examines fewer pairs than all-pairs tiles (candidates *
+// kGridCountCost < all pairs). Returns false, having counted nothing, otherwise.
+bool grid_pair_count(const PairCountProblem& p, Call& call, uint64_t* count);
+
+}  // namespace cuda
+}  // namespace gpu2bs

@@ -1,0 +1,448 @@
+// The CUDA engine: lazy CUDA initialization (never at load time), the Engine implementation that
+// dispatches to the family kernels (sdh.cu, pair_count.cu, simjoin.cu), the per-call scope and
+// transfers, the SDH privatization model, and gpu2bs_info() facts.
+#include <algorithm>
+#include <atomic>
+#include <cmath>
+#include <cstring>
+#include <memory>
+#include <mutex>
+#include <thread>
+
+#include "common.cuh"
+
+namespace gpu2bs {
+namespace cuda {
+
+namespace {
+
+std::atomic<size_t> g_bytes_in_use{0};
+DeviceFacts g_facts;
+
+std::atomic<int> g_forced_copies{0};
+std::atomic<int> g_forced_count_path{0};
+std::atomic<bool> g_force_host_grid{false};
+
+// The source path from "kernels/" on, so messages do not depend on the build directory.
+const char* short_path(const char* file) {
+  const char* k = std::strstr(file, "kernels/");
+  return k ? k : file;
+}
+
+__global__ void probe_kernel(int* out) {
+  if (threadIdx.x == 0 && blockIdx.x == 0) *out = 0x2b5;
+}
+
+}  // namespace
+
+[[noreturn]] void throw_cuda(cudaError_t e, const char* expr, const char* file, int line) {
+  (void)cudaGetLastError();  // clear a non-sticky error so the next call starts clean
+  std::string msg = std::string("CUDA error ") + cudaGetErrorName(e) + " (" +
+                    cudaGetErrorString(e) + ") in " + expr + " at " + short_path(file) + ":" +
+                    std::to_string(line);
+  ErrorCode code = e == cudaErrorMemoryAllocation ? ErrorCode::OutOfMemory : ErrorCode::DeviceError;
+  throw Error(code, msg);
+}
+
+const DeviceFacts& device_facts() { return g_facts; }
+size_t engine_bytes_in_use() { return g_bytes_in_use.load(); }
+
+void set_sdh_forced_copies(int copies) { g_forced_copies = copies; }
+int sdh_forced_copies() { return g_forced_copies; }
+void set_count_forced_path(int path) { g_forced_count_path = path; }
+int count_forced_path() { return g_forced_count_path; }
+void set_force_host_grid(bool on) { g_force_host_grid = on; }
+bool force_host_grid() { return g_force_host_grid; }
+
+LastRun& last_run() {
+  static thread_local LastRun r;
+  return r;
+}
+
+// ---- Call ----------------------------------------------------------------------------------------
+
+Call::Call(Control& c) : ctl(c) {
+  G2_CUDA(cudaSetDevice(g_facts.device));
+  if (ctl.device_memory_limit) {
+    limit_ = ctl.device_memory_limit;
+  } else {
+    size_t free_b = 0, total_b = 0;
+    G2_CUDA(cudaMemGetInfo(&free_b, &total_b));
+    limit_ = size_t(double(free_b) * 0.9);
+  }
+  G2_CUDA(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
+  last_poll_ = Clock::now();
+}
+
+Call::~Call() {
+  // Nothing may still run when the buffers go: wait for the stream (errors are moot here).
+  if (stream_) (void)cudaStreamSynchronize(stream_);
+  for (auto& a : dev_) {
+    (void)cudaFree(a.p);
+    g_bytes_in_use -= a.bytes;
+  }
+  for (void* h : host_) (void)cudaFreeHost(h);
+  for (auto e : events_) (void)cudaEventDestroy(e);
+  if (stream_) (void)cudaStreamDestroy(stream_);
+}
+
+void* Call::alloc_bytes(size_t bytes, const char* what) {
+  if (bytes == 0) return nullptr;
+  size_t rounded = (bytes + 255) & ~size_t(255);
+  if (used_ + rounded > limit_)
+    throw Error(ErrorCode::OutOfMemory, "GPU memory limit exceeded",
+                std::string("Allocating ") + std::to_string(bytes) + " bytes for " + what +
+                    " would bring this query's device memory to " +
+                    std::to_string(used_ + rounded) + " bytes; the limit is " +
+                    std::to_string(limit_) + " bytes.",
+                "Raise gpu2bs.gpu_memory_limit, or use gpu2bs.device = cpu.");
+  void* p = nullptr;
+  G2_CUDA(cudaMalloc(&p, bytes));
+  try {
+    dev_.push_back({p, rounded});
+  } catch (...) {
+    (void)cudaFree(p);
+    throw;
+  }
+  used_ += rounded;
+  g_bytes_in_use += rounded;
+  return p;
+}
+
+void Call::free(void* p) {
+  if (!p) return;
+  for (size_t i = 0; i < dev_.size(); ++i) {
+    if (dev_[i].p != p) continue;
+    (void)cudaStreamSynchronize(stream_);
+    G2_CUDA(cudaFree(p));
+    used_ -= dev_[i].bytes;
+    g_bytes_in_use -= dev_[i].bytes;
+    dev_.erase(dev_.begin() + long(i));
+    return;
+  }
+}
+
+void* Call::alloc_host(size_t bytes) {
+  void* p = nullptr;
+  G2_CUDA(cudaHostAlloc(&p, std::max<size_t>(bytes, 64), cudaHostAllocDefault));
+  try {
+    host_.push_back(p);
+  } catch (...) {
+    (void)cudaFreeHost(p);
+    throw;
+  }
+  return p;
+}
+
+cudaEvent_t Call::event(bool timing) {
+  cudaEvent_t e = nullptr;
+  G2_CUDA(cudaEventCreateWithFlags(&e, timing ? cudaEventDefault : cudaEventDisableTiming));
+  try {
+    events_.push_back(e);
+  } catch (...) {
+    (void)cudaEventDestroy(e);
+    throw;
+  }
+  return e;
+}
+
+[[noreturn]] void Call::interrupted() {
+  (void)cudaStreamSynchronize(stream_);
+  throw Error(ErrorCode::Interrupted, "interrupted");
+}
+
+void Call::poll() {
+  last_poll_ = Clock::now();
+  if (ctl.interrupt_pending()) interrupted();
+}
+
+void Call::wait(cudaEvent_t ev) {
+  auto t0 = Clock::now();
+  for (;;) {
+    cudaError_t e = cudaEventQuery(ev);
+    if (e == cudaSuccess) return;
+    if (e != cudaErrorNotReady) throw_cuda(e, "cudaEventQuery", __FILE__, __LINE__);
+    poll();
+    // Spin briefly (short kernels), then sleep in short steps.
+    if (seconds_since(t0) > 2e-4) std::this_thread::sleep_for(std::chrono::microseconds(100));
+  }
+}
+
+void Call::sync() {
+  cudaEvent_t e = event();
+  G2_CUDA(cudaEventRecord(e, stream_));
+  wait(e);
+}
+
+char* Call::staging(int half, size_t min_half_bytes) {
+  if (half_ < min_half_bytes) {
+    if (stage_) sync();  // the old halves may still be read by queued copies
+    half_ = std::max<size_t>((min_half_bytes + 4095) & ~size_t(4095), 4096);
+    stage_ = static_cast<char*>(alloc_host(2 * half_));
+    if (!staging_ev_[0]) {
+      staging_ev_[0] = event();
+      staging_ev_[1] = event();
+    }
+    G2_CUDA(cudaEventRecord(staging_ev_[0], stream_));
+    G2_CUDA(cudaEventRecord(staging_ev_[1], stream_));
+  }
+  return stage_ + size_t(half) * half_;
+}
+
+// ---- transfers -------------------------------------------------------------------------------
+
+template <typename T>
+void upload_points(Call& call, const PointsView& v, T* const* dst) {
+  const size_t n = v.n;
+  if (n == 0) return;
+  auto t0 = Clock::now();
+  double conv_s = 0;
+  const size_t per =
+      std::min(n, std::max<size_t>(cuda_tuning::kStagingBytes / 2 / sizeof(T), 1024));
+  call.staging(0, per * sizeof(T));
+  int h = 0;
+  for (int k = 0; k < v.dims; ++k) {
+    for (size_t off = 0; off < n; off += per) {
+      const size_t cnt = std::min(per, n - off);
+      call.wait(call.staging_event(h));  // the copy that last read this half is done
+      auto tc = Clock::now();
+      T* s = reinterpret_cast<T*>(call.staging(h, per * sizeof(T)));
+      const double* in = v.coord[k] + off;
+      for (size_t i = 0; i < cnt; ++i) s[i] = static_cast<T>(in[i]);
+      conv_s += seconds_since(tc);
+      G2_CUDA(cudaMemcpyAsync(dst[k] + off, s, cnt * sizeof(T), cudaMemcpyHostToDevice,
+                              call.stream()));
+      G2_CUDA(cudaEventRecord(call.staging_event(h), call.stream()));
+      h ^= 1;
+    }
+  }
+  call.wait(call.staging_event(0));
+  call.wait(call.staging_event(1));
+  const double total = seconds_since(t0);
+  call.ctl.stats.prepare_s += conv_s;
+  call.ctl.stats.transfer_s += std::max(0.0, total - conv_s);
+}
+
+template void upload_points<float>(Call&, const PointsView&, float* const*);
+template void upload_points<double>(Call&, const PointsView&, double* const*);
+
+void download(Call& call, void* host, const void* dev, size_t bytes) {
+  if (bytes == 0) return;
+  auto t0 = Clock::now();
+  const size_t per = std::min(bytes, cuda_tuning::kStagingBytes / 2);
+  char* s = call.staging(0, per);
+  for (size_t off = 0; off < bytes; off += per) {
+    const size_t cnt = std::min(per, bytes - off);
+    call.wait(call.staging_event(0));
+    G2_CUDA(cudaMemcpyAsync(s, static_cast<const char*>(dev) + off, cnt, cudaMemcpyDeviceToHost,
+                            call.stream()));
+    G2_CUDA(cudaEventRecord(call.staging_event(0), call.stream()));
+    call.wait(call.staging_event(0));
+    std::memcpy(static_cast<char*>(host) + off, s, cnt);
+  }
+  call.ctl.stats.transfer_s += seconds_since(t0);
+}
+
+// ---- SDH privatization model -----------------------------------------------------------------
+
+double priv_latency(int k, double cl, double clp, int hs) {
+  if (k <= 1) return cl;
+  // Probability that the k lanes sharing a copy hit k different buckets (birthday problem).
+  const double pk = std::exp(-double(k) * double(k - 1) / (2.0 * double(hs)));
+  return pk * cl + (1 - pk) * priv_latency(k - 1, cl + clp, clp, hs);
+}
+
+double priv_estimate(int nbuckets, int copies, int threads, size_t tile_bytes, double n_threads,
+                     const PrivMachine& m) {
+  const size_t stride = copies > 1 ? size_t(nbuckets | 1) : size_t(nbuckets);
+  const size_t smem = tile_bytes + size_t(copies) * stride * 4;
+  if (smem > m.smem_per_block_optin) return 0;
+  int blocks = int(m.smem_per_sm / (smem + m.smem_reserved));
+  blocks = std::min({blocks, m.max_blocks_per_sm, m.max_threads_per_sm / threads,
+                     m.reg_blocks_per_sm});
+  if (blocks <= 0) return 0;
+  // Occupancy alpha (threads per SM), saturating where latency is already hidden.
+  const double alpha = std::min<double>(blocks * threads, cuda_tuning::kPrivAlphaSat);
+  // Rounds R = ceil(T / (alpha * MP)) (equation 1) times the latency of one round (eq. 2).
+  const double rounds = std::ceil(std::max(n_threads, 1.0) / (alpha * m.sms));
+  return rounds * priv_latency(32 / copies, 1.0, cuda_tuning::kPrivCLP, nbuckets);
+}
+
+PrivChoice choose_privatization(int nbuckets, int threads, size_t tile_bytes, double n_threads,
+                                const PrivMachine& m, int forced_copies) {
+  PrivChoice c;
+  auto global = [&] {
+    c.global = true;
+    c.copies = 0;
+    c.stride = 0;
+    c.smem_bytes = tile_bytes;
+    return c;
+  };
+  if (forced_copies < 0) return global();
+  if (forced_copies > 0) {
+    if (priv_estimate(nbuckets, forced_copies, threads, tile_bytes, n_threads, m) <= 0)
+      return global();
+    c.copies = forced_copies;
+  } else {
+    if (nbuckets > cuda_tuning::kSdhGlobalAboveBuckets) return global();
+    double best = 0;
+    for (int h = 32; h >= 1; h /= 2) {  // ties keep more copies (fewer conflicts)
+      double e = priv_estimate(nbuckets, h, threads, tile_bytes, n_threads, m);
+      if (e > 0 && (best == 0 || e < best)) {
+        best = e;
+        c.copies = h;
+      }
+    }
+    if (best == 0) return global();
+  }
+  c.global = false;
+  c.stride = c.copies > 1 ? (nbuckets | 1) : nbuckets;
+  c.smem_bytes = tile_bytes + size_t(c.copies) * size_t(c.stride) * 4;
+  return c;
+}
+
+// ---- the engine ------------------------------------------------------------------------------
+
+namespace {
+
+class CudaEngine final : public Engine {
+ public:
+  std::string name() const override { return "cuda (" + g_facts.name + ")"; }
+
+  std::vector<uint64_t> sdh(const SdhProblem& p, Control& ctl) override {
+    last_run() = LastRun();
+    return cuda::sdh(p, ctl);
+  }
+
+  uint64_t pair_count(const PairCountProblem& p, Control& ctl) override {
+    last_run() = LastRun();
+    return cuda::pair_count(p, ctl);
+  }
+
+  void simjoin(const SimjoinProblem& p, PairSink& sink, Control& ctl) override {
+    last_run() = LastRun();
+    cuda::simjoin(p, sink, ctl);
+  }
+};
+
+std::mutex g_init_mu;
+bool g_init_tried = false;
+std::string g_why;
+std::unique_ptr<CudaEngine> g_engine;
+
+// First use in this process: find a device, check it runs our code, remember the answer.
+void initialize() {
+  int count = 0;
+  cudaError_t e = cudaGetDeviceCount(&count);
+  if (e != cudaSuccess) {
+    const char* what = e == cudaErrorInsufficientDriver ? "no CUDA driver"
+                       : e == cudaErrorNoDevice         ? "no CUDA device"
+                                                        : "CUDA unavailable";
+    g_why = std::string(what) + ": cudaGetDeviceCount returned " + cudaGetErrorName(e);
+    (void)cudaGetLastError();
+    return;
+  }
+  if (count <= 0) {
+    g_why = "no CUDA device: cudaGetDeviceCount found none";
+    return;
+  }
+  DeviceFacts f;
+  f.device = 0;
+  e = cudaGetDeviceProperties(&f.prop, f.device);
+  if (e != cudaSuccess) {
+    g_why = std::string("CUDA unavailable: cudaGetDeviceProperties returned ") +
+            cudaGetErrorName(e);
+    (void)cudaGetLastError();
+    return;
+  }
+  const int cc = f.prop.major * 10 + f.prop.minor;
+  if (f.prop.major < 8) {
+    g_why = std::string("GPU ") + f.prop.name + " has compute capability " +
+            std::to_string(f.prop.major) + "." + std::to_string(f.prop.minor) +
+            "; the CUDA engine needs 8.0 or newer";
+    return;
+  }
+  f.sms = f.prop.multiProcessorCount;
+  f.smem_per_sm = f.prop.sharedMemPerMultiprocessor;
+  f.smem_per_block_optin = f.prop.sharedMemPerBlockOptin;
+  f.smem_reserved = f.prop.reservedSharedMemPerBlock;
+  f.name = std::string(f.prop.name) + ", sm_" + std::to_string(cc);
+  // A probe kernel: the context starts and this build's code runs on the device.
+  int* d = nullptr;
+  int h = 0;
+  auto fail = [&](cudaError_t err, const char* step) {
+    g_why = std::string("CUDA probe failed on ") + f.prop.name + ": " + step + " returned " +
+            cudaGetErrorName(err);
+    (void)cudaGetLastError();
+    if (d) (void)cudaFree(d);
+  };
+  if ((e = cudaSetDevice(f.device)) != cudaSuccess) return fail(e, "cudaSetDevice");
+  if ((e = cudaMalloc(&d, sizeof(int))) != cudaSuccess) return fail(e, "cudaMalloc");
+  probe_kernel<<<1, 32>>>(d);
+  if ((e = cudaGetLastError()) != cudaSuccess) return fail(e, "probe kernel launch");
+  if ((e = cudaMemcpy(&h, d, sizeof(int), cudaMemcpyDeviceToHost)) != cudaSuccess)
+    return fail(e, "cudaMemcpy");
+  (void)cudaFree(d);
+  d = nullptr;
+  if (h != 0x2b5) {
+    g_why = std::string("CUDA probe failed on ") + f.prop.name + ": wrong probe result";
+    return;
+  }
+  g_facts = f;
+  g_engine.reset(new CudaEngine());
+}
+
+std::string mb(size_t bytes) {
+  char buf[64];
+  snprintf(buf, sizeof buf, "%.1f", double(bytes) / (1024.0 * 1024.0));
+  return buf;
+}
+
+std::string version(int v) { return std::to_string(v / 1000) + "." + std::to_string(v % 1000 / 10); }
+
+}  // namespace
+}  // namespace cuda
+
+Engine* cuda_engine(std::string* why) {
+  std::lock_guard<std::mutex> lk(cuda::g_init_mu);
+  if (!cuda::g_init_tried) {
+    cuda::g_init_tried = true;
+    try {
+      cuda::initialize();
+    } catch (const std::exception& e) {
+      cuda::g_why = std::string("CUDA initialization failed: ") + e.what();
+      cuda::g_engine.reset();
+    }
+  }
+  if (!cuda::g_engine && why) *why = cuda::g_why;
+  return cuda::g_engine.get();
+}
+
+InfoRows cuda_info() {
+  InfoRows rows;
+  std::string why;
+  if (!cuda_engine(&why)) return rows;
+  const auto& f = cuda::g_facts;
+  rows.emplace_back("gpu_device", f.prop.name);
+  rows.emplace_back("gpu_sm_count", std::to_string(f.sms));
+  rows.emplace_back("gpu_compute_capability",
+                    std::to_string(f.prop.major) + "." + std::to_string(f.prop.minor));
+  size_t free_b = 0, total_b = 0;
+  if (cudaSetDevice(f.device) == cudaSuccess && cudaMemGetInfo(&free_b, &total_b) == cudaSuccess) {
+    rows.emplace_back("gpu_memory_total_mb", cuda::mb(total_b));
+    rows.emplace_back("gpu_memory_free_mb", cuda::mb(free_b));
+  } else {
+    (void)cudaGetLastError();
+    rows.emplace_back("gpu_memory_total_mb", cuda::mb(f.prop.totalGlobalMem));
+  }
+  rows.emplace_back("gpu_memory_in_use_mb", cuda::mb(cuda::engine_bytes_in_use()));
+  int drv = 0, rt = 0;
+  if (cudaDriverGetVersion(&drv) == cudaSuccess) rows.emplace_back("cuda_driver_version", cuda::version(drv));
+  if (cudaRuntimeGetVersion(&rt) == cudaSuccess) rows.emplace_back("cuda_runtime_version", cuda::version(rt));
+  (void)cudaGetLastError();
+  return rows;
+}
+
+bool built_with_cuda() { return true; }
+
+}  // namespace gpu2bs

@@ -1,0 +1,66 @@
+// CUDA-free declarations of the CUDA engine for tests and benchmarks: the SDH privatization
+// model (pure host code) and hooks that force a code path. No CUDA headers here.
+#pragma once
+
+#include <cstddef>
+
+namespace gpu2bs {
+namespace cuda {
+
+// ---- SDH private-copy model (framework paper 3.3.2) ---------------------------------------------
+
+struct PrivChoice {
+  bool global = false;  // histogram in global memory (uint64 atomics)
+  int copies = 1;       // private shared-memory copies per block (warp-level privatization)
+  int stride = 0;       // words between copies (nbuckets rounded up to odd: no bank aliasing)
+  size_t smem_bytes = 0;  // dynamic shared memory of the block (tile + copies)
+};
+
+struct PrivMachine {
+  int sms = 132;
+  size_t smem_per_sm = 233472;          // 228 KB
+  size_t smem_per_block_optin = 232448;  // 227 KB
+  size_t smem_reserved = 1024;
+  int max_threads_per_sm = 2048;
+  int max_blocks_per_sm = 32;
+  int reg_blocks_per_sm = 32;  // blocks per SM allowed by the kernel's registers
+};
+
+// Latency L(k, CL) of a warp update when k lanes share one private copy of HS buckets
+// (equations 2-5 of the paper), in units of CL.
+double priv_latency(int k, double cl, double clp, int hs);
+// Estimated relative running time of the SDH kernel with `copies` copies (0 = infeasible).
+double priv_estimate(int nbuckets, int copies, int threads, size_t tile_bytes, double n_threads,
+                     const PrivMachine& m);
+// Chooses global memory or the number of copies (1, 2, 4, ..., 32) minimizing the estimate.
+// forced_copies > 0 (bench only) forces a number of copies; -1 forces global memory.
+PrivChoice choose_privatization(int nbuckets, int threads, size_t tile_bytes, double n_threads,
+                                const PrivMachine& m, int forced_copies = 0);
+
+// Bench/test hook: forces the SDH privatization (0 = model, -1 = global, k = k copies).
+void set_sdh_forced_copies(int copies);
+int sdh_forced_copies();
+// Bench/test hook: forces the pair count path (0 = cost rule, 1 = tiles, 2 = grid).
+void set_count_forced_path(int path);
+int count_forced_path();
+// Bench/test hook: builds every grid on the host (gpu2bs::Grid), as when the cell key needs
+// more than 64 bits.
+void set_force_host_grid(bool on);
+bool force_host_grid();
+
+// What the last engine call on this thread did (tests and benchmarks read it).
+struct LastRun {
+  int sdh_copies = 0;        // private copies per block (0: global-memory histogram)
+  int count_path = 0;        // pair count: 1 all-pairs tiles, 2 grid
+  bool host_grid = false;    // grid built on the host (linearized cell key > 64 bits)
+  int launches = 0;          // kernel launches of the pairwise stage (slices)
+  int drains = 0;            // result pool drains (similarity join)
+  size_t pool_pages = 0;     // result pool pages
+  size_t page_pairs = 0;     // pairs per page
+  double kernel_ms = 0;      // pairwise kernel time measured with cudaEvents
+  double grid_ms = 0;        // grid construction kernels (sort, cells), cudaEvents
+};
+LastRun& last_run();
+
+}  // namespace cuda
+}  // namespace gpu2bs

@@ -1,0 +1,106 @@
+// Pair count (two-point correlation, 2-BS Type-I) on the GPU: each thread counts in a register,
+// one block reduction, one 64-bit atomic per block and slice. Two paths with the same answer:
+// all-pairs tiles (tiles.cuh), or the similarity-join grid in count-only mode (simjoin.cu) when
+// it examines fewer pairs (candidates * kGridCountCost < all pairs), as the CPU engine does.
+#include "common.cuh"
+#include "tiles.cuh"
+
+namespace gpu2bs {
+namespace cuda {
+
+namespace {
+
+constexpr int kB = cuda_tuning::kCountThreads;
+constexpr int kRT = cuda_tuning::kCountRegPoints;
+constexpr int kTile = kB * kRT;
+
+template <typename T>
+struct CountOp {
+  struct Params {
+    unsigned long long* out;
+    T r2;
+  };
+  const Params p;
+  unsigned cnt = 0;  // < 2^32: a block examines < 2^32 pairs per slice
+
+  __device__ CountOp(const Params& prm, unsigned char*) : p(prm) {}
+
+  __device__ __forceinline__ void pair(T d2) { cnt += d2 <= p.r2 ? 1u : 0u; }
+
+  __device__ void finish() {
+    __shared__ unsigned long long warp_sum[32];
+    unsigned long long v = cnt;
+    for (int o = 16; o > 0; o >>= 1) v += __shfl_down_sync(0xffffffffu, v, o);
+    const int lane = threadIdx.x & 31, w = threadIdx.x >> 5;
+    if (lane == 0) warp_sum[w] = v;
+    __syncthreads();
+    if (w == 0) {
+      const int nw = (blockDim.x + 31) >> 5;
+      v = lane < nw ? warp_sum[lane] : 0ull;
+      for (int o = 16; o > 0; o >>= 1) v += __shfl_down_sync(0xffffffffu, v, o);
+      if (lane == 0 && v) atomicAdd(p.out, v);
+    }
+  }
+};
+
+template <typename T, int D>
+uint64_t count_tiles(const PairCountProblem& p, Call& call, T r2) {
+  LastRun& lr = last_run();
+  lr.count_path = 1;
+  Control& ctl = call.ctl;
+  auto t0 = Clock::now();
+  const size_t n = p.pts.n;
+  T* c[kMaxDims] = {};
+  for (int k = 0; k < D; ++k) c[k] = call.alloc<T>(n, "points");
+  unsigned long long* out = call.alloc<unsigned long long>(1, "count");
+  G2_CUDA(cudaMemsetAsync(out, 0, 8, call.stream()));
+  TileArgs<T> args{};
+  for (int k = 0; k < D; ++k) args.c[k] = c[k];
+  args.n = unsigned(n);
+  args.tiles = (long long)((n + kTile - 1) / kTile);
+  ctl.stats.prepare_s += seconds_since(t0);
+  upload_points<T>(call, p.pts, c);
+  typename CountOp<T>::Params prm{out, r2};
+  run_tiles<T>(call, tile_kernel<T, D, kB, kRT, CountOp<T>>, kB, kTile, sizeof(T) * D * kTile,
+               args, prm, cuda_tuning::kCountGuessPairsPerSec);
+  unsigned long long total = 0;
+  download(call, &total, out, 8);
+  ctl.stats.pairs_examined += uint64_t(n) * (n - 1) / 2;
+  return total;
+}
+
+template <typename T>
+uint64_t count_dims(const PairCountProblem& p, Call& call, T r2) {
+  switch (p.pts.dims) {
+    case 2: return count_tiles<T, 2>(p, call, r2);
+    case 3: return count_tiles<T, 3>(p, call, r2);
+    case 4: return count_tiles<T, 4>(p, call, r2);
+    case 5: return count_tiles<T, 5>(p, call, r2);
+    case 6: return count_tiles<T, 6>(p, call, r2);
+    default:
+      throw Error(ErrorCode::InvalidParameter, "points must have 2 to 6 coordinates");
+  }
+}
+
+}  // namespace
+
+uint64_t pair_count(const PairCountProblem& p, Control& ctl) {
+  const size_t n = p.pts.n;
+  if (n < 2) return 0;
+  if (n > 0xFFFFFFFFull)
+    throw Error(ErrorCode::ProgramLimit, "too many points for the GPU engine",
+                "At most 4294967295 points are supported.");
+  Call call(ctl);
+  const int forced = count_forced_path();
+  // The grid needs a finite positive radius (cells of side ~r), as on the CPU.
+  if (forced != 1 && std::isfinite(p.r) && p.r > 0 &&
+      (n >= cuda_tuning::kGridCountMinPoints || forced == 2)) {
+    uint64_t count = 0;
+    if (grid_pair_count(p, call, &count)) return count;
+  }
+  return p.prec == Precision::Float32 ? count_dims<float>(p, call, p.r2_f)
+                                      : count_dims<double>(p, call, p.r2);
+}
+
+}  // namespace cuda
+}  // namespace gpu2bs

@@ -1,0 +1,228 @@
+// All-pairs tiles (framework paper 3.2, Register-SHM): the upper triangle of tile pairs (a <= b)
+// of one point set, each block holding the points of its anchor tile a in registers (RT points
+// per thread: register tiling) and streaming tiles b through shared memory (SoA, vector loads).
+// Diagonal tiles use the intra-block load balancing of section 3.4.1 (every thread pairs with
+// TILE/2 points, no divergence). The output stage is a policy `Op` (SDH: privatized
+// shared-memory histograms; pair count: a register counter), see sdh.cu and pair_count.cu.
+//
+// The work is sliced: one launch covers a range of tile pairs (`item0`, `count`), each block a
+// contiguous run of them, so the host can poll for cancel between slices.
+#pragma once
+
+#include <deque>
+
+#include "common.cuh"
+#include "core/arith.h"
+
+namespace gpu2bs {
+namespace cuda {
+
+template <typename T>
+struct TileArgs {
+  const T* c[kMaxDims];  // SoA coordinates, n points
+  unsigned n;
+  long long tiles;       // M = ceil(n / TILE)
+  long long item0;       // first tile pair of this launch (linear index in the upper triangle)
+  long long count;       // tile pairs in this launch
+  long long per_block;   // consecutive tile pairs per block
+};
+
+// Items before row a of the upper triangle of an M x M tile matrix (row a holds M - a items).
+__device__ __forceinline__ long long tile_row_start(long long a, long long M) {
+  return a * M - a * (a - 1) / 2;
+}
+
+// Linear item t -> tile pair (a, b), a <= b.
+__device__ inline void tile_item_to_pair(long long t, long long M, long long* a, long long* b) {
+  const double A = 2.0 * double(M) + 1.0;
+  const double disc = A * A - 8.0 * double(t);
+  long long r = (long long)((A - sqrt(disc > 0 ? disc : 0.0)) * 0.5);
+  r = r < 0 ? 0 : (r > M - 1 ? M - 1 : r);
+  while (r + 1 < M && tile_row_start(r + 1, M) <= t) ++r;
+  while (r > 0 && tile_row_start(r, M) > t) --r;
+  *a = r;
+  *b = r + (t - tile_row_start(r, M));
+}
+
+// Four consecutive values of a shared-memory row (16-byte aligned) with vector loads.
+template <typename T>
+__device__ __forceinline__ void load4(const T* p, T out[4]) {
+  if constexpr (sizeof(T) == 4) {
+    const float4 v = *reinterpret_cast<const float4*>(p);
+    out[0] = v.x;
+    out[1] = v.y;
+    out[2] = v.z;
+    out[3] = v.w;
+  } else {
+    const double2 v0 = *reinterpret_cast<const double2*>(p);
+    const double2 v1 = *reinterpret_cast<const double2*>(p + 2);
+    out[0] = v0.x;
+    out[1] = v0.y;
+    out[2] = v1.x;
+    out[3] = v1.y;
+  }
+}
+
+template <typename T, int D, int B, int RT, class Op>
+__global__ void __launch_bounds__(B) tile_kernel(TileArgs<T> args, typename Op::Params prm) {
+  constexpr int TILE = B * RT;
+  static_assert((TILE & (TILE - 1)) == 0, "tile length must be a power of two");
+  extern __shared__ __align__(16) unsigned char g2_smem[];
+  T* sc = reinterpret_cast<T*>(g2_smem);  // sc[k * TILE + j]
+  Op op(prm, g2_smem + sizeof(T) * D * TILE);
+  const int tid = threadIdx.x;
+  const long long n = args.n;
+  const long long M = args.tiles;
+  long long it = args.item0 + (long long)blockIdx.x * args.per_block;
+  long long end = it + args.per_block;
+  if (end > args.item0 + args.count) end = args.item0 + args.count;
+  long long a = 0, b = 0, cur_a = -1;
+  if (it < end) tile_item_to_pair(it, M, &a, &b);
+  T p[RT][D];
+  bool pv[RT];
+  for (; it < end; ++it) {
+    if (a != cur_a) {  // anchor tile into registers
+      cur_a = a;
+#pragma unroll
+      for (int r = 0; r < RT; ++r) {
+        const long long idx = a * TILE + r * B + tid;
+        pv[r] = idx < n;
+#pragma unroll
+        for (int k = 0; k < D; ++k) p[r][k] = pv[r] ? args.c[k][idx] : T(0);
+      }
+    }
+    __syncthreads();  // everyone is done with the previous tile b
+    const long long j0 = b * TILE;
+    for (int j = tid; j < TILE; j += B) {
+      const long long idx = j0 + j;
+#pragma unroll
+      for (int k = 0; k < D; ++k) sc[k * TILE + j] = idx < n ? args.c[k][idx] : T(0);
+    }
+    __syncthreads();
+    const int nr = int(n - j0 < TILE ? n - j0 : TILE);
+    if (a != b) {
+      int j = 0;
+      for (; j + 4 <= nr; j += 4) {
+        T q[4][D];
+#pragma unroll
+        for (int k = 0; k < D; ++k) {
+          T v[4];
+          load4<T>(sc + k * TILE + j, v);
+#pragma unroll
+          for (int u = 0; u < 4; ++u) q[u][k] = v[u];
+        }
+#pragma unroll
+        for (int u = 0; u < 4; ++u)
+#pragma unroll
+          for (int r = 0; r < RT; ++r)
+            if (pv[r]) op.pair(sq_dist<T, D>(p[r], q[u]));
+      }
+      for (; j < nr; ++j) {
+        T q[D];
+#pragma unroll
+        for (int k = 0; k < D; ++k) q[k] = sc[k * TILE + j];
+#pragma unroll
+        for (int r = 0; r < RT; ++r)
+          if (pv[r]) op.pair(sq_dist<T, D>(p[r], q));
+      }
+    } else {
+      // Diagonal tile, load balanced: point ip pairs with (ip + jj) mod TILE, jj = 1..TILE/2;
+      // the last step only for the lower half, so every unordered pair is counted once.
+      for (int jj = 1; jj <= TILE / 2; ++jj) {
+#pragma unroll
+        for (int r = 0; r < RT; ++r) {
+          const int ip = r * B + tid;
+          const int jp = (ip + jj) & (TILE - 1);
+          const bool ok = ip < nr && jp < nr && (jj < TILE / 2 || ip < TILE / 2);
+          if (ok) {
+            T q[D];
+#pragma unroll
+            for (int k = 0; k < D; ++k) q[k] = sc[k * TILE + jp];
+            op.pair(sq_dist<T, D>(p[r], q));
+          }
+        }
+      }
+    }
+    if (++b == M) {
+      ++a;
+      b = a;
+    }
+  }
+  op.finish();
+}
+
+// Runs a tile kernel over all tile pairs of n points in slices of about kSliceTargetMs (sized
+// from the measured rate of the previous slices), two slices in flight, polling for cancel.
+// `pairs_per_item` = TILE^2; a block's work per slice stays below 2^32 pairs so 32-bit private
+// counters cannot overflow.
+template <typename T, typename P>
+void run_tiles(Call& call, void (*kernel)(TileArgs<T>, P), int threads, int tile, size_t smem,
+               TileArgs<T> args, const P& prm, double guess_pairs_per_s) {
+  LastRun& lr = last_run();
+  const long long M = args.tiles;
+  const long long total = M * (M + 1) / 2;
+  if (total == 0) return;
+  if (smem > 48 * 1024)
+    G2_CUDA(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
+  int bps = 0;
+  G2_CUDA(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&bps, kernel, threads, smem));
+  if (bps < 1)
+    throw Error(ErrorCode::Internal, "CUDA kernel does not fit on the device",
+                "Shared memory per block: " + std::to_string(smem) + " bytes.");
+  const long long G = (long long)bps * device_facts().sms;
+  const double pairs_per_item = double(tile) * double(tile);
+  const long long max_per_block = std::max(1LL, (long long)(4294967295.0 / pairs_per_item));
+  const long long max_items = G * max_per_block;
+  const double target_s = cuda_tuning::kSliceTargetMs * 1e-3;
+  auto clamp_items = [&](double v) {
+    return std::max(1LL, std::min<long long>(max_items, (long long)std::min(v, 9e18)));
+  };
+  long long slice = clamp_items(guess_pairs_per_s * target_s / pairs_per_item);
+  struct Slot {
+    cudaEvent_t start, end;
+    long long items;
+  };
+  cudaEvent_t evs[4] = {call.event(true), call.event(true), call.event(true), call.event(true)};
+  std::deque<Slot> inflight;
+  int next_slot = 0;
+  long long next = 0;
+  auto t0 = Clock::now();
+  while (next < total || !inflight.empty()) {
+    if (next < total && inflight.size() < 2) {
+      call.poll();
+      const long long cnt = std::min(slice, total - next);
+      const long long per_block = (cnt + G - 1) / G;
+      const long long grid = (cnt + per_block - 1) / per_block;
+      args.item0 = next;
+      args.count = cnt;
+      args.per_block = per_block;
+      Slot s{evs[2 * next_slot], evs[2 * next_slot + 1], cnt};
+      next_slot ^= 1;
+      G2_CUDA(cudaEventRecord(s.start, call.stream()));
+      kernel<<<unsigned(grid), threads, smem, call.stream()>>>(args, prm);
+      G2_CUDA_LAUNCH("tile kernel launch");
+      G2_CUDA(cudaEventRecord(s.end, call.stream()));
+      inflight.push_back(s);
+      next += cnt;
+      ++lr.launches;
+      continue;
+    }
+    Slot s = inflight.front();
+    inflight.pop_front();
+    call.wait(s.end);
+    float ms = 0;
+    G2_CUDA(cudaEventElapsedTime(&ms, s.start, s.end));
+    lr.kernel_ms += ms;
+    // Next slices from the measured rate (at most 4x change per step).
+    if (ms > 0.05) {
+      const double want = double(s.items) * (cuda_tuning::kSliceTargetMs / double(ms));
+      slice = clamp_items(std::max(double(slice) / 4, std::min(double(slice) * 4, want)));
+    } else {
+      slice = clamp_items(double(slice) * 4);
+    }
+  }
+  call.ctl.stats.kernel_s += seconds_since(t0);
+}
+
+}  // namespace cuda
+}  // namespace gpu2bs
