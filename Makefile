@@ -45,7 +45,7 @@ include $(PGXS)
 src/core/cpu_kernels_avx2.o: override CXXFLAGS += -mavx2 -mfma -DG2_HAVE_AVX2_VARIANT
 src/core/cpu_kernels_generic.o: override CXXFLAGS += -DG2_HAVE_AVX2_VARIANT
 
-kernels/%.o: kernels/%.cu kernels/*.cuh src/core/*.h
+kernels/%.o: kernels/%.cu kernels/*.cuh kernels/*.h src/core/*.h
 	$(NVCC) $(NVCCFLAGS) -Isrc -c $< -o $@
 
 # Device link step for relocatable device code, so the .so needs no nvcc at load time.

@@ -2,6 +2,8 @@
 // one block reduction, one 64-bit atomic per block and slice. Two paths with the same answer:
 // all-pairs tiles (tiles.cuh), or the similarity-join grid in count-only mode (simjoin.cu) when
 // it examines fewer pairs (candidates * kGridCountCost < all pairs), as the CPU engine does.
+#include <cmath>
+
 #include "common.cuh"
 #include "tiles.cuh"
 

@@ -83,3 +83,9 @@ SELECT gpu_pair_count(x, y, 1.5) AS r15, gpu_pair_count(x, y, 2) AS r2, gpu_pair
 SELECT * FROM gpu_simjoin('tri', 2.5) ORDER BY id1, id2;
 
 RESET gpu2bs.precision;
+
+-- gpu2bs_info(): the engine-independent rows, and the last function run in this session
+SELECT name, value FROM gpu2bs_info() WHERE name IN ('version', 'precision', 'last_function') ORDER BY name;
+SELECT count(*) AS n FROM gpu2bs_info() WHERE name IN ('engine', 'engine_reason', 'cpu_threads');
+SELECT gpu_pair_count(x, y, z, 1) FROM pts3;
+SELECT value FROM gpu2bs_info() WHERE name = 'last_function';

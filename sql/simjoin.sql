@@ -60,6 +60,15 @@ SELECT * FROM cmp_pairs($$SELECT id1, id2 FROM gpu_simjoin('pts3_null', 3.3)$$,
 SELECT * FROM cmp_pairs($$SELECT id1, id2 FROM gpu_simjoin('pts3_null', 2.1, coords => '{x,y}')$$,
                         $$SELECT id1, id2 FROM ref_simjoin('pts3_null', NULL, 2.1, '{x,y}')$$);
 
+-- the default key is the single-column integer primary key, ahead of a column named id
+CREATE TABLE pkrule (k int PRIMARY KEY, id int, x float8, y float8);
+INSERT INTO pkrule SELECT id, -id, x, y FROM pts2 WHERE id <= 300;
+SELECT * FROM cmp_pairs($$SELECT id1, id2 FROM gpu_simjoin('pkrule', 2.1)$$,
+                        $$SELECT id1, id2 FROM ref_simjoin('pkrule', NULL, 2.1, '{x,y}', 'k')$$);
+SELECT * FROM cmp_pairs($$SELECT id1, id2 FROM gpu_simjoin('pkrule', 2.1, id => 'id')$$,
+                        $$SELECT id1, id2 FROM ref_simjoin('pkrule', NULL, 2.1, '{x,y}', 'id')$$);
+SELECT min(id1) > 0 AS primary_key_used FROM gpu_simjoin('pkrule', 2.1);
+
 -- explicit key column: id => 'col' (no primary key and no column named id)
 CREATE TABLE stars (star_id bigint, seq int, ra float8, dec float8);
 INSERT INTO stars SELECT 1000 - id, id, x, y FROM pts2 WHERE id <= 300;

@@ -40,11 +40,15 @@ struct RelPoints {
   double* coord[kMaxDims];
 };
 
-// Integer types accepted for the key column.
-bool is_int_type(Oid t) { return t == INT2OID || t == INT4OID || t == INT8OID; }
+// Integer types accepted for the key column (or domains over them).
+bool is_int_type(Oid t) {
+  t = getBaseType(t);
+  return t == INT2OID || t == INT4OID || t == INT8OID;
+}
 
-// Numeric types accepted for named coordinate columns (cast to float8).
+// Numeric types accepted for named coordinate columns (cast to float8), or domains over them.
 bool is_numeric_type(Oid t) {
+  t = getBaseType(t);
   return is_int_type(t) || t == FLOAT4OID || t == FLOAT8OID || t == NUMERICOID;
 }
 
@@ -140,7 +144,7 @@ char* build_query(Oid relid, ArrayType* coords, const char* id_name, int* dims_o
   } else {
     for (int a = 0; a < td->natts; ++a) {
       Form_pg_attribute att = TupleDescAttr(td, a);
-      if (att->attisdropped || AttrNumber(a + 1) == key || att->atttypid != FLOAT8OID) continue;
+      if (att->attisdropped || AttrNumber(a + 1) == key || getBaseType(att->atttypid) != FLOAT8OID) continue;
       if (dims == kMaxDims)
         ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
                         errmsg("relation %s has more than %d float8 columns", relname, kMaxDims),

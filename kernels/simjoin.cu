@@ -1,0 +1,916 @@
+// Distance similarity join (2-BS Type-III) on the GPU, and the grid pair count.
+//
+// Grid index (similarity-join paper): cells of side grid_cell_side(eps, box), cell coordinates
+// floor((v - lo) / side) clamped to [0, 2^41] (grid_cell_coord), only non-empty cells stored.
+// Built on the GPU: a linearized cell key (dimension 0 most significant, so key order is the
+// lexicographic cell order of gpu2bs::Grid), cub::DeviceRadixSort of (key, index) pairs,
+// run-length encoding into cells. When the key needs more than 64 bits the grid is built on the
+// host with gpu2bs::Grid and uploaded. Either way the device sees cells sorted lexicographically
+// by their integer coordinates, looked up by binary search.
+//
+// Cell access: LID-UNICOMP. Cells have a linear id in lexicographic order; a self-join examines
+// the pairs i < j inside a cell plus the cells with a larger linear id among the 3^d neighbours
+// (the offsets whose first non-zero component is +1: neighbour_offsets(d, true)), so each pair
+// is examined once. A two-relation join examines all 3^d neighbour cells of b around each cell
+// of a.
+//
+// Work: an item is a run of up to 32 points ("rows") of one cell of a. A warp takes items from a
+// global queue (atomic counter, WORKQUEUE). For a batch of up to 32 neighbour cells it
+// concatenates their points into one candidate list; each lane holds one candidate, the rows
+// are broadcast with shuffles, and a ballot collects the hits of one row.
+//
+// Output: a paged direct output buffer (framework paper 3.3.3). The pool holds `pool_pages`
+// pages of `page_size` PairRecords; a warp writes its hits into its own page and takes a new
+// page with one atomicAdd on the page counter. When the pool is exhausted (or the launch's time
+// budget is spent) the warp records its position (item, neighbour batch, candidate chunk, row)
+// in a resume list and stops; the host drains the written pages to the PairSink on the calling
+// thread and launches again, warps taking resume entries before new items.
+#include <cub/device/device_radix_sort.cuh>
+#include <cub/device/device_run_length_encode.cuh>
+#include <cub/device/device_scan.cuh>
+
+#include <algorithm>
+#include <cmath>
+#include <cstddef>
+#include <cstring>
+#include <vector>
+
+#include "common.cuh"
+#include "core/grid.h"
+
+namespace gpu2bs {
+namespace cuda {
+
+namespace {
+
+constexpr int kJT = cuda_tuning::kJoinThreads;
+constexpr int kWarps = kJT / 32;
+constexpr unsigned kRows = 32;  // rows per item (one per lane)
+constexpr unsigned kNoPage = 0xFFFFFFFFu;
+constexpr double kMaxCellCoord = 2199023255552.0;  // 2^41, as grid_cell_coord
+
+static_assert(sizeof(PairRecord) == 16 && offsetof(PairRecord, i) == 0 &&
+                  offsetof(PairRecord, j) == 4 && offsetof(PairRecord, dist) == 8,
+              "the device writes PairRecords as two 64-bit words");
+
+// ---- device helpers ------------------------------------------------------------------------------
+
+__device__ __forceinline__ unsigned long long global_ns() {
+  unsigned long long t;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+  return t;
+}
+
+template <typename T>
+struct Coords {
+  const T* c[kMaxDims];
+};
+
+struct Geometry {
+  double lo[kMaxDims];
+  double inv;                // 1 / side, or 0 (grid_cell_side gave a non-finite side)
+  int shift[kMaxDims];       // bit position of each cell coordinate in the key
+  int bits[kMaxDims];
+  int total_bits;
+  bool host;                 // key > 64 bits (or forced): grid built with gpu2bs::Grid
+  double side;
+};
+
+// grid_cell_coord() on the device: same IEEE operations (no contraction), same clamping.
+__device__ __forceinline__ long long cell_coord(double v, double lo, double inv) {
+  const double c = floor(op_mul(op_sub(v, lo), inv));
+  if (!(c > 0)) return 0;
+  if (c > kMaxCellCoord) return (long long)kMaxCellCoord;
+  return (long long)c;
+}
+
+template <typename T, int D>
+__global__ void key_kernel(Coords<T> pts, unsigned n, Geometry g, unsigned long long* keys,
+                           unsigned* idx) {
+  for (unsigned i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) {
+    unsigned long long key = 0;
+#pragma unroll
+    for (int k = 0; k < D; ++k)
+      key |= (unsigned long long)cell_coord(double(pts.c[k][i]), g.lo[k], g.inv) << g.shift[k];
+    keys[i] = key;
+    idx[i] = i;
+  }
+}
+
+template <int D>
+__global__ void decode_kernel(const unsigned long long* keys, unsigned ncells, Geometry g,
+                              long long* ccoord) {
+  for (unsigned c = blockIdx.x * blockDim.x + threadIdx.x; c < ncells;
+       c += gridDim.x * blockDim.x) {
+    const unsigned long long key = keys[c];
+#pragma unroll
+    for (int k = 0; k < D; ++k) {
+      const unsigned long long mask = g.bits[k] ? (~0ull >> (64 - g.bits[k])) : 0ull;
+      ccoord[size_t(c) * D + k] = (long long)((key >> g.shift[k]) & mask);
+    }
+  }
+}
+
+__global__ void set_u32_kernel(unsigned* p, unsigned v) { *p = v; }
+
+template <typename T, int D>
+__global__ void gather_kernel(Coords<T> in, const unsigned* order, unsigned n, Coords<T> out) {
+  for (unsigned s = blockIdx.x * blockDim.x + threadIdx.x; s < n; s += gridDim.x * blockDim.x) {
+    const unsigned i = order[s];
+#pragma unroll
+    for (int k = 0; k < D; ++k) const_cast<T*>(out.c[k])[s] = in.c[k][i];
+  }
+}
+
+// Items per cell: ceil(points / kRows).
+__global__ void item_count_kernel(const unsigned* start, unsigned ncells, unsigned* cnt) {
+  for (unsigned c = blockIdx.x * blockDim.x + threadIdx.x; c < ncells;
+       c += gridDim.x * blockDim.x)
+    cnt[c] = (start[c + 1] - start[c] + kRows - 1) / kRows;
+}
+
+__global__ void item_fill_kernel(const unsigned* start, unsigned ncells, const unsigned* off,
+                                 uint2* items) {
+  for (unsigned c = blockIdx.x * blockDim.x + threadIdx.x; c < ncells;
+       c += gridDim.x * blockDim.x) {
+    unsigned o = off[c];
+    for (unsigned r = start[c]; r < start[c + 1]; r += kRows) items[o++] = make_uint2(c, r);
+  }
+}
+
+// Cell index of integer coordinates `key` (lexicographic binary search), or -1 when empty.
+template <int D>
+__device__ __forceinline__ int find_cell(const long long* __restrict__ cc, unsigned ncells,
+                                         const long long* key) {
+  unsigned lo = 0, hi = ncells;
+  while (lo < hi) {
+    const unsigned mid = (lo + hi) >> 1;
+    const long long* m = cc + size_t(mid) * D;
+    int cmp = 0;
+#pragma unroll
+    for (int k = 0; k < D; ++k) {
+      const long long v = __ldg(m + k);
+      if (cmp == 0 && v != key[k]) cmp = v < key[k] ? -1 : 1;
+    }
+    if (cmp < 0)
+      lo = mid + 1;
+    else
+      hi = mid;
+  }
+  if (lo >= ncells) return -1;
+  const long long* m = cc + size_t(lo) * D;
+#pragma unroll
+  for (int k = 0; k < D; ++k)
+    if (__ldg(m + k) != key[k]) return -1;
+  return int(lo);
+}
+
+// Pairs the unidirectional pattern examines (grid pair count: decides grid vs tiles).
+template <int D>
+__global__ void estimate_kernel(const unsigned* start, const long long* cc, unsigned ncells,
+                                const signed char* offsets, int noffsets,
+                                unsigned long long* total) {
+  const int lane = threadIdx.x & 31;
+  const unsigned warp = (blockIdx.x * blockDim.x + threadIdx.x) >> 5;
+  const unsigned nwarps = (gridDim.x * blockDim.x) >> 5;
+  unsigned long long acc = 0;
+  for (unsigned c = warp; c < ncells; c += nwarps) {
+    const unsigned long long nc = start[c + 1] - start[c];
+    unsigned long long around = 0;
+    // offsets[0] is the cell itself (self-join list)
+    for (int o = 1 + lane; o < noffsets; o += 32) {
+      long long key[D];
+#pragma unroll
+      for (int k = 0; k < D; ++k) key[k] = cc[size_t(c) * D + k] + offsets[o * D + k];
+      const int nb = find_cell<D>(cc, ncells, key);
+      if (nb >= 0) around += start[nb + 1] - start[nb];
+    }
+    for (int s = 16; s > 0; s >>= 1) around += __shfl_down_sync(0xffffffffu, around, s);
+    if (lane == 0) acc += nc * (nc - 1) / 2 + nc * around;
+  }
+  if (lane == 0 && acc) atomicAdd(total, acc);
+}
+
+// ---- the join kernel ----------------------------------------------------------------------------
+
+struct JoinCtl {
+  unsigned long long item_next;  // next item of the queue
+  unsigned long long examined;   // candidate pairs examined (this launch)
+  unsigned long long count;      // pairs within eps (count mode, this launch)
+  unsigned page_next;            // next free page of the pool
+  unsigned resume_next;          // next entry of the resume list
+  unsigned resume_out;           // entries written to the next resume list
+  unsigned pool_full;            // a warp found no free page
+};
+
+// Where a stopped warp resumes: item, neighbour batch, candidate chunk, row.
+struct WarpState {
+  unsigned item, batch, chunk, row;
+};
+
+template <typename T>
+struct JoinArgs {
+  Coords<T> a;                  // points of a, sorted by cell
+  Coords<T> b;                  // points of b, sorted by cell (a for a self-join)
+  const unsigned* order_a;      // sorted position -> input index
+  const unsigned* order_b;
+  const unsigned* start_a;      // cell starts of a (cells + 1)
+  const unsigned* start_b;
+  const long long* ccoord_a;    // cell coordinates (cells * D), lexicographic
+  const long long* ccoord_b;
+  unsigned ncells_b;
+  const uint2* items;           // (cell of a, first row)
+  unsigned long long nitems;
+  const signed char* offsets;   // noffsets * D; a self-join's list starts with the cell itself
+  int noffsets;
+  T eps2;
+  JoinCtl* ctl;
+  const WarpState* resume_in;
+  unsigned n_in;
+  WarpState* resume_out;
+  ulonglong2* pool;             // pool_pages * page_size records
+  unsigned* page_fill;          // records in each page (written when a warp leaves it)
+  unsigned pool_pages;
+  unsigned page_size;
+  unsigned long long budget_ns;  // time budget of this launch
+};
+
+template <typename T, int D, bool SELF, bool COUNT>
+__global__ void __launch_bounds__(kJT) join_kernel(JoinArgs<T> A) {
+  __shared__ unsigned s_beg[kWarps][32];
+  __shared__ unsigned s_excl[kWarps][32];
+  __shared__ unsigned s_incl[kWarps][32];
+  constexpr unsigned FULL = 0xffffffffu;
+  const int lane = threadIdx.x & 31;
+  const int w = threadIdx.x >> 5;
+  const unsigned lt_mask = (1u << lane) - 1u;
+  const unsigned long long t_start = __shfl_sync(FULL, global_ns(), 0);
+  const int nbatches = (A.noffsets + 31) / 32;
+  unsigned page = kNoPage, fill = 0;
+  unsigned long long my_count = 0, examined = 0;
+
+  for (;;) {
+    // Next work: a resume entry first, else a new item (lane 0 fetches, the warp follows).
+    unsigned item = 0, cb = 0, cc = 0, cr = 0;
+    int have = 0;
+    if (lane == 0 && global_ns() - t_start < A.budget_ns) {
+      const unsigned r = atomicAdd(&A.ctl->resume_next, 1u);
+      if (r < A.n_in) {
+        const WarpState s = A.resume_in[r];
+        item = s.item;
+        cb = s.batch;
+        cc = s.chunk;
+        cr = s.row;
+        have = 1;
+      } else {
+        const unsigned long long it = atomicAdd(&A.ctl->item_next, 1ull);
+        if (it < A.nitems) {
+          item = unsigned(it);
+          have = 1;
+        }
+      }
+    }
+    have = __shfl_sync(FULL, have, 0);
+    if (!have) break;
+    item = __shfl_sync(FULL, item, 0);
+    cb = __shfl_sync(FULL, cb, 0);
+    cc = __shfl_sync(FULL, cc, 0);
+    cr = __shfl_sync(FULL, cr, 0);
+
+    const uint2 itm = A.items[item];
+    const unsigned cell = itm.x, r0 = itm.y;
+    const unsigned cend = A.start_a[cell + 1];
+    const unsigned nrows = min(kRows, cend - r0);
+    T pr[D];
+#pragma unroll
+    for (int k = 0; k < D; ++k) pr[k] = unsigned(lane) < nrows ? A.a.c[k][r0 + lane] : T(0);
+    long long base[D];
+#pragma unroll
+    for (int k = 0; k < D; ++k) base[k] = A.ccoord_a[size_t(cell) * D + k];
+
+    bool stopped = false;
+    WarpState stop{};
+    for (int batch = int(cb); batch < nbatches && !stopped; ++batch) {
+      // Candidate cells of this batch: lane l looks up offset batch * 32 + l.
+      const int o = batch * 32 + lane;
+      unsigned beg = 0, len = 0;
+      if (o < A.noffsets) {
+        if (SELF && o == 0) {  // the cell itself: rows after r0 (j > i is tested per pair)
+          beg = r0 + 1;
+          len = cend - beg;
+        } else {
+          long long key[D];
+#pragma unroll
+          for (int k = 0; k < D; ++k) key[k] = base[k] + A.offsets[o * D + k];
+          const int nc = find_cell<D>(A.ccoord_b, A.ncells_b, key);
+          if (nc >= 0) {
+            beg = A.start_b[nc];
+            len = A.start_b[nc + 1] - beg;
+          }
+        }
+      }
+      unsigned incl = len;
+#pragma unroll
+      for (int d = 1; d < 32; d <<= 1) {
+        const unsigned v = __shfl_up_sync(FULL, incl, d);
+        if (lane >= d) incl += v;
+      }
+      const unsigned total = __shfl_sync(FULL, incl, 31);
+      __syncwarp();
+      s_beg[w][lane] = beg;
+      s_incl[w][lane] = incl;
+      s_excl[w][lane] = incl - len;
+      __syncwarp();
+      const unsigned chunk0 = batch == int(cb) ? cc : 0u;
+      for (unsigned chunk = chunk0; chunk < total; chunk += 32) {
+        // Lane's candidate: position t of the concatenated list -> segment -> sorted index j.
+        const unsigned t = chunk + lane;
+        const bool cv = t < total;
+        unsigned j = 0;
+        T q[D];
+        if (cv) {
+          int lo = 0, hi = 31;
+          while (lo < hi) {
+            const int mid = (lo + hi) >> 1;
+            if (s_incl[w][mid] > t)
+              hi = mid;
+            else
+              lo = mid + 1;
+          }
+          j = s_beg[w][lo] + (t - s_excl[w][lo]);
+#pragma unroll
+          for (int k = 0; k < D; ++k) q[k] = A.b.c[k][j];
+        } else {
+#pragma unroll
+          for (int k = 0; k < D; ++k) q[k] = T(0);
+        }
+        const unsigned ncand = min(32u, total - chunk);
+        const unsigned row0 = (batch == int(cb) && chunk == chunk0) ? cr : 0u;
+        unsigned row = row0;
+        for (; row < nrows; ++row) {
+          T p[D];
+#pragma unroll
+          for (int k = 0; k < D; ++k) p[k] = __shfl_sync(FULL, pr[k], int(row));
+          const unsigned i = r0 + row;
+          T d2 = T(0);
+          bool hit = false;
+          if (cv) {
+            d2 = sq_dist<T, D>(p, q);
+            hit = d2 <= A.eps2 && (!SELF || j > i);
+          }
+          if (COUNT) {
+            my_count += hit ? 1u : 0u;
+          } else {
+            const unsigned m = __ballot_sync(FULL, hit);
+            if (m) {
+              const unsigned cnt = __popc(m);
+              if (page == kNoPage || fill + cnt > A.page_size) {
+                unsigned np = 0;
+                if (lane == 0) np = atomicAdd(&A.ctl->page_next, 1u);
+                np = __shfl_sync(FULL, np, 0);
+                if (np >= A.pool_pages) {  // pool exhausted: stop before this row's hits
+                  stopped = true;
+                  stop = WarpState{item, unsigned(batch), chunk, row};
+                  if (lane == 0) A.ctl->pool_full = 1u;
+                  break;
+                }
+                if (page != kNoPage && lane == 0) A.page_fill[page] = fill;
+                page = np;
+                fill = 0;
+              }
+              if (hit) {
+                const unsigned pos = fill + __popc(m & lt_mask);
+                ulonglong2 rec;
+                rec.x = (unsigned long long)A.order_a[i] |
+                        ((unsigned long long)A.order_b[j] << 32);
+                rec.y = (unsigned long long)__double_as_longlong(double(op_sqrt(d2)));
+                A.pool[size_t(page) * A.page_size + pos] = rec;
+              }
+              fill += cnt;
+            }
+          }
+        }
+        examined += (unsigned long long)(row - row0) * ncand;
+        if (stopped) break;
+        // Time budget spent: stop at the next chunk (resumable) unless the item is done.
+        const int late = __shfl_sync(FULL, lane == 0 && global_ns() - t_start >= A.budget_ns, 0);
+        if (late) {
+          WarpState nx{item, unsigned(batch), chunk + 32, 0};
+          if (chunk + 32 >= total) {
+            nx.batch = unsigned(batch + 1);
+            nx.chunk = 0;
+          }
+          if (int(nx.batch) < nbatches) {
+            stopped = true;
+            stop = nx;
+          }
+          break;
+        }
+      }
+      __syncwarp();
+    }
+    if (stopped) {
+      if (lane == 0) {
+        const unsigned slot = atomicAdd(&A.ctl->resume_out, 1u);
+        A.resume_out[slot] = stop;
+      }
+      break;
+    }
+  }
+  if (!COUNT && lane == 0 && page != kNoPage) A.page_fill[page] = fill;
+  if (COUNT) {
+    for (int s = 16; s > 0; s >>= 1) my_count += __shfl_down_sync(FULL, my_count, s);
+    if (lane == 0 && my_count) atomicAdd(&A.ctl->count, my_count);
+  }
+  if (lane == 0 && examined) atomicAdd(&A.ctl->examined, examined);
+}
+
+// ---- host: grid construction ------------------------------------------------------------------
+
+template <typename T>
+struct DevGrid {
+  unsigned n = 0;
+  unsigned ncells = 0;
+  Coords<T> c{};                 // sorted by cell
+  unsigned* order = nullptr;     // sorted position -> input index
+  unsigned* start = nullptr;     // ncells + 1
+  long long* ccoord = nullptr;   // ncells * D
+  uint2* items = nullptr;        // work items of this grid
+  unsigned long long nitems = 0;
+};
+
+unsigned blocks_for(size_t n, int threads) {
+  const size_t cap = size_t(device_facts().sms) * 16;
+  return unsigned(std::max<size_t>(1, std::min(cap, (n + threads - 1) / size_t(threads))));
+}
+
+// Geometry of the grid for radius `eps` over `box`, as the CPU engine's Grid.
+Geometry make_geometry(const Bounds& box, double eps, Precision prec, int dims) {
+  Geometry g{};
+  g.side = grid_cell_side(eps, box);
+  g.inv = std::isfinite(g.side) && g.side > 0 ? 1.0 / g.side : 0.0;
+  for (int k = 0; k < dims; ++k) {
+    g.lo[k] = box.lo[k];
+    // Largest rounded coordinate: rounding and the cell formula are monotone.
+    const double vmax = prec == Precision::Float32 ? double(float(box.hi[k])) : box.hi[k];
+    const int64_t cmax = grid_cell_coord(vmax, box.lo[k], g.inv);
+    int bits = 0;
+    while (bits < 63 && (uint64_t(cmax) >> bits) != 0) ++bits;
+    g.bits[k] = bits;
+  }
+  int acc = 0;
+  for (int k = dims - 1; k >= 0; --k) {
+    g.shift[k] = acc;
+    acc += g.bits[k];
+  }
+  g.total_bits = acc;
+  g.host = acc > 64 || force_host_grid();
+  return g;
+}
+
+// Copies `bytes` from the host to the device through pinned staging.
+void upload_bytes(Call& call, void* dev, const void* host, size_t bytes) {
+  if (!bytes) return;
+  auto t0 = Clock::now();
+  const size_t per = std::min(bytes, cuda_tuning::kStagingBytes / 2);
+  int h = 0;
+  call.staging(0, per);
+  for (size_t off = 0; off < bytes; off += per) {
+    const size_t cnt = std::min(per, bytes - off);
+    call.wait(call.staging_event(h));
+    char* s = call.staging(h, per);
+    std::memcpy(s, static_cast<const char*>(host) + off, cnt);
+    G2_CUDA(cudaMemcpyAsync(static_cast<char*>(dev) + off, s, cnt, cudaMemcpyHostToDevice,
+                            call.stream()));
+    G2_CUDA(cudaEventRecord(call.staging_event(h), call.stream()));
+    h ^= 1;
+  }
+  call.wait(call.staging_event(0));
+  call.wait(call.staging_event(1));
+  call.ctl.stats.transfer_s += seconds_since(t0);
+}
+
+template <typename T>
+T read_value(Call& call, const T* dev) {
+  T v{};
+  download(call, &v, dev, sizeof(T));
+  return v;
+}
+
+// Builds the grid of `v` (coordinates rounded to T) on the device, or on the host when the key
+// does not fit in 64 bits. Time goes to stats.prepare_s (transfers to transfer_s).
+template <typename T, int D>
+DevGrid<T> build_grid(Call& call, const PointsView& v, const Geometry& g, Precision prec) {
+  LastRun& lr = last_run();
+  DevGrid<T> G;
+  const unsigned n = unsigned(v.n);
+  G.n = n;
+  const cudaStream_t st = call.stream();
+  Coords<T> raw{};
+  for (int k = 0; k < D; ++k) {
+    raw.c[k] = call.alloc<T>(n, "points");
+    G.c.c[k] = call.alloc<T>(n, "sorted points");
+  }
+  upload_points<T>(call, v, const_cast<T* const*>(raw.c));
+  auto t0 = Clock::now();
+  cudaEvent_t e0 = call.event(true), e1 = call.event(true);
+  G2_CUDA(cudaEventRecord(e0, st));
+  if (!g.host) {
+    unsigned long long* keys_in = call.alloc<unsigned long long>(n, "cell keys");
+    unsigned long long* keys_out = call.alloc<unsigned long long>(n, "cell keys");
+    unsigned* idx_in = call.alloc<unsigned>(n, "grid order");
+    G.order = call.alloc<unsigned>(n, "grid order");
+    key_kernel<T, D><<<blocks_for(n, 256), 256, 0, st>>>(raw, n, g, keys_in, idx_in);
+    G2_CUDA_LAUNCH("key_kernel");
+    const unsigned long long* sorted = keys_in;
+    if (g.total_bits > 0) {
+      size_t tmp_bytes = 0;
+      G2_CUDA(cub::DeviceRadixSort::SortPairs(nullptr, tmp_bytes, keys_in, keys_out, idx_in,
+                                              G.order, n, 0, g.total_bits, st));
+      void* tmp = call.alloc_bytes(tmp_bytes, "radix sort");
+      G2_CUDA(cub::DeviceRadixSort::SortPairs(tmp, tmp_bytes, keys_in, keys_out, idx_in, G.order,
+                                              n, 0, g.total_bits, st));
+      sorted = keys_out;
+    } else {
+      G2_CUDA(cudaMemcpyAsync(G.order, idx_in, size_t(n) * 4, cudaMemcpyDeviceToDevice, st));
+    }
+    // Cells: run-length encoding of the sorted keys, starts by an exclusive sum.
+    unsigned long long* ukeys = keys_in == sorted ? keys_out : keys_in;  // free buffer
+    unsigned* counts = idx_in;
+    unsigned* nruns = call.alloc<unsigned>(1, "cell count");
+    size_t tmp_bytes = 0;
+    G2_CUDA(cub::DeviceRunLengthEncode::Encode(nullptr, tmp_bytes, sorted, ukeys, counts, nruns,
+                                               n, st));
+    void* tmp = call.alloc_bytes(tmp_bytes, "run-length encoding");
+    G2_CUDA(cub::DeviceRunLengthEncode::Encode(tmp, tmp_bytes, sorted, ukeys, counts, nruns, n,
+                                               st));
+    G.ncells = read_value(call, nruns);
+    G.start = call.alloc<unsigned>(size_t(G.ncells) + 1, "cell starts");
+    tmp_bytes = 0;
+    G2_CUDA(cub::DeviceScan::ExclusiveSum(nullptr, tmp_bytes, counts, G.start, G.ncells, st));
+    void* tmp2 = call.alloc_bytes(tmp_bytes, "scan");
+    G2_CUDA(cub::DeviceScan::ExclusiveSum(tmp2, tmp_bytes, counts, G.start, G.ncells, st));
+    set_u32_kernel<<<1, 1, 0, st>>>(G.start + G.ncells, n);
+    G2_CUDA_LAUNCH("set_u32_kernel");
+    G.ccoord = call.alloc<long long>(size_t(G.ncells) * D, "cell coordinates");
+    decode_kernel<D><<<blocks_for(G.ncells, 256), 256, 0, st>>>(ukeys, G.ncells, g, G.ccoord);
+    G2_CUDA_LAUNCH("decode_kernel");
+  } else {
+    lr.host_grid = true;
+    // Rounded coordinates in float64, then gpu2bs::Grid exactly as the CPU engine builds it.
+    std::vector<double> rounded(size_t(n) * D);
+    const double* rc[kMaxDims] = {};
+    for (int k = 0; k < D; ++k) {
+      double* out = rounded.data() + size_t(k) * n;
+      for (size_t i = 0; i < n; ++i)
+        out[i] = prec == Precision::Float32 ? double(float(v.coord[k][i])) : v.coord[k][i];
+      rc[k] = out;
+    }
+    Grid grid(D, n, rc, g.lo, g.side);
+    G.ncells = unsigned(grid.num_cells());
+    std::vector<unsigned> start(size_t(G.ncells) + 1);
+    std::vector<long long> ccoord(size_t(G.ncells) * D);
+    for (size_t c = 0; c < G.ncells; ++c) {
+      start[c] = unsigned(grid.cell_begin(c));
+      for (int k = 0; k < D; ++k) ccoord[c * D + k] = grid.cell_coord(c)[k];
+    }
+    start[G.ncells] = n;
+    G.order = call.alloc<unsigned>(n, "grid order");
+    G.start = call.alloc<unsigned>(start.size(), "cell starts");
+    G.ccoord = call.alloc<long long>(ccoord.size(), "cell coordinates");
+    call.ctl.stats.prepare_s += seconds_since(t0);
+    upload_bytes(call, G.order, grid.order().data(), size_t(n) * 4);
+    upload_bytes(call, G.start, start.data(), start.size() * 4);
+    upload_bytes(call, G.ccoord, ccoord.data(), ccoord.size() * 8);
+    t0 = Clock::now();
+  }
+  gather_kernel<T, D><<<blocks_for(n, 256), 256, 0, st>>>(raw, G.order, n, G.c);
+  G2_CUDA_LAUNCH("gather_kernel");
+  // Work items: runs of up to kRows points of one cell.
+  unsigned* cnt = call.alloc<unsigned>(size_t(G.ncells) + 1, "item counts");
+  unsigned* off = call.alloc<unsigned>(size_t(G.ncells) + 1, "item offsets");
+  G2_CUDA(cudaMemsetAsync(cnt, 0, (size_t(G.ncells) + 1) * 4, st));
+  item_count_kernel<<<blocks_for(G.ncells, 256), 256, 0, st>>>(G.start, G.ncells, cnt);
+  G2_CUDA_LAUNCH("item_count_kernel");
+  size_t tmp_bytes = 0;
+  G2_CUDA(cub::DeviceScan::ExclusiveSum(nullptr, tmp_bytes, cnt, off, G.ncells + 1, st));
+  void* tmp = call.alloc_bytes(tmp_bytes, "scan");
+  G2_CUDA(cub::DeviceScan::ExclusiveSum(tmp, tmp_bytes, cnt, off, G.ncells + 1, st));
+  G.nitems = read_value(call, off + G.ncells);
+  G.items = call.alloc<uint2>(G.nitems, "work items");
+  item_fill_kernel<<<blocks_for(G.ncells, 256), 256, 0, st>>>(G.start, G.ncells, off, G.items);
+  G2_CUDA_LAUNCH("item_fill_kernel");
+  G2_CUDA(cudaEventRecord(e1, st));
+  call.wait(e1);
+  float ms = 0;
+  G2_CUDA(cudaEventElapsedTime(&ms, e0, e1));
+  lr.grid_ms += ms;
+  call.ctl.stats.prepare_s += seconds_since(t0);
+  return G;
+}
+
+// Neighbour offsets as int8: a self-join's list is the cell itself then the forward offsets;
+// a two-relation join's list is all 3^d offsets.
+std::vector<signed char> offsets_for(int dims, bool self) {
+  std::vector<signed char> out;
+  if (self) out.assign(size_t(dims), 0);
+  for (int v : neighbour_offsets(dims, self)) out.push_back(static_cast<signed char>(v));
+  return out;
+}
+
+signed char* upload_offsets(Call& call, const std::vector<signed char>& off) {
+  signed char* d = call.alloc<signed char>(off.size(), "neighbour offsets");
+  upload_bytes(call, d, off.data(), off.size());
+  return d;
+}
+
+// ---- host: the launch loop --------------------------------------------------------------------
+
+struct JoinResult {
+  uint64_t count = 0;     // count mode
+  uint64_t examined = 0;
+  uint64_t emitted = 0;
+};
+
+[[noreturn]] void too_many_pairs(uint64_t max_pairs) {
+  throw Error(ErrorCode::ProgramLimit, "similarity join result exceeds gpu2bs.max_result_rows",
+              "More than " + std::to_string(max_pairs) + " pairs are within eps.",
+              "Use a smaller eps, or raise gpu2bs.max_result_rows.");
+}
+
+template <typename T, int D, bool SELF, bool COUNT>
+JoinResult run_join(Call& call, const DevGrid<T>& ga, const DevGrid<T>& gb, T eps2,
+                    const std::vector<signed char>& offsets, PairSink* sink, uint64_t max_pairs) {
+  LastRun& lr = last_run();
+  Control& ctl = call.ctl;
+  JoinResult res;
+  if (ga.nitems == 0) return res;
+  const cudaStream_t st = call.stream();
+  auto kernel = join_kernel<T, D, SELF, COUNT>;
+  int bps = 0;
+  G2_CUDA(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&bps, kernel, kJT, 0));
+  if (bps < 1) throw Error(ErrorCode::Internal, "CUDA join kernel does not fit on the device");
+  const unsigned grid = unsigned(bps * device_facts().sms);
+  const size_t warps = size_t(grid) * kWarps;
+
+  auto t0 = Clock::now();
+  signed char* d_off = upload_offsets(call, offsets);
+  JoinCtl* dctl = call.alloc<JoinCtl>(1, "join control");
+  WarpState* resume[2] = {call.alloc<WarpState>(warps, "resume list"),
+                          call.alloc<WarpState>(warps, "resume list")};
+  JoinCtl* hctl = static_cast<JoinCtl*>(call.alloc_host(sizeof(JoinCtl)));
+
+  // The result pool: Control::max_pages pages when set, else what the memory limit allows
+  // (at most kJoinPoolMaxBytes).
+  size_t page_size = 0, pool_pages = 0;
+  ulonglong2* pool = nullptr;
+  unsigned* page_fill = nullptr;
+  std::vector<unsigned> fills;
+  if (!COUNT) {
+    page_size = std::min<size_t>(std::max<size_t>(ctl.page_pairs, 64), size_t(1) << 26);
+    const size_t page_bytes = page_size * sizeof(PairRecord);
+    if (ctl.max_pages) {
+      pool_pages = ctl.max_pages;
+    } else {
+      const size_t room = call.budget_left() > (size_t(64) << 20)
+                              ? call.budget_left() - (size_t(64) << 20)
+                              : call.budget_left() / 2;
+      pool_pages = std::min(room, cuda_tuning::kJoinPoolMaxBytes) / (page_bytes + 4);
+    }
+    pool_pages = std::max<size_t>(1, std::min<size_t>(pool_pages, size_t(1) << 30));
+    pool = call.alloc<ulonglong2>(pool_pages * page_size, "result pool");
+    page_fill = call.alloc<unsigned>(pool_pages, "page fill");
+    lr.pool_pages = pool_pages;
+    lr.page_pairs = page_size;
+  }
+  ctl.stats.prepare_s += seconds_since(t0);
+
+  JoinArgs<T> A{};
+  A.a = ga.c;
+  A.b = gb.c;
+  A.order_a = ga.order;
+  A.order_b = gb.order;
+  A.start_a = ga.start;
+  A.start_b = gb.start;
+  A.ccoord_a = ga.ccoord;
+  A.ccoord_b = gb.ccoord;
+  A.ncells_b = gb.ncells;
+  A.items = ga.items;
+  A.nitems = ga.nitems;
+  A.offsets = d_off;
+  A.noffsets = int(offsets.size() / D);
+  A.eps2 = eps2;
+  A.ctl = dctl;
+  A.pool = pool;
+  A.page_fill = page_fill;
+  A.pool_pages = unsigned(pool_pages);
+  A.page_size = unsigned(page_size);
+  A.budget_ns = (unsigned long long)(cuda_tuning::kJoinSliceMs * 1e6);
+
+  cudaEvent_t ev_start = call.event(true), ev_end = call.event(true), ev_done = call.event();
+  unsigned long long item_next = 0;
+  unsigned n_in = 0;
+  int cur = 0;
+  size_t pages_used = 0;
+  double drain_s = 0;
+
+  // Hands the pages [0, used) to the sink: page fills first, then the pages through the two
+  // halves of the pinned staging buffer (copy of one half overlaps consuming the other).
+  auto drain = [&](size_t used) {
+    auto td = Clock::now();
+    ++lr.drains;
+    fills.resize(used);
+    download(call, fills.data(), page_fill, used * 4);
+    const size_t page_bytes = page_size * sizeof(PairRecord);
+    const size_t per = std::max<size_t>(1, (cuda_tuning::kStagingBytes / 2) / page_bytes);
+    const size_t chunk_pages = std::min(per, used);
+    call.staging(0, chunk_pages * page_bytes);
+    size_t issued = 0;
+    int h = 0;
+    auto issue = [&](int half) {
+      const size_t cnt = std::min(chunk_pages, used - issued);
+      call.wait(call.staging_event(half));
+      G2_CUDA(cudaMemcpyAsync(call.staging(half, chunk_pages * page_bytes),
+                              pool + issued * page_size, cnt * page_bytes,
+                              cudaMemcpyDeviceToHost, st));
+      G2_CUDA(cudaEventRecord(call.staging_event(half), st));
+      const size_t first = issued;
+      issued += cnt;
+      return std::make_pair(first, cnt);
+    };
+    auto cur_chunk = issue(h);
+    while (cur_chunk.second) {
+      std::pair<size_t, size_t> next_chunk{issued, 0};
+      if (issued < used) next_chunk = issue(h ^ 1);
+      auto tw = Clock::now();
+      call.wait(call.staging_event(h));
+      ctl.stats.transfer_s += seconds_since(tw);
+      const char* base = call.staging(h, chunk_pages * page_bytes);
+      for (size_t pg = 0; pg < cur_chunk.second; ++pg) {
+        const size_t nrec = fills[cur_chunk.first + pg];
+        if (!nrec) continue;
+        res.emitted += nrec;
+        if (max_pairs && res.emitted > max_pairs) too_many_pairs(max_pairs);
+        auto tm = Clock::now();
+        sink->consume(reinterpret_cast<const PairRecord*>(base + pg * page_bytes), nrec);
+        ctl.stats.merge_s += seconds_since(tm);
+        call.poll();
+      }
+      // The consumed half may be overwritten only after we are done reading it: the next
+      // issue() on it waits for its event, which completed; reading is finished here.
+      h ^= 1;
+      cur_chunk = next_chunk;
+    }
+    drain_s += seconds_since(td);
+  };
+
+  auto tk = Clock::now();
+  for (;;) {
+    call.poll();
+    std::memset(hctl, 0, sizeof(JoinCtl));
+    hctl->item_next = item_next;
+    hctl->page_next = unsigned(pages_used);
+    G2_CUDA(cudaMemcpyAsync(dctl, hctl, sizeof(JoinCtl), cudaMemcpyHostToDevice, st));
+    A.resume_in = resume[cur];
+    A.n_in = n_in;
+    A.resume_out = resume[cur ^ 1];
+    G2_CUDA(cudaEventRecord(ev_start, st));
+    kernel<<<grid, kJT, 0, st>>>(A);
+    G2_CUDA_LAUNCH("join kernel launch");
+    G2_CUDA(cudaEventRecord(ev_end, st));
+    G2_CUDA(cudaMemcpyAsync(hctl, dctl, sizeof(JoinCtl), cudaMemcpyDeviceToHost, st));
+    G2_CUDA(cudaEventRecord(ev_done, st));
+    call.wait(ev_done);
+    ++lr.launches;
+    float ms = 0;
+    G2_CUDA(cudaEventElapsedTime(&ms, ev_start, ev_end));
+    lr.kernel_ms += ms;
+    res.examined += hctl->examined;
+    res.count += hctl->count;
+    // Resume entries no warp reached carry over behind the new ones.
+    const unsigned consumed = std::min(hctl->resume_next, n_in);
+    unsigned n_out = hctl->resume_out;
+    if (consumed < n_in) {
+      G2_CUDA(cudaMemcpyAsync(resume[cur ^ 1] + n_out, resume[cur] + consumed,
+                              size_t(n_in - consumed) * sizeof(WarpState),
+                              cudaMemcpyDeviceToDevice, st));
+      n_out += n_in - consumed;
+    }
+    if (n_out > warps)
+      throw Error(ErrorCode::Internal, "similarity join resume list overflow");
+    cur ^= 1;
+    n_in = n_out;
+    item_next = std::min<unsigned long long>(hctl->item_next, ga.nitems);
+    if (!COUNT) pages_used = std::min<size_t>(hctl->page_next, pool_pages);
+    const bool done = item_next >= ga.nitems && n_in == 0;
+    if (!COUNT && pages_used > 0 &&
+        (done || hctl->pool_full ||
+         double(pages_used) >= double(pool_pages) * cuda_tuning::kJoinDrainFraction)) {
+      drain(pages_used);
+      pages_used = 0;
+    }
+    if (done) break;
+  }
+  ctl.stats.kernel_s += std::max(0.0, seconds_since(tk) - drain_s);
+  return res;
+}
+
+template <typename T, int D>
+void simjoin_run(const SimjoinProblem& p, PairSink& sink, Control& ctl) {
+  Call call(ctl);
+  auto t0 = Clock::now();
+  const Bounds box = compute_bounds(p.a, p.self ? nullptr : &p.b);
+  const Geometry g = make_geometry(box, p.eps, p.prec, D);
+  ctl.stats.prepare_s += seconds_since(t0);
+  const T eps2 = sizeof(T) == 4 ? T(p.eps2_f) : T(p.eps2);
+  const DevGrid<T> ga = build_grid<T, D>(call, p.a, g, p.prec);
+  JoinResult r;
+  if (p.self) {
+    r = run_join<T, D, true, false>(call, ga, ga, eps2, offsets_for(D, true), &sink, p.max_pairs);
+  } else {
+    const DevGrid<T> gb = build_grid<T, D>(call, p.b, g, p.prec);
+    r = run_join<T, D, false, false>(call, ga, gb, eps2, offsets_for(D, false), &sink,
+                                     p.max_pairs);
+  }
+  ctl.stats.pairs_examined += r.examined;
+  ctl.stats.pairs_emitted += r.emitted;
+}
+
+template <typename T>
+void simjoin_dims(const SimjoinProblem& p, PairSink& sink, Control& ctl) {
+  switch (p.a.dims) {
+    case 2: return simjoin_run<T, 2>(p, sink, ctl);
+    case 3: return simjoin_run<T, 3>(p, sink, ctl);
+    case 4: return simjoin_run<T, 4>(p, sink, ctl);
+    case 5: return simjoin_run<T, 5>(p, sink, ctl);
+    case 6: return simjoin_run<T, 6>(p, sink, ctl);
+    default:
+      throw Error(ErrorCode::InvalidParameter, "points must have 2 to 6 coordinates");
+  }
+}
+
+template <typename T, int D>
+bool grid_count_run(const PairCountProblem& p, Call& call, T r2, uint64_t* count) {
+  LastRun& lr = last_run();
+  Control& ctl = call.ctl;
+  auto t0 = Clock::now();
+  const size_t n = p.pts.n;
+  const Bounds box = compute_bounds(p.pts);
+  const Geometry g = make_geometry(box, p.r, p.prec, D);
+  ctl.stats.prepare_s += seconds_since(t0);
+  const DevGrid<T> ga = build_grid<T, D>(call, p.pts, g, p.prec);
+  // Candidates of the unidirectional pattern, as the CPU engine's estimate.
+  const auto offsets = offsets_for(D, true);
+  t0 = Clock::now();
+  signed char* d_off = upload_offsets(call, offsets);
+  unsigned long long* d_est = call.alloc<unsigned long long>(1, "estimate");
+  G2_CUDA(cudaMemsetAsync(d_est, 0, 8, call.stream()));
+  estimate_kernel<D><<<blocks_for(size_t(ga.ncells) * 32, 256), 256, 0, call.stream()>>>(
+      ga.start, ga.ccoord, ga.ncells, d_off, int(offsets.size() / D), d_est);
+  G2_CUDA_LAUNCH("estimate_kernel");
+  const uint64_t candidates = read_value(call, d_est);
+  ctl.stats.prepare_s += seconds_since(t0);
+  const uint64_t all_pairs = uint64_t(n) * (n - 1) / 2;
+  if (count_forced_path() != 2 &&
+      !(double(candidates) * cuda_tuning::kGridCountCost < double(all_pairs)))
+    return false;
+  lr.count_path = 2;
+  JoinResult r = run_join<T, D, true, true>(call, ga, ga, r2, offsets, nullptr, 0);
+  ctl.stats.pairs_examined += r.examined;
+  *count = r.count;
+  return true;
+}
+
+template <typename T>
+bool grid_count_dims(const PairCountProblem& p, Call& call, T r2, uint64_t* count) {
+  switch (p.pts.dims) {
+    case 2: return grid_count_run<T, 2>(p, call, r2, count);
+    case 3: return grid_count_run<T, 3>(p, call, r2, count);
+    case 4: return grid_count_run<T, 4>(p, call, r2, count);
+    case 5: return grid_count_run<T, 5>(p, call, r2, count);
+    case 6: return grid_count_run<T, 6>(p, call, r2, count);
+    default:
+      throw Error(ErrorCode::InvalidParameter, "points must have 2 to 6 coordinates");
+  }
+}
+
+}  // namespace
+
+void simjoin(const SimjoinProblem& p, PairSink& sink, Control& ctl) {
+  if (p.a.n == 0 || p.b.n == 0) return;
+  if (p.a.n > 0xFFFFFFFFull || p.b.n > 0xFFFFFFFFull)
+    throw Error(ErrorCode::ProgramLimit, "too many points for a similarity join",
+                "At most 4294967295 points per relation are supported.");
+  if (p.prec == Precision::Float32)
+    simjoin_dims<float>(p, sink, ctl);
+  else
+    simjoin_dims<double>(p, sink, ctl);
+}
+
+bool grid_pair_count(const PairCountProblem& p, Call& call, uint64_t* count) {
+  return p.prec == Precision::Float32 ? grid_count_dims<float>(p, call, p.r2_f, count)
+                                      : grid_count_dims<double>(p, call, p.r2, count);
+}
+
+}  // namespace cuda
+}  // namespace gpu2bs

@@ -1,0 +1,181 @@
+"""Reliability tests against a real server (issue: cancel, timeouts, leaks, concurrency, faults).
+
+Run by test/run against its throwaway cluster (PGHOST/PGPORT/PGUSER/PGDATABASE from the
+environment). GPU2BS_SOAK_SECONDS sets the concurrency soak length (default 60).
+GPU2BS_TEST_DEVICE=gpu runs every query with gpu2bs.device = gpu.
+"""
+import os
+import threading
+import time
+
+import psycopg
+import pytest
+
+SOAK_SECONDS = float(os.environ.get("GPU2BS_SOAK_SECONDS", "60"))
+DEVICE = os.environ.get("GPU2BS_TEST_DEVICE", "auto")
+
+# Long-running statements, one per function (each runs for many seconds if not cancelled).
+LONG = {
+    "gpu_sdh": "SELECT gpu_sdh(x, y, z, 500) FROM rel_big",
+    "gpu_pair_count": "SELECT gpu_pair_count(x, y, z, 10.0) FROM rel_big",
+    "gpu_simjoin": "SELECT count(*) FROM gpu_simjoin('rel_dup', 1.0)",
+}
+
+# Mixed workload for the concurrency soak, with the results fixed by a serial run first.
+MIXED = [
+    "SELECT gpu_sdh(x, y, z, 64) FROM rel_small",
+    "SELECT gpu_sdh(x, y, 32, 0.05) FROM rel_small",
+    "SELECT gpu_pair_count(x, y, z, 0.1) FROM rel_small",
+    "SELECT count(*), sum(id1 * 7 + id2) FROM gpu_simjoin('rel_small', 0.08)",
+    "SELECT count(*) FROM gpu_simjoin('rel_small', 'rel_small2', 0.05)",
+]
+
+
+def connect():
+    conn = psycopg.connect(autocommit=True)
+    conn.execute(f"SET gpu2bs.device = {DEVICE}")
+    return conn
+
+
+@pytest.fixture(scope="session", autouse=True)
+def tables():
+    with connect() as c:
+        c.execute("CREATE EXTENSION IF NOT EXISTS gpu2bs")
+        c.execute("DROP TABLE IF EXISTS rel_big, rel_dup, rel_small, rel_small2")
+        c.execute("SELECT setseed(0.5)")
+        c.execute("CREATE TABLE rel_big AS SELECT g AS id, random() x, random() y, random() z "
+                  "FROM generate_series(1, 400000) g")
+        c.execute("CREATE TABLE rel_dup AS SELECT g AS id, 1.0::float8 x, 2.0::float8 y "
+                  "FROM generate_series(1, 100000) g")
+        c.execute("ALTER TABLE rel_dup ADD PRIMARY KEY (id)")
+        c.execute("CREATE TABLE rel_small AS SELECT g AS id, random() x, random() y, random() z "
+                  "FROM generate_series(1, 3000) g")
+        c.execute("ALTER TABLE rel_small ADD PRIMARY KEY (id)")
+        c.execute("CREATE TABLE rel_small2 AS SELECT g AS id, random() x, random() y, random() z "
+                  "FROM generate_series(1, 2000) g")
+        c.execute("ALTER TABLE rel_small2 ADD PRIMARY KEY (id)")
+    yield
+
+
+def backend_rss_kb(conn):
+    """Private (anonymous) resident memory of the backend: shared buffers excluded."""
+    pid = conn.execute("SELECT pg_backend_pid()").fetchone()[0]
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith("RssAnon:"):
+                return int(line.split()[1])
+    return 0
+
+
+@pytest.mark.parametrize("fn", sorted(LONG))
+def test_statement_timeout_stops_within_one_second(fn):
+    with connect() as c:
+        c.execute("SET gpu2bs.max_result_rows = 0")
+        c.execute("SET statement_timeout = '400ms'")
+        t0 = time.monotonic()
+        with pytest.raises(psycopg.errors.QueryCanceled):
+            c.execute(LONG[fn])
+        elapsed = time.monotonic() - t0
+        assert elapsed < 1.4, f"{fn} took {elapsed:.2f}s to honour a 400 ms statement_timeout"
+        c.execute("RESET statement_timeout")
+        assert c.execute("SELECT 1").fetchone()[0] == 1  # the session stays usable
+
+
+@pytest.mark.parametrize("fn", sorted(LONG))
+def test_pg_cancel_backend_stops_within_one_second(fn):
+    with connect() as victim, connect() as killer:
+        victim.execute("SET gpu2bs.max_result_rows = 0")
+        pid = victim.execute("SELECT pg_backend_pid()").fetchone()[0]
+        result = {}
+
+        def run():
+            try:
+                victim.execute(LONG[fn])
+                result["error"] = None
+            except psycopg.Error as e:  # noqa: PERF203
+                result["error"] = e
+            result["end"] = time.monotonic()
+
+        th = threading.Thread(target=run)
+        th.start()
+        time.sleep(0.5)
+        t_cancel = time.monotonic()
+        assert killer.execute("SELECT pg_cancel_backend(%s)", (pid,)).fetchone()[0]
+        th.join(30)
+        assert not th.is_alive()
+        assert isinstance(result["error"], psycopg.errors.QueryCanceled)
+        assert result["end"] - t_cancel < 1.0
+        assert victim.execute("SELECT count(*) FROM gpu_simjoin('rel_small', 0.01)").fetchone()[0] >= 0
+
+
+def test_repeated_cancel_keeps_memory_flat():
+    iterations = int(os.environ.get("GPU2BS_CANCEL_LOOPS", "1000"))
+    with connect() as c:
+        c.execute("SET gpu2bs.max_result_rows = 0")
+        c.execute("SELECT count(*) FROM rel_big").fetchone()  # touch every page first
+        c.execute("SET statement_timeout = '25ms'")
+        stmts = [LONG["gpu_sdh"], LONG["gpu_simjoin"], "SELECT gpu_sdh(x, y, z, 10) FROM rel_small"]
+        def burst(n):
+            for i in range(n):
+                try:
+                    c.execute(stmts[i % len(stmts)])
+                except psycopg.errors.QueryCanceled:
+                    pass
+        burst(50)  # warm up caches and allocator
+        before = backend_rss_kb(c)
+        burst(iterations)
+        after = backend_rss_kb(c)
+        assert after - before < 8 * 1024, f"backend RSS grew from {before} kB to {after} kB"
+
+
+def test_concurrent_sessions_match_serial_results():
+    with connect() as c:
+        expected = [c.execute(q).fetchall() for q in MIXED]
+    errors, counts = [], [0] * 16
+    deadline = time.monotonic() + SOAK_SECONDS
+
+    def worker(w):
+        try:
+            with connect() as conn:
+                conn.execute(f"SET gpu2bs.cpu_threads = {1 + w % 2}")
+                i = w
+                while time.monotonic() < deadline:
+                    q = i % len(MIXED)
+                    got = conn.execute(MIXED[q]).fetchall()
+                    if got != expected[q]:
+                        errors.append(f"session {w}: {MIXED[q]} gave {got}, serial gave {expected[q]}")
+                    counts[w] += 1
+                    i += 1
+        except Exception as e:  # pragma: no cover - reported below
+            errors.append(f"session {w}: {e!r}")
+
+    threads = [threading.Thread(target=worker, args=(w,)) for w in range(16)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors, errors[:5]
+    assert all(n > 0 for n in counts)
+
+
+def test_no_backend_terminated_by_signal():
+    log = os.environ.get("GPU2BS_SERVER_LOG")
+    if not log or not os.path.exists(log):
+        pytest.skip("server log path not given")
+    with open(log, errors="replace") as f:
+        text = f.read()
+    assert "terminated by signal" not in text
+
+
+def test_gpu_out_of_memory_is_clean():
+    with connect() as c:
+        engine = dict(c.execute("SELECT name, value FROM gpu2bs_info()").fetchall())["engine"]
+        if not engine.startswith("cuda"):
+            pytest.skip("no GPU engine here")
+        c.execute("SET gpu2bs.gpu_memory_limit = '1MB'")
+        try:
+            c.execute("SELECT gpu_sdh(x, y, z, 500) FROM rel_big").fetchall()
+        except psycopg.Error as e:
+            assert e.sqlstate in ("53200", "54000", "58000"), e.sqlstate
+        c.execute("RESET gpu2bs.gpu_memory_limit")
+        assert c.execute("SELECT gpu_pair_count(x, y, z, 0.1) FROM rel_small").fetchone()[0] > 0
