@@ -128,6 +128,16 @@ SELECT * FROM cmp_pairs($$SELECT id1, id2 FROM gpu_simjoin('mixed', 1.6)$$,
                         $$SELECT id1, id2 FROM gpu_simjoin('pts3', 1.6, '{x,y}') WHERE id2 <= 500$$);
 SELECT * FROM gpu_simjoin('mixed', 0.6, '{a,d}') ORDER BY id1, id2 LIMIT 5;
 
+-- domains over float8 count as float8 columns, and a domain over an integer type as a key
+CREATE DOMAIN nonneg8 AS float8 CHECK (VALUE >= 0);
+CREATE DOMAIN key4 AS int CHECK (VALUE > 0);
+CREATE TABLE dom3 (id key4 PRIMARY KEY, x nonneg8, y nonneg8, z nonneg8);
+INSERT INTO dom3 SELECT * FROM pts3;
+SELECT * FROM cmp_pairs($$SELECT id1, id2 FROM gpu_simjoin('dom3', 2.1)$$,
+                        $$SELECT id1, id2 FROM gpu_simjoin('pts3', 2.1)$$);
+SELECT * FROM cmp_pairs($$SELECT id1, id2 FROM gpu_simjoin('dom3', 2.1, '{x,z}', 'id')$$,
+                        $$SELECT id1, id2 FROM gpu_simjoin('pts3', 2.1, '{x,z}')$$);
+
 -- extreme keys, inserted largest first: the self-join still reports id1 < id2
 CREATE TABLE bigkeys (id bigint PRIMARY KEY, x float8, y float8);
 INSERT INTO bigkeys VALUES (9223372036854775807, 0, 0), (-9223372036854775808, 0, 0.5),

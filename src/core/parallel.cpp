@@ -107,9 +107,18 @@ void WorkerGroup::drive(Control& ctl, const std::function<void(Page&)>& on_page)
 
 void parallel_for(Control& ctl, size_t n, const std::function<void(size_t, int)>& body) {
   if (n == 0) return;
-  std::atomic<size_t> next{0};
   int threads = ctl.threads > 0 ? ctl.threads : 1;
   if (size_t(threads) > n) threads = int(n);
+  if (threads == 1) {
+    // One worker: run on the calling thread (no thread start-up cost for small problems),
+    // polling for cancel between items, which take a few milliseconds at most.
+    for (size_t item = 0; item < n; ++item) {
+      if (ctl.interrupt_pending()) throw Error(ErrorCode::Interrupted, "interrupted");
+      body(item, 0);
+    }
+    return;
+  }
+  std::atomic<size_t> next{0};
   WorkerGroup group(threads, [&](int w, WorkerGroup& g) {
     for (;;) {
       if (g.stopping()) return;

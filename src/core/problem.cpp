@@ -2,12 +2,28 @@
 #include "problem.h"
 
 #include <cfloat>
+#include <cstdio>
+#include <cstdlib>
 #include <cmath>
 #include <limits>
 
 #include "error.h"
 
 namespace gpu2bs {
+
+namespace {
+
+// Shortest decimal form that reads back as the same double ("1e-39", "1.5e+19").
+std::string fmt(double v) {
+  char buf[32];
+  for (int prec = 1; prec <= 17; ++prec) {
+    snprintf(buf, sizeof buf, "%.*g", prec, v);
+    if (strtod(buf, nullptr) == v) break;
+  }
+  return buf;
+}
+
+}  // namespace
 
 // Length of the bounding box diagonal, in float64.
 double Bounds::diagonal() const {
@@ -61,7 +77,7 @@ void check_range(const Bounds& box, Precision prec) {
   if (!(d <= diag_max))
     throw Error(ErrorCode::InvalidParameter,
                 f32 ? "point extent too large for float4 precision" : "point extent too large",
-                "The bounding box diagonal is " + std::to_string(d) +
+                "The bounding box diagonal is " + fmt(d) +
                     "; squared distances would overflow.",
                 f32 ? "Set gpu2bs.precision = float8, or rescale the coordinates."
                     : "Rescale the coordinates.");
@@ -92,7 +108,7 @@ SdhParams make_sdh_params(int nbuckets, double width, bool explicit_width, const
   if (prec == Precision::Float32 && (!std::isfinite(p.inv_width_f) ||
                                      (p.inv_width > 0 && p.inv_width_f < FLT_MIN)))
     throw Error(ErrorCode::InvalidParameter, "bucket width out of range for float4 precision",
-                "The reciprocal of the bucket width " + std::to_string(p.width) +
+                "The reciprocal of the bucket width " + fmt(p.width) +
                     " is not a normal float4 number.",
                 "Set gpu2bs.precision = float8.");
   return p;

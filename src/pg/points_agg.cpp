@@ -47,7 +47,7 @@ PointsState* new_state(MemoryContext ctx, int dims, int32 nbuckets, bool has_par
 // Room for `extra` more points (doubling, huge allocations allowed).
 void reserve(MemoryContext ctx, PointsState* st, int64 extra) {
   if (st->n + extra <= st->cap) return;
-  int64 cap = st->cap ? st->cap : 1024;
+  int64 cap = st->cap ? st->cap : 64;
   while (cap < st->n + extra) cap *= 2;
   if (cap > (int64)UINT32_MAX)
     ereport(ERROR, (errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),

@@ -1,0 +1,64 @@
+#!/usr/bin/env bash
+# Runs on the GPU machine (device tool), from the repository root, with .device (PostgreSQL
+# bundle + the extension staged by `make install DESTDIR=$PWD/.device/stage`), .devdata (real
+# data CSVs) and .whl (psycopg wheels) carried. Steps, each logged under $OUT:
+#   1. pg_regress suite with gpu2bs.device = gpu
+#   2. reliability tests (pytest) with gpu2bs.device = gpu
+#   3. CPU vs GPU differential test inside PostgreSQL on random and real data
+#   4. end-to-end SQL benchmark (test/gpu/bench_sql.sh)
+# Usage: bash test/gpu/device_suite.sh [steps, default "regress pytest diff bench"]
+set -uo pipefail
+steps=${1:-"regress pytest diff bench"}
+OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
+nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | tee "$OUT/gpu.txt"
+export PG_OPTS="-c shared_buffers=4GB -c work_mem=256MB -c max_parallel_workers_per_gather=8"
+source .device/pg-up.sh || exit 1
+cp -r . /tmp/src 2>/dev/null; chmod -R a+rX /tmp/src; cd /tmp/src
+psql -X -q -c "CREATE EXTENSION IF NOT EXISTS gpu2bs" -c "CREATE EXTENSION IF NOT EXISTS postgis"
+psql -X -c "SELECT * FROM gpu2bs_info()" | tee "$OUT/info.txt"
+summary=""
+if [[ $steps == *regress* ]]; then
+  tests=$(sed -nE 's/^REGRESS *= *//p' Makefile)
+  PGOPTIONS="-c gpu2bs.device=gpu" "$PG_REGRESS" --bindir="$PGBIN" --inputdir=. --load-extension=gpu2bs \
+    --outputdir=/tmp/regress-gpu --user=pgdev $tests > "$OUT/regress-gpu.log" 2>&1
+  [ -f /tmp/regress-gpu/regression.diffs ] && cp /tmp/regress-gpu/regression.diffs "$OUT/regress-gpu.diffs"
+  summary+="regress(gpu): $(grep -E 'tests (passed|failed)' "$OUT/regress-gpu.log" | tr -d '=')\n"
+fi
+if [[ $steps == *pytest* ]]; then
+  python3 -m pip install -q --no-index --no-deps --target /tmp/site .whl/*.whl >/dev/null 2>&1
+  PYTHONPATH=/tmp/site GPU2BS_TEST_DEVICE=gpu GPU2BS_SOAK_SECONDS=${SOAK:-30} GPU2BS_SERVER_LOG=/tmp/pg.log \
+    python3 -m pytest -q -p no:cacheprovider test/reliability > "$OUT/pytest-gpu.log" 2>&1
+  summary+="pytest(gpu): $(tail -1 "$OUT/pytest-gpu.log")\n"
+fi
+if [[ $steps == *diff* || $steps == *bench* ]]; then
+  psql -X -q -v ON_ERROR_STOP=1 <<'SQL'
+DROP TABLE IF EXISTS u3, u6, dup, stars, atoms, atoms_scaled, u2;
+SELECT setseed(0.25);
+CREATE TABLE u3 AS SELECT g::bigint AS id, random() x, random() y, random() z FROM generate_series(1, 100000) g;
+ALTER TABLE u3 ADD PRIMARY KEY (id);
+CREATE TABLE u6 AS SELECT g::bigint AS id, random() a, random() b, random() c, random() d, random() e, random() f FROM generate_series(1, 50000) g;
+ALTER TABLE u6 ADD PRIMARY KEY (id);
+CREATE TABLE dup AS SELECT g::bigint AS id, 1.5::float8 x, -2.0::float8 y, 0.25::float8 z FROM generate_series(1, 1000) g;
+ALTER TABLE dup ADD PRIMARY KEY (id);
+CREATE TABLE stars (id bigint PRIMARY KEY, x float8, y float8, z float8);
+CREATE TABLE atoms (id bigint PRIMARY KEY, x float8, y float8, z float8);
+CREATE TABLE u2 (id bigint PRIMARY KEY, x float8, y float8);
+SQL
+  psql -X -q -c "\copy stars FROM '.devdata/stars3d.csv' WITH (FORMAT csv, HEADER true)" \
+             -c "\copy atoms FROM '.devdata/atoms.csv' WITH (FORMAT csv, HEADER true)"
+  python3 test/data/prepare.py synth --out /tmp --n 1000000 --dims 2 --dist uniform --seed 1 --file u2.csv >/dev/null
+  psql -X -q -c "\copy u2 FROM '/tmp/u2.csv' WITH (FORMAT csv, HEADER true)" \
+    -c "CREATE TABLE atoms_scaled AS SELECT id, x / 110 AS x, y / 110 AS y, z / 110 AS z FROM atoms WHERE id <= 50000" \
+    -c "ALTER TABLE atoms_scaled ADD PRIMARY KEY (id)" -c "VACUUM ANALYZE"
+fi
+if [[ $steps == *diff* ]]; then
+  psql -X -f test/gpu/differential.sql > "$OUT/differential.log" 2>&1
+  summary+="differential: $(grep -A2 identical_cases "$OUT/differential.log" | tail -1)\n"
+fi
+if [[ $steps == *bench* ]]; then
+  bash test/gpu/bench_sql.sh > "$OUT/bench_sql.md" 2>&1
+  summary+="bench: see bench_sql.md\n"
+fi
+grep -c 'terminated by signal' /tmp/pg.log | sed 's/^/server log "terminated by signal" lines: /' | tee -a "$OUT/gpu.txt"
+cp /tmp/pg.log "$OUT/server.log"
+printf "%b" "$summary" | tee "$OUT/summary.txt"
