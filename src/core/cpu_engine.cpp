@@ -256,14 +256,31 @@ class CpuEngine final : public Engine {
   // Calls fn(cell) for each non-empty cell at `offsets` from cell c.
   template <typename F>
   static void for_each_neighbour(const Grid& g, size_t c, const std::vector<int>& offsets, F fn) {
-    const int d = g.dims();
-    const int64_t* base = g.cell_coord(c);
+    for_each_cell_around(g, c, g, offsets, fn);
+  }
+
+  // Calls fn(cell of gb) for each non-empty cell of gb at `offsets` from cell c of ga (the two
+  // grids share origin and cell side).
+  template <typename F>
+  static void for_each_cell_around(const Grid& ga, size_t c, const Grid& gb,
+                                   const std::vector<int>& offsets, F fn) {
+    const int d = ga.dims();
+    const int64_t* base = ga.cell_coord(c);
     int64_t key[kMaxDims];
     for (size_t o = 0; o < offsets.size(); o += size_t(d)) {
       for (int k = 0; k < d; ++k) key[k] = base[k] + offsets[o + k];
-      int64_t nc = g.find(key);
+      int64_t nc = gb.find(key);
       if (nc >= 0) fn(size_t(nc));
     }
+  }
+
+  // The error for a join with more than max_pairs results (`found` when known).
+  [[noreturn]] static void throw_too_many(uint64_t max_pairs, uint64_t found) {
+    throw Error(ErrorCode::ProgramLimit, "similarity join result exceeds gpu2bs.max_result_rows",
+                found ? std::to_string(found) + " pairs are within eps; the limit is " +
+                            std::to_string(max_pairs) + "."
+                      : "More than " + std::to_string(max_pairs) + " pairs are within eps.",
+                "Use a smaller eps, or raise gpu2bs.max_result_rows.");
   }
 
   // Pairs the unidirectional grid pattern examines.
@@ -306,6 +323,38 @@ class CpuEngine final : public Engine {
     const size_t page_pairs = std::max<size_t>(ctl.page_pairs, 64);
     const std::vector<uint32_t>& order_a = ga.order();
     const std::vector<uint32_t>& order_b = gridb.order();
+    // A join that may exceed max_pairs is counted first (an order of magnitude cheaper than
+    // emitting), so a runaway join fails in seconds instead of after filling the tuplestore.
+    if (p.max_pairs) {
+      uint64_t bound = 0;
+      for (const JoinItem& ji : items) {
+        uint64_t rows = ji.r1 - ji.r0, around = 0;
+        if (p.self) around += ga.cell_end(ji.cell) - ji.r0;
+        for_each_cell_around(ga, ji.cell, gridb, offsets,
+                             [&](size_t nc) { around += gridb.cell_end(nc) - gridb.cell_begin(nc); });
+        bound += rows * around;
+      }
+      if (bound > p.max_pairs) {
+        std::vector<uint64_t> partial(size_t(threads(ctl)), 0);
+        parallel_for(ctl, items.size(), [&](size_t it, int w) {
+          const JoinItem& ji = items[it];
+          uint64_t c = 0;
+          if (p.self) {
+            const size_t ce = ga.cell_end(ji.cell);
+            c += count_kernel<T>(kern, pa.dims, pa.c, ji.r0, ji.r1, pa.c, ji.r0, ji.r1, true, eps2);
+            c += count_kernel<T>(kern, pa.dims, pa.c, ji.r0, ji.r1, pa.c, ji.r1, ce, false, eps2);
+          }
+          for_each_cell_around(ga, ji.cell, gridb, offsets, [&](size_t nc) {
+            c += count_kernel<T>(kern, pa.dims, pa.c, ji.r0, ji.r1, ptsb.c, gridb.cell_begin(nc),
+                                 gridb.cell_end(nc), false, eps2);
+          });
+          partial[w] += c;
+        });
+        uint64_t total = 0;
+        for (auto v : partial) total += v;
+        if (total > p.max_pairs) throw_too_many(p.max_pairs, total);
+      }
+    }
     ctl.stats.prepare_s += seconds_since(t0);
     t0 = Clock::now();
     std::atomic<size_t> next{0};
@@ -343,26 +392,18 @@ class CpuEngine final : public Engine {
                              out);
             }
             // Neighbour cells of this cell in grid b (the same grid for a self-join).
-            const int d = ga.dims();
-            const int64_t* base = ga.cell_coord(ji.cell);
-            int64_t key[kMaxDims];
-            for (size_t o = 0; o < offsets.size() && out.ok; o += size_t(d)) {
-              for (int k = 0; k < d; ++k) key[k] = base[k] + offsets[o + k];
-              int64_t nc = gridb.find(key);
-              if (nc < 0) continue;
-              join_kernel<T>(kern, pa.dims, pa.c, ji.r0, ji.r1, ptsb.c, gridb.cell_begin(nc),
-                             gridb.cell_end(nc), false, eps2, out);
-            }
+            for_each_cell_around(ga, ji.cell, gridb, offsets, [&](size_t nc) {
+              if (out.ok)
+                join_kernel<T>(kern, pa.dims, pa.c, ji.r0, ji.r1, ptsb.c, gridb.cell_begin(nc),
+                               gridb.cell_end(nc), false, eps2, out);
+            });
           }
           if (out.ok && out.n > 0 && !g.stopping()) hand_over(out.n);
         },
         ctl.max_pages);
     group.drive(ctl, [&](WorkerGroup::Page& page) {
       emitted += page.size();
-      if (p.max_pairs && emitted > p.max_pairs)
-        throw Error(ErrorCode::ProgramLimit, "similarity join result exceeds gpu2bs.max_result_rows",
-                    "More than " + std::to_string(p.max_pairs) + " pairs are within eps.",
-                    "Use a smaller eps, or raise gpu2bs.max_result_rows.");
+      if (p.max_pairs && emitted > p.max_pairs) throw_too_many(p.max_pairs, 0);
       auto tm = Clock::now();
       sink.consume(page.data(), page.size());
       ctl.stats.merge_s += seconds_since(tm);

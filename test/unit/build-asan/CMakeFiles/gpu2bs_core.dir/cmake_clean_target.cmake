@@ -1,0 +1,3 @@
+file(REMOVE_RECURSE
+  "libgpu2bs_core.a"
+)
