@@ -47,9 +47,6 @@ struct DeviceFacts {
 // Facts of the device the engine runs on (valid once cuda_engine() returned an engine).
 const DeviceFacts& device_facts();
 
-// Device memory currently allocated by the engine in this process, in bytes.
-size_t engine_bytes_in_use();
-
 using Clock = std::chrono::steady_clock;
 inline double seconds_since(Clock::time_point t0) {
   return std::chrono::duration<double>(Clock::now() - t0).count();
@@ -96,7 +93,8 @@ class Call {
   void sync();
   [[noreturn]] void interrupted();
 
-  // Pinned staging: two halves of `half_bytes()` each, allocated on first use.
+  // Pinned staging: two halves of at least `min_half_bytes` each (the process's cached buffer
+  // when no other call holds it, else a buffer of this call); grows on demand.
   char* staging(int half, size_t min_half_bytes);
   size_t half_bytes() const { return half_; }
   cudaEvent_t staging_event(int half) { return staging_ev_[half]; }
@@ -114,6 +112,7 @@ class Call {
   std::vector<cudaEvent_t> events_;
   char* stage_ = nullptr;
   size_t half_ = 0;
+  bool stage_cached_ = false;  // stage_ is the process's cached pinned buffer
   cudaEvent_t staging_ev_[2] = {nullptr, nullptr};
   Clock::time_point last_poll_;
 };

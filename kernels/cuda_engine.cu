@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <memory>
 #include <mutex>
@@ -22,6 +23,21 @@ DeviceFacts g_facts;
 std::atomic<int> g_forced_copies{0};
 std::atomic<int> g_forced_count_path{0};
 std::atomic<bool> g_force_host_grid{false};
+std::atomic<int> g_tile_variant{0};
+
+// Pinned staging buffer kept for the process (cudaHostAlloc costs milliseconds): one call at a
+// time borrows it; a concurrent call allocates its own.
+std::mutex g_stage_mu;
+char* g_stage = nullptr;
+size_t g_stage_half = 0;
+bool g_stage_busy = false;
+
+void free_cached_staging() {
+  std::lock_guard<std::mutex> lk(g_stage_mu);
+  if (g_stage && !g_stage_busy) (void)cudaFreeHost(g_stage);
+  g_stage = nullptr;
+  g_stage_half = 0;
+}
 
 // The source path from "kernels/" on, so messages do not depend on the build directory.
 const char* short_path(const char* file) {
@@ -52,6 +68,8 @@ int sdh_forced_copies() { return g_forced_copies; }
 void set_count_forced_path(int path) { g_forced_count_path = path; }
 int count_forced_path() { return g_forced_count_path; }
 void set_force_host_grid(bool on) { g_force_host_grid = on; }
+void set_tile_variant(int v) { g_tile_variant = v; }
+int tile_variant() { return g_tile_variant; }
 bool force_host_grid() { return g_force_host_grid; }
 
 LastRun& last_run() {
@@ -82,6 +100,10 @@ Call::~Call() {
     g_bytes_in_use -= a.bytes;
   }
   for (void* h : host_) (void)cudaFreeHost(h);
+  if (stage_cached_) {
+    std::lock_guard<std::mutex> lk(g_stage_mu);
+    g_stage_busy = false;
+  }
   for (auto e : events_) (void)cudaEventDestroy(e);
   if (stream_) (void)cudaStreamDestroy(stream_);
 }
@@ -177,8 +199,35 @@ void Call::sync() {
 char* Call::staging(int half, size_t min_half_bytes) {
   if (half_ < min_half_bytes) {
     if (stage_) sync();  // the old halves may still be read by queued copies
-    half_ = std::max<size_t>((min_half_bytes + 4095) & ~size_t(4095), 4096);
-    stage_ = static_cast<char*>(alloc_host(2 * half_));
+    if (!stage_) {       // first use: borrow the process's cached buffer when it is free
+      std::lock_guard<std::mutex> lk(g_stage_mu);
+      if (!g_stage_busy) {
+        g_stage_busy = true;
+        stage_cached_ = true;
+      }
+    }
+    const size_t need = std::max<size_t>((min_half_bytes + 4095) & ~size_t(4095), 4096);
+    if (stage_cached_) {
+      std::lock_guard<std::mutex> lk(g_stage_mu);
+      if (g_stage_half < need) {
+        if (g_stage) (void)cudaFreeHost(g_stage);
+        g_stage = nullptr;
+        g_stage_half = 0;
+        const size_t want = std::max(need, cuda_tuning::kStagingBytes / 2);
+        void* p = nullptr;
+        G2_CUDA(cudaHostAlloc(&p, 2 * want, cudaHostAllocDefault));
+        g_stage = static_cast<char*>(p);
+        g_stage_half = want;
+        // Freed at exit, before the runtime's own teardown (registered after it).
+        static const bool registered = std::atexit(free_cached_staging) == 0;
+        (void)registered;
+      }
+      stage_ = g_stage;
+      half_ = g_stage_half;
+    } else {
+      half_ = need;
+      stage_ = static_cast<char*>(alloc_host(2 * half_));
+    }
     if (!staging_ev_[0]) {
       staging_ev_[0] = event();
       staging_ev_[1] = event();
@@ -263,8 +312,10 @@ double priv_estimate(int nbuckets, int copies, int threads, size_t tile_bytes, d
   if (blocks <= 0) return 0;
   // Occupancy alpha (threads per SM), saturating where latency is already hidden.
   const double alpha = std::min<double>(blocks * threads, cuda_tuning::kPrivAlphaSat);
-  // Rounds R = ceil(T / (alpha * MP)) (equation 1) times the latency of one round (eq. 2).
-  const double rounds = std::ceil(std::max(n_threads, 1.0) / (alpha * m.sms));
+  // Rounds R = T / (alpha * MP) (equation 1) times the latency of one round (equation 2). The
+  // paper's ceil() is dropped: our grid is persistent (one wave, work sliced over resident
+  // blocks), so the work of a resident thread scales with 1 / alpha at any N.
+  const double rounds = std::max(n_threads, 1.0) / (alpha * m.sms);
   return rounds * priv_latency(32 / copies, 1.0, cuda_tuning::kPrivCLP, nbuckets);
 }
 
@@ -284,7 +335,6 @@ PrivChoice choose_privatization(int nbuckets, int threads, size_t tile_bytes, do
       return global();
     c.copies = forced_copies;
   } else {
-    if (nbuckets > cuda_tuning::kSdhGlobalAboveBuckets) return global();
     double best = 0;
     for (int h = 32; h >= 1; h /= 2) {  // ties keep more copies (fewer conflicts)
       double e = priv_estimate(nbuckets, h, threads, tile_bytes, n_threads, m);

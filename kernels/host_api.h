@@ -43,10 +43,18 @@ int sdh_forced_copies();
 // Bench/test hook: forces the pair count path (0 = cost rule, 1 = tiles, 2 = grid).
 void set_count_forced_path(int path);
 int count_forced_path();
+// Bench hook: launch configuration of the 3-D float32 tile kernels (0 = tuning.h; SDH
+// 1..4 = 512x1, 1024x1, 256x2, 512x4 threads x register points; pair count 1..4 = 1024x4,
+// 512x2, 256x4, 512x8).
+void set_tile_variant(int v);
+int tile_variant();
 // Bench/test hook: builds every grid on the host (gpu2bs::Grid), as when the cell key needs
 // more than 64 bits.
 void set_force_host_grid(bool on);
 bool force_host_grid();
+
+// Device memory currently allocated by the engine in this process, in bytes.
+size_t engine_bytes_in_use();
 
 // What the last engine call on this thread did (tests and benchmarks read it).
 struct LastRun {

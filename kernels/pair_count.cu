@@ -14,7 +14,6 @@ namespace {
 
 constexpr int kB = cuda_tuning::kCountThreads;
 constexpr int kRT = cuda_tuning::kCountRegPoints;
-constexpr int kTile = kB * kRT;
 
 template <typename T>
 struct CountOp {
@@ -45,6 +44,15 @@ struct CountOp {
   }
 };
 
+template <typename T, int D, int B, int RT>
+void count_launch(Call& call, TileArgs<T> args, unsigned long long* out, T r2) {
+  constexpr int TILE = B * RT;
+  args.tiles = (long long)((args.n + TILE - 1) / TILE);
+  typename CountOp<T>::Params prm{out, r2};
+  run_tiles<T>(call, tile_kernel<T, D, B, RT, CountOp<T>>, B, TILE, sizeof(T) * D * TILE, args,
+               prm, cuda_tuning::kCountGuessPairsPerSec);
+}
+
 template <typename T, int D>
 uint64_t count_tiles(const PairCountProblem& p, Call& call, T r2) {
   LastRun& lr = last_run();
@@ -59,12 +67,21 @@ uint64_t count_tiles(const PairCountProblem& p, Call& call, T r2) {
   TileArgs<T> args{};
   for (int k = 0; k < D; ++k) args.c[k] = c[k];
   args.n = unsigned(n);
-  args.tiles = (long long)((n + kTile - 1) / kTile);
   ctl.stats.prepare_s += seconds_since(t0);
   upload_points<T>(call, p.pts, c);
-  typename CountOp<T>::Params prm{out, r2};
-  run_tiles<T>(call, tile_kernel<T, D, kB, kRT, CountOp<T>>, kB, kTile, sizeof(T) * D * kTile,
-               args, prm, cuda_tuning::kCountGuessPairsPerSec);
+  // Bench-only launch configurations (3-D float32 only), to justify the tuning table.
+  int variant = 0;
+  if constexpr (sizeof(T) == 4 && D == 3) variant = tile_variant();
+  if constexpr (sizeof(T) == 4 && D == 3) {
+    switch (variant) {
+      case 1: count_launch<T, D, 1024, 4>(call, args, out, r2); break;
+      case 2: count_launch<T, D, 512, 2>(call, args, out, r2); break;
+      case 3: count_launch<T, D, 256, 4>(call, args, out, r2); break;
+      case 4: count_launch<T, D, 512, 8>(call, args, out, r2); break;
+      default: break;
+    }
+  }
+  if (variant < 1 || variant > 4) count_launch<T, D, kB, kRT>(call, args, out, r2);
   unsigned long long total = 0;
   download(call, &total, out, 8);
   ctl.stats.pairs_examined += uint64_t(n) * (n - 1) / 2;

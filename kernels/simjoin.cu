@@ -33,6 +33,7 @@
 #include <cmath>
 #include <cstddef>
 #include <cstring>
+#include <memory>
 #include <vector>
 
 #include "common.cuh"
@@ -236,7 +237,9 @@ struct JoinArgs {
 };
 
 template <typename T, int D, bool SELF, bool COUNT>
-__global__ void __launch_bounds__(kJT) join_kernel(JoinArgs<T> A) {
+__global__ void __launch_bounds__(kJT, (sizeof(T) * D <= 16 ? cuda_tuning::kJoinMinBlocks
+                                                            : cuda_tuning::kJoinMinBlocks - 1))
+    join_kernel(JoinArgs<T> A) {
   __shared__ unsigned s_beg[kWarps][32];
   __shared__ unsigned s_excl[kWarps][32];
   __shared__ unsigned s_incl[kWarps][32];
@@ -490,8 +493,23 @@ void upload_bytes(Call& call, void* dev, const void* host, size_t bytes) {
   call.ctl.stats.transfer_s += seconds_since(t0);
 }
 
+// Sets stats.prepare_s to its value at construction plus the wall time since, less the
+// transfer time counted meanwhile (device work waited for before a transfer counts as
+// preparation; preparation counted by callees is part of the wall time, not added twice).
+struct PrepareTimer {
+  Control& ctl;
+  Clock::time_point t0 = Clock::now();
+  double prep0, xfer0;
+  explicit PrepareTimer(Control& c) : ctl(c), prep0(c.stats.prepare_s), xfer0(c.stats.transfer_s) {}
+  ~PrepareTimer() {
+    ctl.stats.prepare_s =
+        prep0 + std::max(0.0, seconds_since(t0) - (ctl.stats.transfer_s - xfer0));
+  }
+};
+
 template <typename T>
 T read_value(Call& call, const T* dev) {
+  call.sync();  // device work before the value counts as the caller's (not as transfer)
   T v{};
   download(call, &v, dev, sizeof(T));
   return v;
@@ -511,8 +529,8 @@ DevGrid<T> build_grid(Call& call, const PointsView& v, const Geometry& g, Precis
     raw.c[k] = call.alloc<T>(n, "points");
     G.c.c[k] = call.alloc<T>(n, "sorted points");
   }
+  PrepareTimer prep(call.ctl);
   upload_points<T>(call, v, const_cast<T* const*>(raw.c));
-  auto t0 = Clock::now();
   cudaEvent_t e0 = call.event(true), e1 = call.event(true);
   G2_CUDA(cudaEventRecord(e0, st));
   if (!g.host) {
@@ -578,11 +596,9 @@ DevGrid<T> build_grid(Call& call, const PointsView& v, const Geometry& g, Precis
     G.order = call.alloc<unsigned>(n, "grid order");
     G.start = call.alloc<unsigned>(start.size(), "cell starts");
     G.ccoord = call.alloc<long long>(ccoord.size(), "cell coordinates");
-    call.ctl.stats.prepare_s += seconds_since(t0);
     upload_bytes(call, G.order, grid.order().data(), size_t(n) * 4);
     upload_bytes(call, G.start, start.data(), start.size() * 4);
     upload_bytes(call, G.ccoord, ccoord.data(), ccoord.size() * 8);
-    t0 = Clock::now();
   }
   gather_kernel<T, D><<<blocks_for(n, 256), 256, 0, st>>>(raw, G.order, n, G.c);
   G2_CUDA_LAUNCH("gather_kernel");
@@ -605,7 +621,6 @@ DevGrid<T> build_grid(Call& call, const PointsView& v, const Geometry& g, Precis
   float ms = 0;
   G2_CUDA(cudaEventElapsedTime(&ms, e0, e1));
   lr.grid_ms += ms;
-  call.ctl.stats.prepare_s += seconds_since(t0);
   return G;
 }
 
@@ -653,7 +668,7 @@ JoinResult run_join(Call& call, const DevGrid<T>& ga, const DevGrid<T>& gb, T ep
   const unsigned grid = unsigned(bps * device_facts().sms);
   const size_t warps = size_t(grid) * kWarps;
 
-  auto t0 = Clock::now();
+  std::unique_ptr<PrepareTimer> prep(new PrepareTimer(ctl));
   signed char* d_off = upload_offsets(call, offsets);
   JoinCtl* dctl = call.alloc<JoinCtl>(1, "join control");
   WarpState* resume[2] = {call.alloc<WarpState>(warps, "resume list"),
@@ -667,7 +682,11 @@ JoinResult run_join(Call& call, const DevGrid<T>& ga, const DevGrid<T>& gb, T ep
   unsigned* page_fill = nullptr;
   std::vector<unsigned> fills;
   if (!COUNT) {
+    // Control::page_pairs is honoured as the device page size when the pool is given in pages
+    // (tests force many drain/resume cycles that way); otherwise pages are at most
+    // kJoinPagePairs so that every warp's partly filled page wastes little of the pool.
     page_size = std::min<size_t>(std::max<size_t>(ctl.page_pairs, 64), size_t(1) << 26);
+    if (!ctl.max_pages) page_size = std::min(page_size, cuda_tuning::kJoinPagePairs);
     const size_t page_bytes = page_size * sizeof(PairRecord);
     if (ctl.max_pages) {
       pool_pages = ctl.max_pages;
@@ -683,7 +702,7 @@ JoinResult run_join(Call& call, const DevGrid<T>& ga, const DevGrid<T>& gb, T ep
     lr.pool_pages = pool_pages;
     lr.page_pairs = page_size;
   }
-  ctl.stats.prepare_s += seconds_since(t0);
+  prep.reset();
 
   JoinArgs<T> A{};
   A.a = ga.c;
@@ -861,15 +880,17 @@ bool grid_count_run(const PairCountProblem& p, Call& call, T r2, uint64_t* count
   const DevGrid<T> ga = build_grid<T, D>(call, p.pts, g, p.prec);
   // Candidates of the unidirectional pattern, as the CPU engine's estimate.
   const auto offsets = offsets_for(D, true);
-  t0 = Clock::now();
-  signed char* d_off = upload_offsets(call, offsets);
-  unsigned long long* d_est = call.alloc<unsigned long long>(1, "estimate");
-  G2_CUDA(cudaMemsetAsync(d_est, 0, 8, call.stream()));
-  estimate_kernel<D><<<blocks_for(size_t(ga.ncells) * 32, 256), 256, 0, call.stream()>>>(
-      ga.start, ga.ccoord, ga.ncells, d_off, int(offsets.size() / D), d_est);
-  G2_CUDA_LAUNCH("estimate_kernel");
-  const uint64_t candidates = read_value(call, d_est);
-  ctl.stats.prepare_s += seconds_since(t0);
+  uint64_t candidates = 0;
+  {
+    PrepareTimer prep(ctl);
+    signed char* d_off = upload_offsets(call, offsets);
+    unsigned long long* d_est = call.alloc<unsigned long long>(1, "estimate");
+    G2_CUDA(cudaMemsetAsync(d_est, 0, 8, call.stream()));
+    estimate_kernel<D><<<blocks_for(size_t(ga.ncells) * 32, 256), 256, 0, call.stream()>>>(
+        ga.start, ga.ccoord, ga.ncells, d_off, int(offsets.size() / D), d_est);
+    G2_CUDA_LAUNCH("estimate_kernel");
+    candidates = read_value(call, d_est);
+  }
   const uint64_t all_pairs = uint64_t(n) * (n - 1) / 2;
   if (count_forced_path() != 2 &&
       !(double(candidates) * cuda_tuning::kGridCountCost < double(all_pairs)))

@@ -162,8 +162,9 @@ void run_tiles(Call& call, void (*kernel)(TileArgs<T>, P), int threads, int tile
   const long long M = args.tiles;
   const long long total = M * (M + 1) / 2;
   if (total == 0) return;
-  if (smem > 48 * 1024)
-    G2_CUDA(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
+  // Always raise the dynamic shared memory limit: with the kernel's static shared memory the
+  // 48 KB default can be exceeded even below 48 KB of dynamic memory.
+  G2_CUDA(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
   int bps = 0;
   G2_CUDA(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&bps, kernel, threads, smem));
   if (bps < 1)

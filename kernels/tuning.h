@@ -10,56 +10,83 @@ namespace gpu2bs {
 namespace cuda_tuning {
 
 // --- tiles (SDH and all-pairs pair count) -------------------------------------------------
-// Threads per block of the SDH tile kernel. bench "sdh-config" table: 256 beat 128 and 512 at
-// 500 buckets (3-D float32) and kept 8 blocks/SM possible with the private copies below.
-constexpr int kSdhThreads = 256;
-// Points each SDH thread keeps in registers (register tiling: tile = threads * points).
-// bench "sdh-config": 2 beat 1 (fewer shared loads per pair) and 4 (register pressure).
+// SDH tile kernel: threads per block x points per thread held in registers (register tiling;
+// tile = threads * points). results/2026-11-22-h100-bench-configs-run2.txt (SDH 500 buckets,
+// 3-D float32, N = 1e6, kernel-only): 512x2 8.58e11 pairs/s, 256x1 8.22e11, 128x2 8.00e11,
+// 256x4 7.63e11, 256x2 7.12e11 (the first guess). Final check in
+// results/2026-11-22-h100-bench-configs.txt.
+constexpr int kSdhThreads = 512;
 constexpr int kSdhRegPoints = 2;
-// Threads per block and register points of the pair-count tile kernel. bench "count-config":
-// 4 points per thread (shared-memory loads amortized over 4 pairs) gave the best pairs/s.
-constexpr int kCountThreads = 256;
+// Pair count tile kernel, same table: 512x4 1.89e12 pairs/s, 256x8 1.79e12, 256x4 1.75e12,
+// 256x2 1.71e12, 128x4 1.66e12.
+constexpr int kCountThreads = 512;
 constexpr int kCountRegPoints = 4;
 
-// Target length of one kernel slice, in milliseconds: short enough that a cancel is seen
-// within ~2 slices (requirement: <= 50 ms), long enough that launch gaps stay < 1 %
-// (bench "end-to-end": kernel_s vs wall at N = 1e6).
+// Target length of one kernel slice, in milliseconds: a cancel is seen within one slice
+// (results/2026-11-22-h100-test_gpu.log, Cancel: 30-40 ms after the interrupt at 20 ms), and
+// launch gaps cost < 0.2 % (bench full: SDH N = 4e6, 564 slices, kernel 11219 ms of 11236 ms).
 constexpr double kSliceTargetMs = 20.0;
-// First slice before any measurement: pairs per second assumed (set below the measured rates
-// of bench "kernel-only", so the first slice is short and the next ones are sized from it).
+// First slice before any measurement: pairs per second assumed, below the measured rates
+// (bench full: SDH 5.0e11 (f64) - 7.1e11 (f32), count tiles 1.75e12), so the first slice is
+// short and the following ones are sized from it.
 constexpr double kSdhGuessPairsPerSec = 1e11;
 constexpr double kCountGuessPairsPerSec = 3e11;
 
 // --- output privatization model (framework paper 3.3.2, re-fitted to H100) ------------------
-// Collision penalty CLP of the latency model L(k, CL), in units of the conflict-free latency
-// CL, fitted to bench "privatization" sweep (time vs copies at 1..50000 buckets).
-constexpr double kPrivCLP = 2.0;
-// Threads per SM beyond which more occupancy no longer shortens the kernel (the model's
-// alpha saturates here; bench "privatization": 1024 threads/SM already hide the latency).
-constexpr int kPrivAlphaSat = 1024;
-// Above this many buckets the histogram lives in global memory (uint64 atomics into the final
-// counts) instead of one private shared-memory copy per block. bench "privatization": global
-// atomics overtake one shared copy once a block needs most of the SM's shared memory.
-constexpr int kSdhGlobalAboveBuckets = 24576;
+// Fit from test/bench/results/2026-11-22-h100-privatization.txt (SDH 3-D float32, N = 1e5,
+// kernel-only pairs/s for 1..32 private copies and global memory, 1..50000 buckets):
+//  * collisions cost nothing measurable: at full occupancy every number of copies runs at
+//    678-679e9 pairs/s, even 1 copy with 1 bucket (all 256 threads of a block on one counter);
+//    the H100 shared-memory atomic unit merges same-address updates of a warp. The collision
+//    penalty CLP of the latency model L(k, CL) fits as <= 1e-4 (in units of CL: with one copy
+//    and one bucket, L(32) = 1 + 31 CLP stayed within the 0.3 % run-to-run noise); the upper
+//    bound is used, so equal occupancy still prefers more copies, as in the paper;
+//  * time follows occupancy: 4 blocks of 256 threads per SM (the register limit) 678e9/s,
+//    3 blocks 602e9, 2 blocks 470e9, 1 block 257e9. No saturation below 1024 threads/SM, so
+//    alpha does not saturate (2048 = the SM's thread limit);
+//  * global-memory atomics: 47-54e9 pairs/s at 1000-50000 buckets, 5x slower than one shared
+//    copy at 1 block/SM; global memory is used only when one copy does not fit in shared memory.
+// The model thus picks the most copies that keep the occupancy the registers allow.
+constexpr double kPrivCLP = 1e-4;
+constexpr int kPrivAlphaSat = 2048;
 
 // --- similarity join and grid pair count ------------------------------------------------------
-// Threads per block of the join kernel (warps are independent workers). bench "join-config".
+// Threads per block of the join kernel (each warp is an independent worker on the item queue;
+// not swept: bench full shows the join kernel at 0.6 ms of a 21 ms call at N = 1e6, the rest
+// being grid construction, transfers and draining).
 constexpr int kJoinThreads = 256;
-// Time budget of one join launch; warps stop at a resumable point after it (cancel polling).
+// Minimum resident blocks per SM asked of the compiler for the join kernel (caps registers at
+// 65536 / (256 * 4) = 64, no spills at 3-D float32): 32 warps/SM to hide the latency of the
+// neighbour-cell lookups and candidate loads; one block fewer (85 registers) when a point has
+// more than 16 bytes of coordinates (float32 5-6-D, float64 3-6-D), where 64 would spill.
+constexpr int kJoinMinBlocks = 4;
+// Time budget of one join launch; warps stop at a resumable point after it (cancel polling:
+// results/2026-11-22-h100-test_gpu.log, simjoin cancel 4.5 ms after the interrupt).
 constexpr double kJoinSliceMs = 20.0;
-// Largest result pool (bytes) when Control::max_pages is 0: larger pools did not speed up the
-// join (bench "join-pool"), and the pool is drained in one piece.
+// Largest result pool (bytes) when Control::max_pages is 0. results/2026-11-22-h100-bench-
+// paths.txt, join N = 1e6 (14.7 M pairs, 235 MB): a 16-page pool 184 ms (318 drains), 256
+// pages 58 ms (20 drains), the default (1 GB) 26.5 ms in one drain.
 constexpr size_t kJoinPoolMaxBytes = size_t(1) << 30;
+// Device page (pairs) when Control::max_pages is 0. Each of the ~4000 resident warps owns a
+// page; with 16384-pair pages (the PG default page_pairs) the 1 GB pool held only ~1 page per
+// warp and filled up half empty (device run 1, bench quick: 2 drains for 235 MB of pairs;
+// with 2048, one drain: bench full).
+constexpr size_t kJoinPagePairs = 2048;
 // Drain the pool once this fraction of its pages is used (the rest keeps warps writing).
 constexpr double kJoinDrainFraction = 0.5;
-// Grid pair count is used when candidates * this < all pairs: one grid candidate costs about
-// this many tile pairs (bench "count-grid" vs "count-tiles" pairs/s).
-constexpr double kGridCountCost = 8.0;
-// Smallest N for which the pair count considers the grid (below, all-pairs tiles take < 1 ms).
+// Grid pair count is used when candidates * this < all pairs. results/2026-11-22-h100-bench-
+// paths.txt: all-pairs tiles 1.75e12 pairs/s; the grid 2.8e11 candidates/s at ~30 neighbours
+// (6x a tile pair, but 5000x fewer pairs) and 1.15e12/s at ~3000 neighbours (1.5x), plus
+// ~20 ms of grid construction at N = 1e6: 3 sits between.
+constexpr double kGridCountCost = 3.0;
+// Smallest N for which the pair count considers the grid (below, all-pairs tiles take < 1 ms:
+// bench paths, tiles at N = 1e5 3.1 ms).
 constexpr size_t kGridCountMinPoints = 8192;
 
 // --- transfers ---------------------------------------------------------------------------------
-// Pinned staging buffer (two halves, double-buffered uploads and page drains).
+// Pinned staging buffer (two halves, double-buffered uploads and page drains), kept for the
+// life of the process after first use (each cudaHostAlloc of it cost several ms: bench quick,
+// run 1, simjoin N=1e4 spent 8 ms in transfer_s for 2 MB of pairs).
 constexpr size_t kStagingBytes = size_t(16) << 20;
 
 }  // namespace cuda_tuning

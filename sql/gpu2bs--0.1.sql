@@ -110,15 +110,22 @@ COMMENT ON AGGREGATE gpu_pair_count(float8, float8, float8) IS
 -- Distance similarity join (2-BS Type-III)
 ------------------------------------------------------------------------------------------------
 
+CREATE FUNCTION gpu2bs_simjoin_support(internal) RETURNS internal
+  AS 'MODULE_PATHNAME' LANGUAGE C STRICT;
+COMMENT ON FUNCTION gpu2bs_simjoin_support(internal) IS
+'planner support function of gpu_simjoin: loads the gpu2bs library while the first query that uses gpu_simjoin is being planned, so the custom scan (gpu2bs.enable_customscan) is offered from that query on; it supplies no estimates; internal';
+
 CREATE FUNCTION gpu_simjoin(rel regclass, eps float8, coords text[] DEFAULT NULL, id text DEFAULT NULL)
   RETURNS TABLE(id1 bigint, id2 bigint, dist float8)
-  AS 'MODULE_PATHNAME', 'gpu2bs_simjoin_self' LANGUAGE C STABLE PARALLEL RESTRICTED ROWS 100000;
+  AS 'MODULE_PATHNAME', 'gpu2bs_simjoin_self' LANGUAGE C STABLE PARALLEL RESTRICTED ROWS 100000
+  SUPPORT gpu2bs_simjoin_support;
 COMMENT ON FUNCTION gpu_simjoin(regclass, float8, text[], text) IS
 'Distance similarity self-join: every unordered pair of rows of rel whose Euclidean distance is <= eps (inclusive, coordinate units), once, as (id1, id2, dist) with id1 < id2. Coordinates: the columns named in coords (2 to 6, any numeric type), else every float8 column except the key, in column order. Key (id): the named integer column, else the single-column integer primary key, else an integer column named id. Rows with a NULL key or coordinate are skipped. Errors: eps <= 0 or NaN, NaN/infinite coordinates (22023); missing relation (42P01) or column (42703); non-numeric column (42804); no SELECT privilege (42501); more than gpu2bs.max_result_rows pairs (54000). Method: 2-BS framework Type-III (direct output buffer), grid index with a unidirectional cell pattern (similarity-join load-imbalance paper).';
 
 CREATE FUNCTION gpu_simjoin(a regclass, b regclass, eps float8, coords text[] DEFAULT NULL, id text DEFAULT NULL)
   RETURNS TABLE(id1 bigint, id2 bigint, dist float8)
-  AS 'MODULE_PATHNAME', 'gpu2bs_simjoin_two' LANGUAGE C STABLE PARALLEL RESTRICTED ROWS 100000;
+  AS 'MODULE_PATHNAME', 'gpu2bs_simjoin_two' LANGUAGE C STABLE PARALLEL RESTRICTED ROWS 100000
+  SUPPORT gpu2bs_simjoin_support;
 COMMENT ON FUNCTION gpu_simjoin(regclass, regclass, float8, text[], text) IS
 'Distance similarity join of two relations: every pair (a row, b row) with distance <= eps, as (id1 from a, id2 from b, dist). Columns as in gpu_simjoin(rel, eps); both relations must have the same number of coordinates (22023). Same errors and method as the self-join.';
 

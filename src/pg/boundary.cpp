@@ -64,15 +64,10 @@ ErrorData* describe_current(ErrorText* out) {
 
 }  // namespace
 
-Datum invoke(PGFunction impl, FunctionCallInfo fcinfo) {
-  ErrorText err;
-  ErrorData* pg_error = nullptr;
-  try {
-    return impl(fcinfo);
-  } catch (...) {
-    pg_error = describe_current(&err);
-  }
-  // No C++ object is alive past this point.
+namespace {
+
+// Raises the described error; called only once no C++ object is alive.
+[[noreturn]] void raise(const ErrorText& err, ErrorData* pg_error) {
   if (pg_error) ReThrowError(pg_error);
   if (err.interrupted) {
     CHECK_FOR_INTERRUPTS();
@@ -82,6 +77,31 @@ Datum invoke(PGFunction impl, FunctionCallInfo fcinfo) {
                   err.detail[0] ? errdetail("%s", err.detail) : 0,
                   err.hint[0] ? errhint("%s", err.hint) : 0));
   pg_unreachable();
+}
+
+}  // namespace
+
+Datum invoke(PGFunction impl, FunctionCallInfo fcinfo) {
+  ErrorText err;
+  ErrorData* pg_error = nullptr;
+  try {
+    return impl(fcinfo);
+  } catch (...) {
+    pg_error = describe_current(&err);
+  }
+  raise(err, pg_error);  // no C++ object is alive past the catch block
+}
+
+void call_at_boundary(void (*fn)(void*), void* arg) {
+  ErrorText err;
+  ErrorData* pg_error = nullptr;
+  try {
+    fn(arg);
+    return;
+  } catch (...) {
+    pg_error = describe_current(&err);
+  }
+  raise(err, pg_error);
 }
 
 }  // namespace pg

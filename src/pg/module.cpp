@@ -3,12 +3,16 @@
 #include "pg.h"
 
 #include "settings.h"
+#include "simjoin.h"
 
 extern "C" {
 PG_MODULE_MAGIC;
 
 void _PG_init(void);
 
-// Registers the gpu2bs.* settings.
-void _PG_init(void) { gpu2bs::pg::define_settings(); }
+// Registers the gpu2bs.* settings and the similarity join's custom scan.
+void _PG_init(void) {
+  gpu2bs::pg::define_settings();
+  gpu2bs::pg::register_simjoin_scan();
+}
 }

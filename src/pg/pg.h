@@ -48,6 +48,9 @@ void pg_guard(F&& fn) {
 // Calls `impl` and converts any C++ exception into an ereport once the C++ frames are gone.
 Datum invoke(PGFunction impl, FunctionCallInfo fcinfo);
 
+// The same for a callback that is not an SQL function (executor hooks): runs fn(arg).
+void call_at_boundary(void (*fn)(void*), void* arg);
+
 }  // namespace pg
 }  // namespace gpu2bs
 

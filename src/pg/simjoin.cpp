@@ -24,21 +24,12 @@ extern "C" {
 
 #include "../core/error.h"
 #include "settings.h"
+#include "simjoin.h"
 
 using namespace gpu2bs;
 using namespace gpu2bs::pg;
 
 namespace {
-
-// One relation's points as read: ids and SoA coordinates in a dedicated memory context.
-struct RelPoints {
-  const char* relname;  // qualified, quoted
-  int dims;
-  int64 n;
-  int64 cap;
-  int64* ids;
-  double* coord[kMaxDims];
-};
 
 // Integer types accepted for the key column (or domains over them).
 bool is_int_type(Oid t) {
@@ -281,31 +272,44 @@ std::string shortest(double v) {
   return buf;
 }
 
-// Shared body of both forms: `nrel` relations in args 0..nrel-1, then eps, coords, id.
-Datum simjoin_impl(FunctionCallInfo fcinfo, int nrel) {
-  ReturnSetInfo* rsinfo = (ReturnSetInfo*)fcinfo->resultinfo;
-  pg_guard([&] { InitMaterializedSRF(fcinfo, 0); });
-  for (int a = 0; a <= nrel; ++a)
-    if (PG_ARGISNULL(a)) return (Datum)0;  // NULL relation or eps: no rows
-  Oid relids[2] = {PG_GETARG_OID(0), nrel == 2 ? PG_GETARG_OID(1) : InvalidOid};
-  double eps = PG_GETARG_FLOAT8(nrel);
-  ArrayType* coords = PG_ARGISNULL(nrel + 1) ? nullptr : PG_GETARG_ARRAYTYPE_P(nrel + 1);
-  text* id_text = PG_ARGISNULL(nrel + 2) ? nullptr : PG_GETARG_TEXT_PP(nrel + 2);
-  if (std::isnan(eps) || eps <= 0)
+}  // namespace
+
+namespace gpu2bs {
+namespace pg {
+
+bool simjoin_args(FunctionCallInfo fcinfo, int nrel, SimjoinArgs* a) {
+  for (int k = 0; k <= nrel; ++k)
+    if (PG_ARGISNULL(k)) return false;  // NULL relation or eps: no rows
+  a->nrel = nrel;
+  a->relids[0] = PG_GETARG_OID(0);
+  a->relids[1] = nrel == 2 ? PG_GETARG_OID(1) : InvalidOid;
+  a->eps = PG_GETARG_FLOAT8(nrel);
+  a->coords = PG_ARGISNULL(nrel + 1) ? nullptr : PG_GETARG_ARRAYTYPE_P(nrel + 1);
+  a->id = PG_ARGISNULL(nrel + 2) ? nullptr : PG_GETARG_TEXT_PP(nrel + 2);
+  return true;
+}
+
+void simjoin_read(const SimjoinArgs& a, SimjoinInput* in) {
+  if (std::isnan(a.eps) || a.eps <= 0)
     throw Error(ErrorCode::InvalidParameter, "eps must be a positive number",
-                std::isnan(eps) ? std::string("eps is NaN.") : "eps is " + shortest(eps) + ".");
-  RelPoints rels[2] = {};
-  MemoryContext ctx = nullptr;
+                std::isnan(a.eps) ? std::string("eps is NaN.") : "eps is " + shortest(a.eps) + ".");
+  in->nrel = a.nrel;
+  RelPoints* rels = in->rels;
   pg_guard([&] {
-    ctx = AllocSetContextCreate(CurrentMemoryContext, "gpu2bs simjoin points", ALLOCSET_DEFAULT_SIZES);
-    const char* id_name = id_text ? text_to_cstring(id_text) : nullptr;
+    in->ctx = AllocSetContextCreate(CurrentMemoryContext, "gpu2bs simjoin points", ALLOCSET_DEFAULT_SIZES);
+    const char* id_name = a.id ? text_to_cstring(a.id) : nullptr;
     const char* queries[2];
-    for (int r = 0; r < nrel; ++r)
-      queries[r] = build_query(relids[r], coords, id_name, &rels[r].dims, &rels[r].relname);
+    for (int r = 0; r < a.nrel; ++r)
+      queries[r] = build_query(a.relids[r], a.coords, id_name, &rels[r].dims, &rels[r].relname);
     if (SPI_connect() != SPI_OK_CONNECT) elog(ERROR, "SPI_connect failed");
-    for (int r = 0; r < nrel; ++r) read_points(queries[r], ctx, &rels[r]);
+    for (int r = 0; r < a.nrel; ++r) read_points(queries[r], in->ctx, &rels[r]);
     SPI_finish();
   });
+}
+
+void simjoin_run(const SimjoinArgs& a, SimjoinInput* in, PairSink& sink) {
+  const int nrel = a.nrel;
+  const RelPoints* rels = in->rels;
   Precision prec = current_precision();
   PointsView va = view_of(rels[0]);
   PointsView vb = nrel == 2 ? view_of(rels[1]) : va;
@@ -314,14 +318,31 @@ Datum simjoin_impl(FunctionCallInfo fcinfo, int nrel) {
                 std::string(rels[0].relname) + " has " + std::to_string(va.dims) + ", " +
                     rels[1].relname + " has " + std::to_string(vb.dims) + ".");
   check_range(compute_bounds(va, nrel == 2 ? &vb : nullptr), prec);
-  SimjoinProblem prob = make_simjoin(va, nrel == 2 ? &vb : nullptr, eps, prec,
+  SimjoinProblem prob = make_simjoin(va, nrel == 2 ? &vb : nullptr, a.eps, prec,
                                      uint64_t(max_result_rows_setting));
   std::string reason;
   Engine* eng = choose_engine(&reason);
   PgControl ctl;
-  TuplestoreSink sink(rsinfo, rels[0].ids, nrel == 2 ? rels[1].ids : rels[0].ids, nrel == 1);
   eng->simjoin(prob, sink, ctl);
   record_run("gpu_simjoin", eng->name(), ctl.stats);
+}
+
+}  // namespace pg
+}  // namespace gpu2bs
+
+namespace {
+
+// Shared body of both SRF forms: `nrel` relations in args 0..nrel-1, then eps, coords, id.
+Datum simjoin_impl(FunctionCallInfo fcinfo, int nrel) {
+  ReturnSetInfo* rsinfo = (ReturnSetInfo*)fcinfo->resultinfo;
+  pg_guard([&] { InitMaterializedSRF(fcinfo, 0); });
+  SimjoinArgs args;
+  if (!simjoin_args(fcinfo, nrel, &args)) return (Datum)0;
+  SimjoinInput in;
+  simjoin_read(args, &in);
+  TuplestoreSink sink(rsinfo, in.rels[0].ids, in.rels[nrel - 1].ids, nrel == 1);
+  simjoin_run(args, &in, sink);
+  MemoryContext ctx = in.ctx;
   pg_guard([&] { MemoryContextDelete(ctx); });
   return (Datum)0;
 }

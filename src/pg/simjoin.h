@@ -1,0 +1,54 @@
+// The similarity join's PostgreSQL side, shared by the set-returning function and the custom
+// scan: argument decoding, reading the relations through SPI, running the engine.
+#pragma once
+
+#include "pg.h"
+
+extern "C" {
+#include "utils/array.h"
+}
+
+#include "../core/engine.h"
+
+namespace gpu2bs {
+namespace pg {
+
+// One relation's points as read: ids and SoA coordinates in a dedicated memory context.
+struct RelPoints {
+  const char* relname;  // qualified, quoted
+  int dims;
+  int64 n;
+  int64 cap;
+  int64* ids;
+  double* coord[kMaxDims];
+};
+
+// gpu_simjoin's arguments: relation(s), eps, optional coordinate and key column names.
+struct SimjoinArgs {
+  int nrel = 1;
+  Oid relids[2] = {InvalidOid, InvalidOid};
+  double eps = 0;
+  ArrayType* coords = nullptr;
+  text* id = nullptr;
+};
+
+// The points read for one call; `ctx` owns them.
+struct SimjoinInput {
+  int nrel = 1;
+  RelPoints rels[2] = {};
+  MemoryContext ctx = nullptr;
+};
+
+// Decodes the arguments of the self-join (nrel = 1) or two-relation form; false when the
+// relation or eps is NULL (no rows).
+bool simjoin_args(FunctionCallInfo fcinfo, int nrel, SimjoinArgs* a);
+// Validates eps and reads the relations as the calling user. Throws.
+void simjoin_read(const SimjoinArgs& a, SimjoinInput* in);
+// Runs the chosen engine over the points, handing result pages to `sink`. Throws.
+void simjoin_run(const SimjoinArgs& a, SimjoinInput* in, PairSink& sink);
+
+// Registers gpu2bs.enable_customscan and the planner hook of the custom scan (_PG_init).
+void register_simjoin_scan();
+
+}  // namespace pg
+}  // namespace gpu2bs

@@ -1,0 +1,318 @@
+// CUDA engine benchmark: SDH (500 buckets, 3-D uniform), pair count and similarity join (eps for
+// ~30 neighbours per point) at N = 1e4 .. 4e6, median of >= 5 runs. For each: the kernel-only
+// time (sum of the pairwise kernels' cudaEvent times, from cuda::last_run()) and the end-to-end
+// time of the Engine call with its stats split (prepare, transfer, kernel, merge).
+//
+//   bench_kernels quick            N = 1e4, 1e5, 1e6
+//   bench_kernels full             N = 1e4, 3e4, 1e5, 3e5, 1e6, 2e6, 4e6, plus CPU at 1e5
+//   bench_kernels privatization    SDH time vs private copies (1..32, global) and buckets
+//   bench_kernels paths            pair count: tiles vs grid; join: pool size
+//   bench_kernels configs          tile kernels: threads per block x register points
+// Built by test/gpu/Makefile (make -C test/gpu bench).
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <functional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "common/reference.h"
+#include "core/engine.h"
+#include "core/error.h"
+#include "kernels/host_api.h"
+
+using namespace gpu2bs;
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+struct NullSink : PairSink {
+  size_t count = 0;
+  void consume(const PairRecord*, size_t n) override { count += n; }
+};
+
+struct Sample {
+  double wall_ms, kernel_ms, prepare_ms, transfer_ms, kernel_s_ms, merge_ms;
+  uint64_t examined, emitted;
+  int launches, drains, copies, path;
+};
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v.empty() ? 0 : v[v.size() / 2];
+}
+
+// Runs fn `runs` times after one warm-up; medians of every field.
+Sample measure(int runs, const std::function<void(Control&)>& fn) {
+  {
+    Control warm;
+    warm.threads = int(std::thread::hardware_concurrency());
+    fn(warm);
+  }
+  std::vector<double> wall, kern, prep, xfer, ks, merge;
+  Sample s{};
+  for (int r = 0; r < runs; ++r) {
+    Control ctl;
+    ctl.threads = int(std::thread::hardware_concurrency());
+    auto t0 = Clock::now();
+    fn(ctl);
+    wall.push_back(std::chrono::duration<double, std::milli>(Clock::now() - t0).count());
+    kern.push_back(cuda::last_run().kernel_ms);
+    prep.push_back(ctl.stats.prepare_s * 1e3);
+    xfer.push_back(ctl.stats.transfer_s * 1e3);
+    ks.push_back(ctl.stats.kernel_s * 1e3);
+    merge.push_back(ctl.stats.merge_s * 1e3);
+    s.examined = ctl.stats.pairs_examined;
+    s.emitted = ctl.stats.pairs_emitted;
+    s.launches = cuda::last_run().launches;
+    s.drains = cuda::last_run().drains;
+    s.copies = cuda::last_run().sdh_copies;
+    s.path = cuda::last_run().count_path;
+  }
+  s.wall_ms = median(wall);
+  s.kernel_ms = median(kern);
+  s.prepare_ms = median(prep);
+  s.transfer_ms = median(xfer);
+  s.kernel_s_ms = median(ks);
+  s.merge_ms = median(merge);
+  return s;
+}
+
+double eps_for(size_t n, int dims, double nb) {
+  const double unit_ball[7] = {0, 2, M_PI, 4.18879, 4.9348, 5.26379, 5.16771};
+  return std::pow(nb / (double(n) * unit_ball[dims]), 1.0 / dims);
+}
+
+void header() {
+  printf("%-22s %9s %4s %10s %10s | %8s %8s %9s %8s | %11s %11s  %s\n", "kernel", "N", "runs",
+         "e2e_ms", "kern_ms", "prep_ms", "xfer_ms", "kernel_ms", "merge_ms", "pairs/s_kern",
+         "pairs/s_e2e", "notes");
+}
+
+void row(const char* name, size_t n, int runs, const Sample& s, double pairs, const char* notes) {
+  printf("%-22s %9zu %4d %10.3f %10.3f | %8.3f %8.3f %9.3f %8.3f | %11.3e %11.3e  %s\n", name, n,
+         runs, s.wall_ms, s.kernel_ms, s.prepare_ms, s.transfer_ms, s.kernel_s_ms, s.merge_ms,
+         s.kernel_ms > 0 ? pairs / (s.kernel_ms * 1e-3) : 0.0, pairs / (s.wall_ms * 1e-3), notes);
+  fflush(stdout);
+}
+
+void bench_sizes(Engine* gpu, const std::vector<size_t>& sizes, int runs, bool with_cpu) {
+  header();
+  for (size_t n : sizes) {
+    auto pts = ref::uniform(n, 3, 1);
+    const double all = double(n) * double(n - 1) / 2;
+    char notes[160];
+    for (Precision prec : {Precision::Float32, Precision::Float64}) {
+      if (prec == Precision::Float64 && n > 1000000) continue;
+      const char* pn = prec == Precision::Float32 ? "f32" : "f64";
+      // SDH, 500 buckets
+      SdhProblem sp;
+      sp.pts = pts.view();
+      sp.prec = prec;
+      sp.params = make_sdh_params(500, 0, false, compute_bounds(sp.pts), prec);
+      Sample s = measure(runs, [&](Control& c) { gpu->sdh(sp, c); });
+      snprintf(notes, sizeof notes, "copies=%d launches=%d", s.copies, s.launches);
+      row((std::string("sdh500 ") + pn).c_str(), n, runs, s, all, notes);
+      // pair count, r for ~30 neighbours (the engine picks tiles or grid)
+      auto cp = make_pair_count(pts.view(), eps_for(n, 3, 30), prec);
+      uint64_t cnt = 0;
+      s = measure(runs, [&](Control& c) { cnt = gpu->pair_count(cp, c); });
+      snprintf(notes, sizeof notes, "path=%s examined=%.3e (%.3e/s kern) count=%llu",
+               s.path == 2 ? "grid" : "tiles", double(s.examined),
+               double(s.examined) / (s.kernel_ms * 1e-3), (unsigned long long)cnt);
+      row((std::string("pair_count ") + pn).c_str(), n, runs, s, all, notes);
+      // similarity join, eps for ~30 neighbours
+      auto jp = make_simjoin(pts.view(), nullptr, eps_for(n, 3, 30), prec, 0);
+      s = measure(runs, [&](Control& c) {
+        NullSink sink;
+        gpu->simjoin(jp, sink, c);
+      });
+      snprintf(notes, sizeof notes, "examined=%.3e emitted=%.3e (%.1f/pt) launches=%d drains=%d",
+               double(s.examined), double(s.emitted), 2.0 * double(s.emitted) / double(n),
+               s.launches, s.drains);
+      // join rate: examined candidate pairs per second
+      row((std::string("simjoin ") + pn).c_str(), n, runs, s, double(s.examined), notes);
+    }
+  }
+  if (with_cpu) {
+    auto cpu = make_cpu_engine();
+    const size_t n = 100000;
+    auto pts = ref::uniform(n, 3, 1);
+    const double all = double(n) * double(n - 1) / 2;
+    printf("\nCPU engine (%s, %u threads) at N=%zu for comparison (float32)\n",
+           cpu->name().c_str(), std::thread::hardware_concurrency(), n);
+    header();
+    SdhProblem sp;
+    sp.pts = pts.view();
+    sp.params = make_sdh_params(500, 0, false, compute_bounds(sp.pts), sp.prec);
+    Sample s = measure(3, [&](Control& c) { cpu->sdh(sp, c); });
+    s.kernel_ms = s.kernel_s_ms;
+    row("cpu sdh500 f32", n, 3, s, all, "kern_ms = stats.kernel_s");
+    auto cp = make_pair_count(pts.view(), eps_for(n, 3, 30), Precision::Float32);
+    s = measure(3, [&](Control& c) { cpu->pair_count(cp, c); });
+    s.kernel_ms = s.kernel_s_ms;
+    row("cpu pair_count f32", n, 3, s, all, "");
+    auto jp = make_simjoin(pts.view(), nullptr, eps_for(n, 3, 30), Precision::Float32, 0);
+    s = measure(3, [&](Control& c) {
+      NullSink sink;
+      cpu->simjoin(jp, sink, c);
+    });
+    s.kernel_ms = s.kernel_s_ms;
+    row("cpu simjoin f32", n, 3, s, double(s.emitted), "pairs/s = emitted pairs");
+  }
+}
+
+// SDH kernel time for every number of private copies (and global memory) per bucket count.
+void bench_privatization(Engine* gpu, size_t n, int runs) {
+  auto pts = ref::uniform(n, 3, 2);
+  const double all = double(n) * double(n - 1) / 2;
+  const int copies[] = {-1, 1, 2, 4, 8, 16, 32};
+  printf("SDH 3-D float32, N=%zu: kernel-only pairs/s (1e9) by private copies; '-' does not fit\n",
+         n);
+  printf("%8s %8s", "buckets", "global");
+  for (int c : copies)
+    if (c > 0) printf(" %8d", c);
+  printf(" %8s %8s\n", "model", "best");
+  for (int nb : {1, 2, 4, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000, 10000, 20000, 30000,
+                 50000}) {
+    SdhProblem sp;
+    sp.pts = pts.view();
+    sp.params = make_sdh_params(nb, 0, false, compute_bounds(sp.pts), sp.prec);
+    printf("%8d", nb);
+    double best = 0;
+    int best_c = 0;
+    for (int c : copies) {
+      if (c < 0 && nb < 1000) {  // all threads on a few global counters: hopeless and slow
+        printf(" %8s", "skip");
+        continue;
+      }
+      cuda::set_sdh_forced_copies(c);
+      Sample s = measure(runs, [&](Control& ctl) { gpu->sdh(sp, ctl); });
+      const int used = s.copies;
+      const bool ok = c < 0 ? used == 0 : used == c;
+      const double rate = all / (s.kernel_ms * 1e-3);
+      if (ok) {
+        printf(" %8.1f", rate * 1e-9);
+        if (rate > best) {
+          best = rate;
+          best_c = c < 0 ? 0 : c;
+        }
+      } else {
+        printf(" %8s", "-");
+      }
+    }
+    cuda::set_sdh_forced_copies(0);
+    Sample s = measure(runs, [&](Control& ctl) { gpu->sdh(sp, ctl); });
+    printf(" %5.1f/%-2d %8d\n", all / (s.kernel_ms * 1e-3) * 1e-9, s.copies, best_c);
+    fflush(stdout);
+  }
+}
+
+void bench_paths(Engine* gpu, int runs) {
+  header();
+  for (size_t n : {100000, 1000000}) {
+    auto pts = ref::uniform(n, 3, 3);
+    const double all = double(n) * double(n - 1) / 2;
+    for (double nb : {30.0, 3000.0}) {
+      auto cp = make_pair_count(pts.view(), eps_for(n, 3, nb), Precision::Float32);
+      for (int path : {1, 2}) {
+        cuda::set_count_forced_path(path);
+        Sample s = measure(runs, [&](Control& c) { gpu->pair_count(cp, c); });
+        char notes[96];
+        snprintf(notes, sizeof notes, "%.0f nbrs examined=%.3e (%.3e/s)", nb, double(s.examined),
+                 double(s.examined) / (s.kernel_ms * 1e-3));
+        row(path == 1 ? "count tiles" : "count grid", n, runs, s, all, notes);
+      }
+      cuda::set_count_forced_path(0);
+    }
+  }
+  auto pts = ref::uniform(1000000, 3, 4);
+  auto jp = make_simjoin(pts.view(), nullptr, eps_for(1000000, 3, 30), Precision::Float32, 0);
+  for (size_t pages : {size_t(16), size_t(256), size_t(0)}) {
+    Sample s = measure(runs, [&](Control& c) {
+      c.max_pages = pages;
+      NullSink sink;
+      gpu->simjoin(jp, sink, c);
+    });
+    char notes[96];
+    snprintf(notes, sizeof notes, "pool pages=%zu (0=auto) launches=%d drains=%d", pages,
+             s.launches, s.drains);
+    row("simjoin pool", 1000000, runs, s, double(s.examined), notes);
+  }
+}
+
+// Launch configurations of the tile kernels (3-D float32, N = 1e6): SDH 500 buckets and the
+// all-pairs pair count, kernel-only pairs/s.
+void bench_configs(Engine* gpu, int runs) {
+  const size_t n = 1000000;
+  auto pts = ref::uniform(n, 3, 5);
+  const double all = double(n) * double(n - 1) / 2;
+  const char* sdh_names[] = {"512x2 (tuning.h)", "512x1", "1024x1", "256x2", "512x4"};
+  const char* cnt_names[] = {"512x4 (tuning.h)", "1024x4", "512x2", "256x4", "512x8"};
+  header();
+  SdhProblem sp;
+  sp.pts = pts.view();
+  sp.params = make_sdh_params(500, 0, false, compute_bounds(sp.pts), sp.prec);
+  for (int v = 0; v <= 4; ++v) {
+    cuda::set_tile_variant(v);
+    Sample s = measure(runs, [&](Control& c) { gpu->sdh(sp, c); });
+    char notes[96];
+    snprintf(notes, sizeof notes, "threads x points %s copies=%d", sdh_names[v], s.copies);
+    row("sdh500 f32 config", n, runs, s, all, notes);
+  }
+  auto cp = make_pair_count(pts.view(), eps_for(n, 3, 30), Precision::Float32);
+  cuda::set_count_forced_path(1);
+  for (int v = 0; v <= 4; ++v) {
+    cuda::set_tile_variant(v);
+    Sample s = measure(runs, [&](Control& c) { gpu->pair_count(cp, c); });
+    char notes[96];
+    snprintf(notes, sizeof notes, "threads x points %s", cnt_names[v]);
+    row("count tiles f32 config", n, runs, s, all, notes);
+  }
+  cuda::set_count_forced_path(0);
+  cuda::set_tile_variant(0);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const std::string mode = argc > 1 ? argv[1] : "quick";
+  const int runs = std::max(5, argc > 2 ? atoi(argv[2]) : 5);
+  std::string why;
+  Engine* gpu = cuda_engine(&why);
+  if (!gpu) {
+    printf("no usable GPU: %s\n", why.c_str());
+    return 0;
+  }
+  printf("gpu2bs bench_kernels, engine %s, mode %s, median of %d runs (after 1 warm-up)\n",
+         gpu->name().c_str(), mode.c_str(), runs);
+  for (auto& r : cuda_info()) printf("  %-24s %s\n", r.first.c_str(), r.second.c_str());
+  printf("columns: e2e_ms = wall time of the Engine call; kern_ms = pairwise kernels (cudaEvents);\n"
+         "prep/xfer/kernel/merge_ms = Control::stats; pairs/s over all N(N-1)/2 pairs for SDH and\n"
+         "pair count, over examined candidate pairs for the join\n\n");
+  try {
+    if (mode == "quick") {
+      bench_sizes(gpu, {10000, 100000, 1000000}, runs, false);
+    } else if (mode == "full") {
+      bench_sizes(gpu, {10000, 30000, 100000, 300000, 1000000, 2000000, 4000000}, runs, true);
+    } else if (mode == "privatization") {
+      bench_privatization(gpu, argc > 3 ? size_t(atof(argv[3])) : 100000, runs);
+    } else if (mode == "configs") {
+      bench_configs(gpu, runs);
+    } else if (mode == "paths") {
+      bench_paths(gpu, runs);
+    } else {
+      printf("unknown mode %s\n", mode.c_str());
+      return 2;
+    }
+  } catch (const Error& e) {
+    printf("error: %s\n", e.what());
+    return 1;
+  }
+  return 0;
+}

@@ -1,3 +1,0 @@
-file(REMOVE_RECURSE
-  "libgpu2bs_core.a"
-)

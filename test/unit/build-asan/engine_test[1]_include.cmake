@@ -1,5 +1,0 @@
-if(EXISTS "/work/main/test/unit/build-asan/engine_test[1]_tests.cmake")
-  include("/work/main/test/unit/build-asan/engine_test[1]_tests.cmake")
-else()
-  add_test(engine_test_NOT_BUILT engine_test_NOT_BUILT)
-endif()
