@@ -13,21 +13,25 @@ namespace cuda_tuning {
 // SDH tile kernel: threads per block x points per thread held in registers (register tiling;
 // tile = threads * points). results/2026-11-22-h100-bench-configs-run2.txt (SDH 500 buckets,
 // 3-D float32, N = 1e6, kernel-only): 512x2 8.58e11 pairs/s, 256x1 8.22e11, 128x2 8.00e11,
-// 256x4 7.63e11, 256x2 7.12e11 (the first guess). Final check in
-// results/2026-11-22-h100-bench-configs.txt.
+// 256x4 7.63e11, 256x2 7.12e11 (the first guess). Final check,
+// results/2026-11-22-h100-bench-configs.txt: 512x2 8.60e11, 512x1 8.65e11, 1024x1 9.09e11,
+// 512x4 5.82e11. 1024 threads is 5 % faster for 3-D float32 but caps registers at 64, which
+// spills in float64 at 4-6-D (56-124 bytes); not adopted (follow-up: threads per precision).
 constexpr int kSdhThreads = 512;
 constexpr int kSdhRegPoints = 2;
-// Pair count tile kernel, same table: 512x4 1.89e12 pairs/s, 256x8 1.79e12, 256x4 1.75e12,
-// 256x2 1.71e12, 128x4 1.66e12.
+// Pair count tile kernel, same tables: run 2 512x4 1.89e12 pairs/s, 256x8 1.79e12, 256x4
+// 1.75e12, 256x2 1.71e12, 128x4 1.66e12; final 512x4 1.89e12, 1024x4 2.05e12 (+8 %, but
+// spills up to 300 bytes in float64 6-D), 512x2 1.86e12, 512x8 1.51e12.
 constexpr int kCountThreads = 512;
 constexpr int kCountRegPoints = 4;
 
-// Target length of one kernel slice, in milliseconds: a cancel is seen within one slice
-// (results/2026-11-22-h100-test_gpu.log, Cancel: 30-40 ms after the interrupt at 20 ms), and
-// launch gaps cost < 0.2 % (bench full: SDH N = 4e6, 564 slices, kernel 11219 ms of 11236 ms).
+// Target length of one kernel slice, in milliseconds: a cancel is seen within about one slice
+// (results/2026-11-22-h100-test_gpu.log, Cancel: 28-34 ms after the interrupt), and launch
+// gaps cost < 0.2 % (results/2026-11-22-h100-bench-full.txt: SDH N = 4e6, 467 slices, kernel
+// 9287 ms of a 9301 ms call).
 constexpr double kSliceTargetMs = 20.0;
 // First slice before any measurement: pairs per second assumed, below the measured rates
-// (bench full: SDH 5.0e11 (f64) - 7.1e11 (f32), count tiles 1.75e12), so the first slice is
+// (bench full: SDH 4.7e11 (f64) - 8.6e11 (f32), count tiles 1.9e12), so the first slice is
 // short and the following ones are sized from it.
 constexpr double kSdhGuessPairsPerSec = 1e11;
 constexpr double kCountGuessPairsPerSec = 3e11;
@@ -52,8 +56,8 @@ constexpr int kPrivAlphaSat = 2048;
 
 // --- similarity join and grid pair count ------------------------------------------------------
 // Threads per block of the join kernel (each warp is an independent worker on the item queue;
-// not swept: bench full shows the join kernel at 0.6 ms of a 21 ms call at N = 1e6, the rest
-// being grid construction, transfers and draining).
+// not swept: bench full shows the join kernel at 0.6-0.8 ms of a 21-26 ms call at N = 1e6, the
+// rest being grid construction, transfers and draining).
 constexpr int kJoinThreads = 256;
 // Minimum resident blocks per SM asked of the compiler for the join kernel (caps registers at
 // 65536 / (256 * 4) = 64, no spills at 3-D float32): 32 warps/SM to hide the latency of the
@@ -61,7 +65,7 @@ constexpr int kJoinThreads = 256;
 // more than 16 bytes of coordinates (float32 5-6-D, float64 3-6-D), where 64 would spill.
 constexpr int kJoinMinBlocks = 4;
 // Time budget of one join launch; warps stop at a resumable point after it (cancel polling:
-// results/2026-11-22-h100-test_gpu.log, simjoin cancel 4.5 ms after the interrupt).
+// results/2026-11-22-h100-test_gpu.log, simjoin cancel 1.5 ms after the interrupt).
 constexpr double kJoinSliceMs = 20.0;
 // Largest result pool (bytes) when Control::max_pages is 0. results/2026-11-22-h100-bench-
 // paths.txt, join N = 1e6 (14.7 M pairs, 235 MB): a 16-page pool 184 ms (318 drains), 256

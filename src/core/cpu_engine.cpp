@@ -217,7 +217,7 @@ class CpuEngine final : public Engine {
         parallel_for(ctl, items.size(), [&](size_t it, int w) {
           const JoinItem& ji = items[it];
           const size_t ce = grid.cell_end(ji.cell);
-          uint64_t c = count_kernel<T>(kern, pts.dims, pts.c, ji.r0, ji.r1, pts.c, ji.r0, ce,
+          uint64_t c = count_kernel<T>(kern, pts.dims, pts.c, ji.r0, ji.r1, pts.c, ji.r0, ji.r1,
                                        true, r2);
           c += count_kernel<T>(kern, pts.dims, pts.c, ji.r0, ji.r1, pts.c, ji.r1, ce, false, r2);
           for_each_neighbour(grid, ji.cell, fwd, [&](size_t nc) {
