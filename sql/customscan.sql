@@ -1,4 +1,10 @@
 -- The custom scan (gpu2bs.enable_customscan) returns exactly the rows of the function scan.
+-- a SET made before the library is loaded is kept when it loads (every gpu2bs.* setting is
+-- defined before the prefix is reserved)
+SET gpu2bs.enable_customscan = off;
+EXPLAIN (COSTS OFF) SELECT count(*) FROM gpu_simjoin('pts3', 2.5);
+SHOW gpu2bs.enable_customscan;
+RESET gpu2bs.enable_customscan;
 SET client_min_messages = warning;
 
 -- the plan: a custom scan for gpu_simjoin in FROM, the function scan when disabled or LATERAL
@@ -64,3 +70,21 @@ SET gpu2bs.max_result_rows = 10;
 SELECT sqlstate_of($$SELECT count(*) FROM gpu_simjoin('pts3', 5)$$) AS too_many;
 RESET gpu2bs.max_result_rows;
 SELECT count(*) FROM gpu_simjoin('pts3', 0.6);
+
+-- target lists of every shape: reordered, partial, repeated and computed columns
+CREATE TEMP TABLE shapes_on AS
+  SELECT 1 AS q, dist AS a, id1::float8 AS b FROM gpu_simjoin('pts3', 1.6)
+  UNION ALL SELECT 2, id2, NULL FROM gpu_simjoin('pts3', 1.6)
+  UNION ALL SELECT 3, id1, id1 FROM gpu_simjoin('pts3', 1.6)
+  UNION ALL SELECT 4, id1 + id2, dist * 2 FROM gpu_simjoin('pts3', 1.6);
+SET gpu2bs.enable_customscan = off;
+CREATE TEMP TABLE shapes_off AS
+  SELECT 1 AS q, dist AS a, id1::float8 AS b FROM gpu_simjoin('pts3', 1.6)
+  UNION ALL SELECT 2, id2, NULL FROM gpu_simjoin('pts3', 1.6)
+  UNION ALL SELECT 3, id1, id1 FROM gpu_simjoin('pts3', 1.6)
+  UNION ALL SELECT 4, id1 + id2, dist * 2 FROM gpu_simjoin('pts3', 1.6);
+RESET gpu2bs.enable_customscan;
+SELECT q, count(*) AS n,
+       (SELECT count(*) FROM (SELECT * FROM shapes_on o WHERE o.q = s.q EXCEPT ALL SELECT * FROM shapes_off f WHERE f.q = s.q) d) AS only_custom,
+       (SELECT count(*) FROM (SELECT * FROM shapes_off f WHERE f.q = s.q EXCEPT ALL SELECT * FROM shapes_on o WHERE o.q = s.q) d) AS only_function
+  FROM shapes_on s GROUP BY q ORDER BY q;

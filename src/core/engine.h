@@ -29,6 +29,7 @@ class PairSink {
 // Where the time of one call went, in seconds (filled by the engine; for benchmarks and
 // gpu2bs_info()).
 struct RunStats {
+  double scan_s = 0;      // reading the rows in PostgreSQL (set by the SQL layer)
   double prepare_s = 0;   // conversion, grid index
   double transfer_s = 0;  // host <-> device copies
   double kernel_s = 0;    // the pairwise kernels

@@ -37,6 +37,7 @@ GPU2BS_FUNCTION(gpu2bs_sdh_final) {
   std::string reason;
   Engine* eng = choose_engine(&reason);
   PgControl ctl;
+  ctl.stats.scan_s = scan_seconds(st);
   std::vector<uint64_t> hist = eng->sdh(prob, ctl);
   record_run("gpu_sdh", eng->name(), ctl.stats);
   ArrayType* result = nullptr;
@@ -69,6 +70,7 @@ GPU2BS_FUNCTION(gpu2bs_pair_count_final) {
   std::string reason;
   Engine* eng = choose_engine(&reason);
   PgControl ctl;
+  ctl.stats.scan_s = scan_seconds(st);
   uint64_t n = eng->pair_count(prob, ctl);
   record_run("gpu_pair_count", eng->name(), ctl.stats);
   PG_RETURN_INT64(int64(n));

@@ -2,6 +2,10 @@
 // GPU is initialized lazily, inside a backend, on first use).
 #include "pg.h"
 
+extern "C" {
+#include "utils/guc.h"
+}
+
 #include "settings.h"
 #include "simjoin.h"
 
@@ -14,5 +18,7 @@ void _PG_init(void);
 void _PG_init(void) {
   gpu2bs::pg::define_settings();
   gpu2bs::pg::register_simjoin_scan();
+  // Last: every gpu2bs.* setting is defined, so placeholders set before the load are kept.
+  MarkGUCPrefixReserved("gpu2bs");
 }
 }

@@ -5,6 +5,7 @@
 extern "C" {
 #include "libpq/pqformat.h"
 #include "utils/memutils.h"
+#include "utils/timestamp.h"
 #include "utils/builtins.h"
 }
 
@@ -19,6 +20,10 @@ PointsView points_view(const PointsState* st) {
   v.n = size_t(st->n);
   for (int k = 0; k < st->dims; ++k) v.coord[k] = st->coord[k];
   return v;
+}
+
+double scan_seconds(const PointsState* st) {
+  return double(GetCurrentTimestamp() - st->first_row) / 1e6;
 }
 
 namespace {
@@ -41,6 +46,7 @@ PointsState* new_state(MemoryContext ctx, int dims, int32 nbuckets, bool has_par
   st->nbuckets = nbuckets;
   st->has_param = has_param;
   st->param = param;
+  st->first_row = GetCurrentTimestamp();
   return st;
 }
 

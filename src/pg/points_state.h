@@ -4,6 +4,10 @@
 
 #include "pg.h"
 
+extern "C" {
+#include "datatype/timestamp.h"
+}
+
 #include "../core/problem.h"
 
 namespace gpu2bs {
@@ -17,7 +21,11 @@ struct PointsState {
   int64 n;
   int64 cap;
   double* coord[3];    // SoA, allocated in the aggregate context
+  TimestampTz first_row;  // when the state was created (scan time for gpu2bs_info)
 };
+
+// Seconds since the state's first row (the table scan and transition calls).
+double scan_seconds(const PointsState* st);
 
 // Points of the state as an engine view.
 PointsView points_view(const PointsState* st);

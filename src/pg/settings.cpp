@@ -67,7 +67,6 @@ void define_settings() {
                           "Pairs per result page of the similarity join (bounds buffered results).",
                           nullptr, &result_page_setting, 16384, 64, 1 << 24, PGC_USERSET, 0,
                           nullptr, nullptr, nullptr);
-  MarkGUCPrefixReserved("gpu2bs");
 }
 
 Precision current_precision() {
@@ -120,6 +119,7 @@ InfoRows last_run_rows() {
   };
   rows.emplace_back("last_function", last_run.function);
   rows.emplace_back("last_engine", last_run.engine);
+  rows.emplace_back("last_scan_ms", ms(last_run.stats.scan_s));
   rows.emplace_back("last_prepare_ms", ms(last_run.stats.prepare_s));
   rows.emplace_back("last_transfer_ms", ms(last_run.stats.transfer_s));
   rows.emplace_back("last_kernel_ms", ms(last_run.stats.kernel_s));

@@ -20,6 +20,7 @@ extern "C" {
 #include "utils/relcache.h"
 }
 
+#include <chrono>
 #include <cmath>
 
 #include "../core/error.h"
@@ -295,6 +296,7 @@ void simjoin_read(const SimjoinArgs& a, SimjoinInput* in) {
                 std::isnan(a.eps) ? std::string("eps is NaN.") : "eps is " + shortest(a.eps) + ".");
   in->nrel = a.nrel;
   RelPoints* rels = in->rels;
+  const auto t0 = std::chrono::steady_clock::now();
   pg_guard([&] {
     in->ctx = AllocSetContextCreate(CurrentMemoryContext, "gpu2bs simjoin points", ALLOCSET_DEFAULT_SIZES);
     const char* id_name = a.id ? text_to_cstring(a.id) : nullptr;
@@ -305,6 +307,7 @@ void simjoin_read(const SimjoinArgs& a, SimjoinInput* in) {
     for (int r = 0; r < a.nrel; ++r) read_points(queries[r], in->ctx, &rels[r]);
     SPI_finish();
   });
+  in->scan_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
 
 void simjoin_run(const SimjoinArgs& a, SimjoinInput* in, PairSink& sink) {
@@ -323,6 +326,7 @@ void simjoin_run(const SimjoinArgs& a, SimjoinInput* in, PairSink& sink) {
   std::string reason;
   Engine* eng = choose_engine(&reason);
   PgControl ctl;
+  ctl.stats.scan_s = in->scan_s;
   eng->simjoin(prob, sink, ctl);
   record_run("gpu_simjoin", eng->name(), ctl.stats);
 }

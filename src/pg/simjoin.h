@@ -37,6 +37,7 @@ struct SimjoinInput {
   int nrel = 1;
   RelPoints rels[2] = {};
   MemoryContext ctx = nullptr;
+  double scan_s = 0;  // time spent reading the relations
 };
 
 // Decodes the arguments of the self-join (nrel = 1) or two-relation form; false when the

@@ -73,6 +73,8 @@ int simjoin_form(Oid funcid) {
 struct SimjoinScanState {
   CustomScanState css;
   int form;
+  int ncols;        // columns of the scan tuple
+  int attno[3];     // which output column (1 id1, 2 id2, 3 dist) each scan column holds
   List* arg_states;
   bool started;
   bool self;
@@ -218,10 +220,11 @@ TupleTableSlot* scan_next(ScanState* ss) {
   st->pos++;
   int64 a = st->ids_a[r->i], b = st->ids_b[r->j];
   if (st->self && a > b) std::swap(a, b);
-  slot->tts_values[0] = Int64GetDatum(a);
-  slot->tts_values[1] = Int64GetDatum(b);
-  slot->tts_values[2] = Float8GetDatum(r->dist);
-  slot->tts_isnull[0] = slot->tts_isnull[1] = slot->tts_isnull[2] = false;
+  for (int c = 0; c < st->ncols; ++c) {
+    const int att = st->attno[c];
+    slot->tts_values[c] = att == 1 ? Int64GetDatum(a) : att == 2 ? Int64GetDatum(b) : Float8GetDatum(r->dist);
+    slot->tts_isnull[c] = false;
+  }
   return ExecStoreVirtualTuple(slot);
 }
 
@@ -260,6 +263,8 @@ Node* create_state(CustomScan* cs) {
   SimjoinScanState* st = (SimjoinScanState*)newNode(sizeof(SimjoinScanState), T_CustomScanState);
   st->css.methods = &exec_methods;
   st->form = intVal(linitial(cs->custom_private));
+  ListCell* lc;
+  for_each_from(lc, cs->custom_private, 1) st->attno[st->ncols++] = intVal(lfirst(lc));
   return (Node*)st;
 }
 
@@ -278,14 +283,35 @@ Plan* plan_path(PlannerInfo* root, RelOptInfo* rel, CustomPath* path, List* tlis
   cs->scan.scanrelid = 0;
   cs->flags = path->flags;
   cs->custom_exprs = (List*)copyObjectImpl(fe->args);
-  cs->custom_private = path->custom_private;
+  // The scan tuple holds just the columns the query needs (none for count(*)), in the order
+  // of the target list when that is a list of distinct plain columns and there is no qual:
+  // then no projection step runs per row. Otherwise all three columns.
   const Oid types[3] = {INT8OID, INT8OID, FLOAT8OID};
   const char* names[3] = {"id1", "id2", "dist"};
+  List* cols = NIL;
+  bool plain = clauses == NIL;  // quals may read columns the target list does not
+  ListCell* lc;
+  foreach (lc, tlist) {
+    Node* e = (Node*)((TargetEntry*)lfirst(lc))->expr;
+    if (!IsA(e, Var) || ((Var*)e)->varno != rel->relid || ((Var*)e)->varattno < 1 ||
+        ((Var*)e)->varattno > 3 || list_member_int(cols, ((Var*)e)->varattno)) {
+      plain = false;
+      break;
+    }
+    cols = lappend_int(cols, ((Var*)e)->varattno);
+  }
+  if (!plain) cols = list_make3_int(1, 2, 3);
   List* scan_tlist = NIL;
-  for (int k = 0; k < 3; ++k)
+  List* priv = list_make1(makeInteger(intVal(linitial(path->custom_private))));
+  int resno = 1;
+  foreach (lc, cols) {
+    const int k = lfirst_int(lc) - 1;
     scan_tlist = lappend(scan_tlist, makeTargetEntry((Expr*)makeVar(rel->relid, AttrNumber(k + 1), types[k], -1, InvalidOid, 0),
-                                                     AttrNumber(k + 1), pstrdup(names[k]), false));
+                                                     AttrNumber(resno++), pstrdup(names[k]), false));
+    priv = lappend(priv, makeInteger(k + 1));
+  }
   cs->custom_scan_tlist = scan_tlist;
+  cs->custom_private = priv;
   cs->methods = &scan_methods;
   return &cs->scan.plan;
 }

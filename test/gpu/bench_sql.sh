@@ -6,30 +6,34 @@
 set -uo pipefail
 RUNS=${RUNS:-3}
 q() { psql -X -q -At -v ON_ERROR_STOP=1 "$@"; }
-# Times statement $2 under device $1: sets $med (ms, median), $split (from gpu2bs_info) and $res.
+# Times statement $2 under device $1 in ONE session (a warm-up run first: CUDA initializes once
+# per backend, about 0.2 s, as a real connection pays it once): sets $med (microseconds,
+# median), $split (kernel / merge / prepare / scan / transfer ms of the last run) and $res.
 bench() {
-  local dev=$1 sql=$2 ts=() t0 t1
-  q -c "SET gpu2bs.device = $dev; $sql" >/dev/null
-  for ((r = 0; r < RUNS; r++)); do
-    t0=$(date +%s%N); res=$(q -c "SET gpu2bs.device = $dev; $sql" | tail -1); t1=$(date +%s%N)
-    ts+=($(( (t1 - t0) / 1000 )))
-  done
-  med=$(printf '%s\n' "${ts[@]}" | sort -n | sed -n "$(( (RUNS + 1) / 2 ))p")
-  split=$(q -c "SET gpu2bs.device = $dev; $sql; SELECT string_agg(value, ' / ' ORDER BY name) FROM gpu2bs_info() WHERE name IN ('last_prepare_ms','last_transfer_ms','last_kernel_ms','last_merge_ms')" | tail -1)
+  local dev=$1 sql=$2 out
+  out=$( { echo "SET gpu2bs.device = $dev;"; echo "$sql;"; echo '\timing on';
+           for ((r = 0; r < RUNS; r++)); do echo "$sql;"; done; echo '\timing off';
+           echo "SELECT 'split', string_agg(value, ' / ' ORDER BY name) FROM gpu2bs_info() WHERE name IN ('last_kernel_ms','last_merge_ms','last_prepare_ms','last_scan_ms','last_transfer_ms');"; } \
+         | psql -X -q -At -v ON_ERROR_STOP=1 2>&1 )
+  med=$(grep -oE '^Time: [0-9.]+' <<<"$out" | awk '{print int($2 * 1000)}' | sort -n | sed -n "$(( (RUNS + 1) / 2 ))p")
+  res=$(grep -vE '^(Time:|split)' <<<"$out" | tail -1)
+  split=$(grep -E '^split' <<<"$out" | cut -d'|' -f2)
+  [ -n "$med" ] || { echo "bench failed: $out" >&2; med=0; }
 }
-echo "| query | N | engine | end-to-end ms | kernel ms | merge / prepare / transfer ms | pairs/s end-to-end | pairs/s kernel |"
-echo "|---|---|---|---|---|---|---|---|"
+echo "| query | N | engine | end-to-end ms | kernel ms | merge / prepare / scan / transfer ms | non-kernel share | pairs/s end-to-end | pairs/s kernel |"
+echo "|---|---|---|---|---|---|---|---|---|"
 row() {  # dev label n sql pairs
   bench "$1" "$4"
-  local kern merge prep xfer
-  IFS=' / ' read -r kern merge prep xfer <<<"$(echo "$split" | sed 's| / | |g')"
+  local kern merge prep scan xfer
+  read -r kern merge prep scan xfer <<<"$(echo "$split" | sed 's| / | |g')"
   local e2e; e2e=$(awk -v us="$med" 'BEGIN{printf "%.1f", us/1000}')
   local pps; pps=$(awk -v p="$5" -v us="$med" 'BEGIN{printf "%.3e", p/(us/1e6)}')
   local ppk; ppk=$(awk -v p="$5" -v ms="$kern" 'BEGIN{ if (ms > 0) printf "%.3e", p/(ms/1e3); else print "-"}')
-  echo "| $2 | $3 | $1 | $e2e | $kern | $merge / $prep / $xfer | $pps | $ppk |"
+  local share; share=$(awk -v us="$med" -v ms="$kern" 'BEGIN{ if (us > 0) printf "%.0f%%", 100 * (1 - ms * 1000 / us); }')
+  echo "| $2 | $3 | $1 | $e2e | $kern | $merge / $prep / $scan / $xfer | $share | $pps | $ppk |"
 }
 for n in 10000 100000 1000000 4000000; do
-  q -c "DROP TABLE IF EXISTS b$n; SELECT setseed(0.1); CREATE TABLE b$n AS SELECT g AS id, random() x, random() y, random() z FROM generate_series(1, $n) g; VACUUM ANALYZE b$n"
+  q -c "DROP TABLE IF EXISTS b$n" -c "SELECT setseed(0.1)" -c "CREATE TABLE b$n AS SELECT g AS id, random() x, random() y, random() z FROM generate_series(1, $n) g" -c "VACUUM ANALYZE b$n"
   pairs=$(awk -v n=$n 'BEGIN{printf "%.0f", n*(n-1)/2}')
   row gpu "gpu_sdh 500 buckets" $n "SELECT gpu_sdh(x, y, z, 500) FROM b$n" "$pairs"
   [ $n -le 1000000 ] && row gpu "gpu_sdh 50 buckets" $n "SELECT gpu_sdh(x, y, z, 50) FROM b$n" "$pairs"
@@ -44,10 +48,13 @@ echo "| method | pairs | ms (median of $RUNS) |"
 echo "|---|---|---|"
 for dev in gpu cpu; do
   bench $dev "SELECT count(*) FROM gpu_simjoin('u2', 0.0025)"
-  echo "| gpu_simjoin device=$dev (split $split) | $res | $(( med / 1000 )) |"
+  echo "| gpu_simjoin device=$dev, custom scan (kernel / merge / prepare / transfer ms: $split) | $res | $(( med / 1000 )) |"
+  bench $dev "SET gpu2bs.enable_customscan = off; SELECT count(*) FROM gpu_simjoin('u2', 0.0025)"
+  echo "| gpu_simjoin device=$dev, function scan + tuplestore | $res | $(( med / 1000 )) |"
 done
 if q -c "SELECT 1 FROM pg_extension WHERE extname = 'postgis'" | grep -q 1; then
-  q -c "ALTER TABLE u2 ADD COLUMN IF NOT EXISTS geom geometry(Point); UPDATE u2 SET geom = ST_MakePoint(x, y); CREATE INDEX IF NOT EXISTS u2_geom ON u2 USING gist (geom); VACUUM ANALYZE u2"
+  q -c "ALTER TABLE u2 ADD COLUMN IF NOT EXISTS geom geometry(Point)" -c "UPDATE u2 SET geom = ST_MakePoint(x, y)" \
+    -c "CREATE INDEX IF NOT EXISTS u2_geom ON u2 USING gist (geom)" -c "VACUUM ANALYZE u2"
   t0=$(date +%s%N); res=$(q -c "SELECT count(*) FROM u2 a JOIN u2 b ON ST_DWithin(a.geom, b.geom, 0.0025) AND a.id < b.id"); t1=$(date +%s%N)
   echo "| PostGIS ST_DWithin + GiST (one run) | $res | $(( (t1 - t0) / 1000000 )) |"
 fi

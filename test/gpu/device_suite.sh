@@ -12,8 +12,13 @@ steps=${1:-"regress pytest diff bench"}
 OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | tee "$OUT/gpu.txt"
 export PG_OPTS="-c shared_buffers=4GB -c work_mem=256MB -c max_parallel_workers_per_gather=8"
+# a server left by an earlier call on a warm machine is stopped first
+if [ -f /tmp/pgdata/postmaster.pid ]; then
+  kill -INT "$(head -1 /tmp/pgdata/postmaster.pid)" 2>/dev/null
+  for _ in $(seq 50); do [ -f /tmp/pgdata/postmaster.pid ] || break; sleep 0.2; done
+fi
 source .device/pg-up.sh || exit 1
-cp -r . /tmp/src 2>/dev/null; chmod -R a+rX /tmp/src; cd /tmp/src
+rm -rf /tmp/src; cp -r . /tmp/src 2>/dev/null; chmod -R a+rX /tmp/src; cd /tmp/src
 psql -X -q -c "CREATE EXTENSION IF NOT EXISTS gpu2bs" -c "CREATE EXTENSION IF NOT EXISTS postgis"
 psql -X -c "SELECT * FROM gpu2bs_info()" | tee "$OUT/info.txt"
 summary=""

@@ -6,7 +6,7 @@
 \set ON_ERROR_STOP 1
 \pset footer off
 CREATE OR REPLACE FUNCTION pg_temp.g2_diff(q text)
-RETURNS TABLE(precision text, query text, rows_cpu bigint, rows_gpu bigint, identical boolean,
+RETURNS TABLE(prec text, query text, rows_cpu bigint, rows_gpu bigint, identical boolean,
               ms_cpu numeric, ms_gpu numeric) LANGUAGE plpgsql AS $$
 DECLARE t0 timestamptz; p text;
 BEGIN
@@ -25,7 +25,7 @@ BEGIN
     identical := NOT EXISTS (SELECT * FROM d_cpu EXCEPT ALL SELECT * FROM d_gpu)
              AND NOT EXISTS (SELECT * FROM d_gpu EXCEPT ALL SELECT * FROM d_cpu);
     DROP TABLE d_cpu, d_gpu;
-    precision := p; query := q;
+    prec := p; query := q;
     RETURN NEXT;
   END LOOP;
 END $$;

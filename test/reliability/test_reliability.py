@@ -14,12 +14,16 @@ import pytest
 SOAK_SECONDS = float(os.environ.get("GPU2BS_SOAK_SECONDS", "60"))
 DEVICE = os.environ.get("GPU2BS_TEST_DEVICE", "auto")
 
-# Long-running statements, one per function (each runs for many seconds if not cancelled).
+# Long-running statements, one per function (each runs for many seconds if not cancelled:
+# on the GPU the aggregates read rel_big ten times over, 4e6 points, 8e12 pairs).
+REPEAT = 10 if DEVICE == "gpu" else 1
 LONG = {
-    "gpu_sdh": "SELECT gpu_sdh(x, y, z, 500) FROM rel_big",
-    "gpu_pair_count": "SELECT gpu_pair_count(x, y, z, 10.0) FROM rel_big",
+    "gpu_sdh": f"SELECT gpu_sdh(x, y, z, 500) FROM rel_big, generate_series(1, {REPEAT})",
+    "gpu_pair_count": f"SELECT gpu_pair_count(x, y, z, 10.0) FROM rel_big, generate_series(1, {REPEAT})",
     "gpu_simjoin": "SELECT count(*) FROM gpu_simjoin('rel_dup', 1.0)",
 }
+# When pg_cancel_backend is sent: after the table scan, while the engine works.
+CANCEL_AFTER_S = 2.5 if DEVICE == "gpu" else 0.5
 
 # Mixed workload for the concurrency soak, with the results fixed by a serial run first.
 MIXED = [
@@ -98,7 +102,7 @@ def test_pg_cancel_backend_stops_within_one_second(fn):
 
         th = threading.Thread(target=run)
         th.start()
-        time.sleep(0.5)
+        time.sleep(CANCEL_AFTER_S)
         t_cancel = time.monotonic()
         assert killer.execute("SELECT pg_cancel_backend(%s)", (pid,)).fetchone()[0]
         th.join(30)
