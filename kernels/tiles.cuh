@@ -63,6 +63,19 @@ __device__ __forceinline__ void load4(const T* p, T out[4]) {
   }
 }
 
+// Default batch interface of an output stage: `pairs(d2[N])` handles N pairs of one thread at
+// once (an Op may override it to order its shared-memory traffic: first every load of the
+// batch, then every update).
+template <class Op, typename T, int N>
+__device__ __forceinline__ void op_pairs(Op& op, const T (&d2)[N]) {
+  if constexpr (Op::kBatch) {
+    op.template pairs<N>(d2);
+  } else {
+#pragma unroll
+    for (int i = 0; i < N; ++i) op.pair(d2[i]);
+  }
+}
+
 template <typename T, int D, int B, int RT, class Op>
 __global__ void __launch_bounds__(B) tile_kernel(TileArgs<T> args, typename Op::Params prm) {
   constexpr int TILE = B * RT;
@@ -80,9 +93,11 @@ __global__ void __launch_bounds__(B) tile_kernel(TileArgs<T> args, typename Op::
   if (it < end) tile_item_to_pair(it, M, &a, &b);
   T p[RT][D];
   bool pv[RT];
+  bool full = false;  // every register point of the anchor tile is a real point
   for (; it < end; ++it) {
     if (a != cur_a) {  // anchor tile into registers
       cur_a = a;
+      full = (a + 1) * TILE <= n;
 #pragma unroll
       for (int r = 0; r < RT; ++r) {
         const long long idx = a * TILE + r * B + tid;
@@ -100,9 +115,12 @@ __global__ void __launch_bounds__(B) tile_kernel(TileArgs<T> args, typename Op::
     }
     __syncthreads();
     const int nr = int(n - j0 < TILE ? n - j0 : TILE);
-    if (a != b) {
-      int j = 0;
-      for (; j + 4 <= nr; j += 4) {
+    if (a != b && full && nr == TILE) {
+      // The hot loop (all tiles but the last row/column): register blocking, each
+      // shared-memory (broadcast, vector) load of 4 j points feeds 4 x RT pairs, no
+      // predicates.
+#pragma unroll 1
+      for (int j = 0; j < TILE; j += 4) {
         T q[4][D];
 #pragma unroll
         for (int k = 0; k < D; ++k) {
@@ -111,13 +129,15 @@ __global__ void __launch_bounds__(B) tile_kernel(TileArgs<T> args, typename Op::
 #pragma unroll
           for (int u = 0; u < 4; ++u) q[u][k] = v[u];
         }
+        T d2[4 * RT];
 #pragma unroll
         for (int u = 0; u < 4; ++u)
 #pragma unroll
-          for (int r = 0; r < RT; ++r)
-            if (pv[r]) op.pair(sq_dist<T, D>(p[r], q[u]));
+          for (int r = 0; r < RT; ++r) d2[u * RT + r] = sq_dist<T, D>(p[r], q[u]);
+        op_pairs<Op, T, 4 * RT>(op, d2);
       }
-      for (; j < nr; ++j) {
+    } else if (a != b) {
+      for (int j = 0; j < nr; ++j) {
         T q[D];
 #pragma unroll
         for (int k = 0; k < D; ++k) q[k] = sc[k * TILE + j];

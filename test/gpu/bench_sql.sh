@@ -6,12 +6,12 @@
 set -uo pipefail
 RUNS=${RUNS:-3}
 q() { psql -X -q -At -v ON_ERROR_STOP=1 "$@"; }
-# Times statement $2 under device $1 in ONE session (a warm-up run first: CUDA initializes once
+# Times statement $2 under device $1 (after setup statements $3) in ONE session (a warm-up run first: CUDA initializes once
 # per backend, about 0.2 s, as a real connection pays it once): sets $med (microseconds,
 # median), $split (kernel / merge / prepare / scan / transfer ms of the last run) and $res.
 bench() {
-  local dev=$1 sql=$2 out
-  out=$( { echo "SET gpu2bs.device = $dev;"; echo "$sql;"; echo '\timing on';
+  local dev=$1 sql=$2 setup=${3:-} out
+  out=$( { echo "SET gpu2bs.device = $dev; $setup"; echo "$sql;"; echo '\timing on';
            for ((r = 0; r < RUNS; r++)); do echo "$sql;"; done; echo '\timing off';
            echo "SELECT 'split', string_agg(value, ' / ' ORDER BY name) FROM gpu2bs_info() WHERE name IN ('last_kernel_ms','last_merge_ms','last_prepare_ms','last_scan_ms','last_transfer_ms');"; } \
          | psql -X -q -At -v ON_ERROR_STOP=1 2>&1 )
@@ -49,7 +49,7 @@ echo "|---|---|---|"
 for dev in gpu cpu; do
   bench $dev "SELECT count(*) FROM gpu_simjoin('u2', 0.0025)"
   echo "| gpu_simjoin device=$dev, custom scan (kernel / merge / prepare / transfer ms: $split) | $res | $(( med / 1000 )) |"
-  bench $dev "SET gpu2bs.enable_customscan = off; SELECT count(*) FROM gpu_simjoin('u2', 0.0025)"
+  bench $dev "SELECT count(*) FROM gpu_simjoin('u2', 0.0025)" "SET gpu2bs.enable_customscan = off;"
   echo "| gpu_simjoin device=$dev, function scan + tuplestore | $res | $(( med / 1000 )) |"
 done
 if q -c "SELECT 1 FROM pg_extension WHERE extname = 'postgis'" | grep -q 1; then
