@@ -21,12 +21,32 @@ struct CountOp {
     unsigned long long* out;
     T r2;
   };
+  static constexpr bool kBatch = true;
   const Params p;
   unsigned cnt = 0;  // < 2^32: a block examines < 2^32 pairs per slice
 
   __device__ CountOp(const Params& prm, unsigned char*) : p(prm) {}
 
   __device__ __forceinline__ void pair(T d2) { cnt += d2 <= p.r2 ? 1u : 0u; }
+
+  // The hot loop's batch: each comparison as a 0 / -1 mask (FSET, one instruction), two masks
+  // subtracted from the counter per IADD3: 1.5 instructions per pair instead of 2.
+  template <int N>
+  __device__ __forceinline__ void pairs(const T (&d2)[N]) {
+    if constexpr (sizeof(T) == 4) {
+      unsigned m[N];
+#pragma unroll
+      for (int i = 0; i < N; ++i)
+        asm("set.le.u32.f32 %0, %1, %2;" : "=r"(m[i]) : "f"(d2[i]), "f"(p.r2));
+      int i = 0;
+#pragma unroll
+      for (; i + 2 <= N; i += 2) cnt = cnt - m[i] - m[i + 1];
+      if constexpr (N % 2) cnt -= m[N - 1];
+    } else {
+#pragma unroll
+      for (int i = 0; i < N; ++i) pair(d2[i]);
+    }
+  }
 
   __device__ void finish() {
     __shared__ unsigned long long warp_sum[32];

@@ -34,6 +34,7 @@ struct SdhOp {
     int copies;
     int stride;
   };
+  static constexpr bool kBatch = false;
   const Params p;
   unsigned* sh;
   unsigned base;

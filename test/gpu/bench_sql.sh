@@ -58,3 +58,30 @@ if q -c "SELECT 1 FROM pg_extension WHERE extname = 'postgis'" | grep -q 1; then
   t0=$(date +%s%N); res=$(q -c "SELECT count(*) FROM u2 a JOIN u2 b ON ST_DWithin(a.geom, b.geom, 0.0025) AND a.id < b.id"); t1=$(date +%s%N)
   echo "| PostGIS ST_DWithin + GiST (one run) | $res | $(( (t1 - t0) / 1000000 )) |"
 fi
+
+echo
+echo "Skewed data: 1,000,000 2-D points, exponential with lambda = 40 (prepare.py synth --dist exponential --seed 1), eps = 0.000125: about the same result size as the uniform join above"
+echo
+echo "| method | pairs | ms (median of $RUNS) |"
+echo "|---|---|---|"
+if q -c "SELECT 1 FROM pg_class WHERE relname = 'e2'" | grep -q 1; then
+  for dev in gpu cpu; do
+    bench $dev "SELECT count(*) FROM gpu_simjoin('e2', 0.000125)"
+    echo "| gpu_simjoin device=$dev (kernel / merge / prepare / scan / transfer ms: $split) | $res | $(( med / 1000 )) |"
+  done
+fi
+echo
+echo "3-D: Hipparcos stars as unit vectors (117,955 rows), eps = 0.0087265 (0.5 degree chord)"
+echo
+echo "| method | pairs | ms (median of $RUNS) |"
+echo "|---|---|---|"
+for dev in gpu cpu; do
+  bench $dev "SELECT count(*) FROM gpu_simjoin('stars', 0.0087265)"
+  echo "| gpu_simjoin device=$dev | $res | $(( med / 1000 )) |"
+done
+if q -c "SELECT 1 FROM pg_extension WHERE extname = 'postgis'" | grep -q 1; then
+  q -c "ALTER TABLE stars ADD COLUMN IF NOT EXISTS geom geometry(PointZ)" -c "UPDATE stars SET geom = ST_MakePoint(x, y, z)" \
+    -c "CREATE INDEX IF NOT EXISTS stars_geom ON stars USING gist (geom gist_geometry_ops_nd)" -c "VACUUM ANALYZE stars"
+  t0=$(date +%s%N); res=$(q -c "SELECT count(*) FROM stars a JOIN stars b ON ST_3DDWithin(a.geom, b.geom, 0.0087265) AND a.id < b.id"); t1=$(date +%s%N)
+  echo "| PostGIS ST_3DDWithin + GiST (gist_geometry_ops_nd), one run | $res | $(( (t1 - t0) / 1000000 )) |"
+fi

@@ -52,6 +52,9 @@ SQL
   psql -X -q -c "\copy stars FROM '.devdata/stars3d.csv' WITH (FORMAT csv, HEADER true)" \
              -c "\copy atoms FROM '.devdata/atoms.csv' WITH (FORMAT csv, HEADER true)"
   python3 test/data/prepare.py synth --out /tmp --n 1000000 --dims 2 --dist uniform --seed 1 --file u2.csv >/dev/null
+  python3 test/data/prepare.py synth --out /tmp --n 1000000 --dims 2 --dist exponential --lambda 40 --seed 1 --file e2.csv >/dev/null
+  psql -X -q -c "DROP TABLE IF EXISTS e2" -c "CREATE TABLE e2 (id bigint PRIMARY KEY, x float8, y float8)" \
+    -c "\copy e2 FROM '/tmp/e2.csv' WITH (FORMAT csv, HEADER true)"
   psql -X -q -c "\copy u2 FROM '/tmp/u2.csv' WITH (FORMAT csv, HEADER true)" \
     -c "CREATE TABLE atoms_scaled AS SELECT id, x / 110 AS x, y / 110 AS y, z / 110 AS z FROM atoms WHERE id <= 50000" \
     -c "ALTER TABLE atoms_scaled ADD PRIMARY KEY (id)" -c "VACUUM ANALYZE"
