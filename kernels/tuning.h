@@ -19,11 +19,14 @@ namespace cuda_tuning {
 // spills in float64 at 4-6-D (56-124 bytes); not adopted (follow-up: threads per precision).
 constexpr int kSdhThreads = 512;
 constexpr int kSdhRegPoints = 2;
+// SDH float32 fast path (thresholds + approximate square root, issue 4): PROVISIONAL.
+constexpr int kSdhFastThreads = 1024;
+constexpr int kSdhFastRegPoints = 2;
 // Pair count tile kernel, same tables: run 2 512x4 1.89e12 pairs/s, 256x8 1.79e12, 256x4
 // 1.75e12, 256x2 1.71e12, 128x4 1.66e12; final 512x4 1.89e12, 1024x4 2.05e12 (+8 %, but
 // spills up to 300 bytes in float64 6-D), 512x2 1.86e12, 512x8 1.51e12.
 constexpr int kCountThreads = 512;
-constexpr int kCountRegPoints = 4;
+constexpr int kCountRegPoints = 8;
 
 // Target length of one kernel slice, in milliseconds: a cancel is seen within about one slice
 // (results/2026-11-22-h100-test_gpu.log, Cancel: 28-34 ms after the interrupt), and launch

@@ -94,14 +94,26 @@ struct JoinItem {
 
 constexpr uint32_t kJoinRows = 256;
 
-// Splits every cell into row ranges of at most kJoinRows so a crowded cell is shared.
-std::vector<JoinItem> join_items(const Grid& g) {
+// Work items of the join under a balancing strategy (see JoinBalance). WorkQueue splits every
+// cell into row ranges of at most kJoinRows so a crowded cell is shared; the others keep one
+// item per cell, SortByWorkload ordered by the pairs the cell examines (rows x candidates).
+std::vector<JoinItem> join_items(const Grid& g, JoinBalance balance = JoinBalance::WorkQueue,
+                                 const std::vector<uint64_t>* work = nullptr) {
   std::vector<JoinItem> items;
   items.reserve(g.num_cells());
-  for (size_t c = 0; c < g.num_cells(); ++c)
+  for (size_t c = 0; c < g.num_cells(); ++c) {
+    if (balance != JoinBalance::WorkQueue) {
+      items.push_back({uint32_t(c), uint32_t(g.cell_begin(c)), uint32_t(g.cell_end(c))});
+      continue;
+    }
     for (size_t r = g.cell_begin(c); r < g.cell_end(c); r += kJoinRows)
       items.push_back({uint32_t(c), uint32_t(r),
                        uint32_t(std::min<size_t>(r + kJoinRows, g.cell_end(c)))});
+  }
+  if (balance == JoinBalance::SortByWorkload && work)
+    std::stable_sort(items.begin(), items.end(), [&](const JoinItem& a, const JoinItem& b) {
+      return (*work)[a.cell] > (*work)[b.cell];
+    });
   return items;
 }
 
@@ -318,7 +330,17 @@ class CpuEngine final : public Engine {
     const Grid& gridb = p.self ? ga : *gb;
     const TypedPoints<T>& ptsb = p.self ? pa : *pb;
     const auto offsets = neighbour_offsets(p.a.dims, p.self);
-    auto items = join_items(ga);
+    std::vector<uint64_t> work;
+    if (ctl.join_balance == JoinBalance::SortByWorkload) {
+      work.resize(ga.num_cells());
+      for (size_t c = 0; c < ga.num_cells(); ++c) {
+        uint64_t rows = ga.cell_end(c) - ga.cell_begin(c), around = p.self ? rows : 0;
+        for_each_cell_around(ga, c, gridb, offsets,
+                             [&](size_t nc) { around += gridb.cell_end(nc) - gridb.cell_begin(nc); });
+        work[c] = rows * around;
+      }
+    }
+    auto items = join_items(ga, ctl.join_balance, &work);
     const int nt = std::max(1, std::min<int>(threads(ctl), int(items.size())));
     const size_t page_pairs = std::max<size_t>(ctl.page_pairs, 64);
     const std::vector<uint32_t>& order_a = ga.order();

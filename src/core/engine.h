@@ -38,6 +38,14 @@ struct RunStats {
   uint64_t pairs_emitted = 0;
 };
 
+// Load balancing of the similarity join's work (similarity-join load-imbalance paper):
+//   WorkQueue: a shared queue of small work items (a cell's rows split into ranges of at most
+//              256), taken dynamically (the paper's WORKQUEUE with bounded items);
+//   Cell:      one work item per non-empty cell in cell order, taken dynamically (the paper's
+//              baseline: one query cell per worker, no splitting);
+//   SortByWorkload: one item per cell, largest estimated work first (SORTBYWL).
+enum class JoinBalance { WorkQueue = 0, Cell = 1, SortByWorkload = 2 };
+
 // What the caller lends the engine: an interrupt probe, thread count and buffer sizes.
 class Control {
  public:
@@ -50,6 +58,7 @@ class Control {
   size_t page_pairs = 16384;   // result pairs per output page
   size_t max_pages = 0;        // pages in flight (0: 4 per thread); bounds result memory
   size_t device_memory_limit = 0;  // bytes the GPU engine may allocate (0: 90% of free)
+  JoinBalance join_balance = JoinBalance::WorkQueue;  // CPU engine's join scheduling
   RunStats stats;
 };
 

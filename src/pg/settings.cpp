@@ -20,6 +20,7 @@ int cpu_threads_setting = 0;
 double max_result_rows_setting = 1e9;
 int gpu_memory_limit_setting = 0;
 int result_page_setting = 16384;
+int join_balance_setting = int(JoinBalance::WorkQueue);
 
 namespace {
 
@@ -30,6 +31,12 @@ const struct config_enum_entry device_options[] = {
 const struct config_enum_entry precision_options[] = {
     {"float4", PRECISION_FLOAT4, false}, {"float8", PRECISION_FLOAT8, false},
     {"float32", PRECISION_FLOAT4, true}, {"float64", PRECISION_FLOAT8, true},
+    {nullptr, 0, false}};
+
+const struct config_enum_entry balance_options[] = {
+    {"workqueue", int(JoinBalance::WorkQueue), false},
+    {"cell", int(JoinBalance::Cell), false},
+    {"sortbywl", int(JoinBalance::SortByWorkload), false},
     {nullptr, 0, false}};
 
 struct LastRun {
@@ -63,6 +70,13 @@ void define_settings() {
                           "Device memory the GPU engine may allocate per query (0: 90% of free memory).",
                           nullptr, &gpu_memory_limit_setting, 0, 0, 16 * 1024 * 1024, PGC_USERSET,
                           GUC_UNIT_MB, nullptr, nullptr, nullptr);
+  DefineCustomEnumVariable("gpu2bs.join_balance",
+                           "Load balancing of the CPU engine's similarity join: workqueue, cell or sortbywl.",
+                           "workqueue (default, fastest on skewed data in test/bench/results/"
+                           "2026-11-22-cpu-2core-join-balance.md) splits crowded cells; cell and "
+                           "sortbywl keep one work item per cell, sortbywl largest first.",
+                           &join_balance_setting, int(JoinBalance::WorkQueue), balance_options,
+                           PGC_USERSET, 0, nullptr, nullptr, nullptr);
   DefineCustomIntVariable("gpu2bs.result_page_pairs",
                           "Pairs per result page of the similarity join (bounds buffered results).",
                           nullptr, &result_page_setting, 16384, 64, 1 << 24, PGC_USERSET, 0,
@@ -97,6 +111,7 @@ PgControl::PgControl() {
                                     : int(std::max(1u, std::thread::hardware_concurrency()));
   page_pairs = size_t(result_page_setting);
   device_memory_limit = size_t(gpu_memory_limit_setting) * 1024 * 1024;
+  join_balance = JoinBalance(join_balance_setting);
 }
 
 // Cancel, statement timeout and termination requests (read only; processed at the boundary).

@@ -17,6 +17,7 @@ extern int cpu_threads_setting;       // 0: every core
 extern double max_result_rows_setting;  // 0: unlimited
 extern int gpu_memory_limit_setting;  // MB, 0: 90% of free device memory
 extern int result_page_setting;       // pairs per result page
+extern int join_balance_setting;      // JoinBalance
 
 // Registers the settings (from _PG_init).
 void define_settings();

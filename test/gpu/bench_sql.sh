@@ -85,3 +85,16 @@ if q -c "SELECT 1 FROM pg_extension WHERE extname = 'postgis'" | grep -q 1; then
   t0=$(date +%s%N); res=$(q -c "SELECT count(*) FROM stars a JOIN stars b ON ST_3DDWithin(a.geom, b.geom, 0.0087265) AND a.id < b.id"); t1=$(date +%s%N)
   echo "| PostGIS ST_3DDWithin + GiST (gist_geometry_ops_nd), one run | $res | $(( (t1 - t0) / 1000000 )) |"
 fi
+
+echo
+echo "CPU engine join load balancing (gpu2bs.join_balance), uniform u2 (eps 0.0025) and exponential e2 (eps 0.000125)"
+echo
+echo "| gpu2bs.join_balance | table | pairs | ms (median of $RUNS) | kernel / merge / prepare / scan / transfer ms |"
+echo "|---|---|---|---|---|"
+for b in workqueue cell sortbywl; do
+  for t in "u2 0.0025" "e2 0.000125"; do
+    set -- $t
+    bench cpu "SELECT count(*) FROM gpu_simjoin('$1', $2)" "SET gpu2bs.join_balance = $b;"
+    echo "| $b | $1 | $res | $(( med / 1000 )) | $split |"
+  done
+done

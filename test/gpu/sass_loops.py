@@ -61,7 +61,9 @@ def main():
         for tgt, end, body in (ls if show_all else ls[:2]):
             cnt = Counter(opcode(i).split(".")[0] for _, i in body if opcode(i) != "NOP")
             n = sum(cnt.values())
-            pairs = cnt["ATOMS"] + cnt["RED"] + cnt["ATOM"] or cnt["FSETP"] or cnt["DSETP"]
+            xadd = sum(1 for _, i in body if opcode(i).startswith("IADD3.X"))
+            pairs = (cnt["ATOMS"] + cnt["RED"] + cnt["ATOM"] or cnt["FSETP"] or cnt["DSETP"]
+                     or 2 * xadd)
             mix = " ".join(f"{k}:{v}" for k, v in cnt.most_common())
             ipp = f"{n / pairs:.2f}" if pairs else "-"
             print(f"  loop {tgt:#x}-{end:#x}: {n} instr, pairs~{pairs}, instr/pair {ipp}\n    {mix}")

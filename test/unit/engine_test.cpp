@@ -372,3 +372,26 @@ TEST(Simjoin, RunawayJoinFailsBeforeEmitting) {
   }
   EXPECT_EQ(sink.pages, 0u);
 }
+
+TEST(Simjoin, BalancingStrategiesGiveTheSamePairs) {
+  // Skewed data (exponential-like: squares of uniforms) so cells differ widely in size.
+  auto pts = ref::uniform(6000, 2, 31);
+  for (auto& col : pts.c)
+    for (auto& v : col) v = v * v * v;
+  for (bool self : {true, false}) {
+    auto other = ref::uniform(3000, 2, 32);
+    PointsView ov = other.view();
+    auto prob = make_simjoin(pts.view(), self ? nullptr : &ov, 0.01, Precision::Float32, 0);
+    std::set<std::pair<uint32_t, uint32_t>> first;
+    for (JoinBalance b : {JoinBalance::WorkQueue, JoinBalance::Cell, JoinBalance::SortByWorkload}) {
+      CollectSink sink(self);
+      TestControl ctl(3);
+      ctl.join_balance = b;
+      make_cpu_engine()->simjoin(prob, sink, ctl);
+      EXPECT_EQ(sink.duplicates, 0u);
+      if (b == JoinBalance::WorkQueue) first = sink.pairs;
+      else EXPECT_EQ(sink.pairs, first) << int(b);
+      EXPECT_GT(sink.pairs.size(), 1000u);
+    }
+  }
+}
