@@ -42,49 +42,35 @@ for n in 10000 100000 1000000 4000000; do
   [ $n -le 100000 ] && row cpu "gpu_sdh 500 buckets" $n "SELECT gpu_sdh(x, y, z, 500) FROM b$n" "$pairs"
 done
 echo
-echo "Similarity join, 1,000,000 uniform 2-D points (numpy default_rng(1)), eps = 0.0025"
-echo
-echo "| method | pairs | ms (median of $RUNS) |"
-echo "|---|---|---|"
-for dev in gpu cpu; do
-  bench $dev "SELECT count(*) FROM gpu_simjoin('u2', 0.0025)"
-  echo "| gpu_simjoin device=$dev, custom scan (kernel / merge / prepare / transfer ms: $split) | $res | $(( med / 1000 )) |"
-  bench $dev "SELECT count(*) FROM gpu_simjoin('u2', 0.0025)" "SET gpu2bs.enable_customscan = off;"
-  echo "| gpu_simjoin device=$dev, function scan + tuplestore | $res | $(( med / 1000 )) |"
-done
-if q -c "SELECT 1 FROM pg_extension WHERE extname = 'postgis'" | grep -q 1; then
-  q -c "ALTER TABLE u2 ADD COLUMN IF NOT EXISTS geom geometry(Point)" -c "UPDATE u2 SET geom = ST_MakePoint(x, y)" \
-    -c "CREATE INDEX IF NOT EXISTS u2_geom ON u2 USING gist (geom)" -c "VACUUM ANALYZE u2"
-  t0=$(date +%s%N); res=$(q -c "SELECT count(*) FROM u2 a JOIN u2 b ON ST_DWithin(a.geom, b.geom, 0.0025) AND a.id < b.id"); t1=$(date +%s%N)
-  echo "| PostGIS ST_DWithin + GiST (one run) | $res | $(( (t1 - t0) / 1000000 )) |"
-fi
-
-echo
-echo "Skewed data: 1,000,000 2-D points, exponential with lambda = 40 (prepare.py synth --dist exponential --seed 1), eps = 0.000125: about the same result size as the uniform join above"
-echo
-echo "| method | pairs | ms (median of $RUNS) |"
-echo "|---|---|---|"
-if q -c "SELECT 1 FROM pg_class WHERE relname = 'e2'" | grep -q 1; then
+# Prints a join section: title, then gpu_simjoin on table $2 with eps $3 on both engines (and
+# the function scan with $4 = fs), then the PostGIS query $5 over the geometry built by $6.
+join_section() {
+  echo; echo "$1"; echo
+  echo "| method | pairs | ms (median of $RUNS) |"
+  echo "|---|---|---|"
+  local dev
   for dev in gpu cpu; do
-    bench $dev "SELECT count(*) FROM gpu_simjoin('e2', 0.000125)"
-    echo "| gpu_simjoin device=$dev (kernel / merge / prepare / scan / transfer ms: $split) | $res | $(( med / 1000 )) |"
+    bench $dev "SELECT count(*) FROM gpu_simjoin('$2', $3)"
+    echo "| gpu_simjoin device=$dev, custom scan (kernel / merge / prepare / scan / transfer ms: $split) | $res | $(( med / 1000 )) |"
+    if [ "$4" = fs ]; then
+      bench $dev "SELECT count(*) FROM gpu_simjoin('$2', $3)" "SET gpu2bs.enable_customscan = off;"
+      echo "| gpu_simjoin device=$dev, function scan + tuplestore | $res | $(( med / 1000 )) |"
+    fi
   done
-fi
-echo
-echo "3-D: Hipparcos stars as unit vectors (117,955 rows), eps = 0.0087265 (0.5 degree chord)"
-echo
-echo "| method | pairs | ms (median of $RUNS) |"
-echo "|---|---|---|"
-for dev in gpu cpu; do
-  bench $dev "SELECT count(*) FROM gpu_simjoin('stars', 0.0087265)"
-  echo "| gpu_simjoin device=$dev | $res | $(( med / 1000 )) |"
-done
-if q -c "SELECT 1 FROM pg_extension WHERE extname = 'postgis'" | grep -q 1; then
-  q -c "ALTER TABLE stars ADD COLUMN IF NOT EXISTS geom geometry(PointZ)" -c "UPDATE stars SET geom = ST_MakePoint(x, y, z)" \
-    -c "CREATE INDEX IF NOT EXISTS stars_geom ON stars USING gist (geom gist_geometry_ops_nd)" -c "VACUUM ANALYZE stars"
-  t0=$(date +%s%N); res=$(q -c "SELECT count(*) FROM stars a JOIN stars b ON ST_3DDWithin(a.geom, b.geom, 0.0087265) AND a.id < b.id"); t1=$(date +%s%N)
-  echo "| PostGIS ST_3DDWithin + GiST (gist_geometry_ops_nd), one run | $res | $(( (t1 - t0) / 1000000 )) |"
-fi
+  if [ -n "$5" ] && q -c "SELECT 1 FROM pg_extension WHERE extname = 'postgis'" | grep -q 1; then
+    eval "q $6" >/dev/null
+    local t0 t1
+    t0=$(date +%s%N); res=$(q -c "$5"); t1=$(date +%s%N)
+    echo "| PostGIS, one run: \`$5\` | $res | $(( (t1 - t0) / 1000000 )) |"
+  fi
+}
+join_section "Similarity join, 1,000,000 uniform 2-D points (numpy default_rng(1)), eps = 0.0025" u2 0.0025 fs \
+  "SELECT count(*) FROM u2 a JOIN u2 b ON ST_DWithin(a.geom, b.geom, 0.0025) AND a.id < b.id" \
+  "-c 'ALTER TABLE u2 ADD COLUMN IF NOT EXISTS geom geometry(Point)' -c 'UPDATE u2 SET geom = ST_MakePoint(x, y)' -c 'CREATE INDEX IF NOT EXISTS u2_geom ON u2 USING gist (geom)' -c 'VACUUM ANALYZE u2'"
+join_section "Skewed data: 1,000,000 2-D points, exponential with lambda = 40 (prepare.py synth --dist exponential --seed 1), eps = 0.000125: about the result size of the uniform join" e2 0.000125 "" "" ""
+join_section "3-D: Hipparcos stars as unit vectors (117,955 rows), eps = 0.0087265 (0.5 degree chord)" stars 0.0087265 "" \
+  "SELECT count(*) FROM stars a JOIN stars b ON ST_3DDWithin(a.geom, b.geom, 0.0087265) AND a.id < b.id" \
+  "-c 'ALTER TABLE stars ADD COLUMN IF NOT EXISTS geom geometry(PointZ)' -c 'UPDATE stars SET geom = ST_MakePoint(x, y, z)' -c 'CREATE INDEX IF NOT EXISTS stars_geom ON stars USING gist (geom gist_geometry_ops_nd)' -c 'VACUUM ANALYZE stars'"
 
 echo
 echo "CPU engine join load balancing (gpu2bs.join_balance), uniform u2 (eps 0.0025) and exponential e2 (eps 0.000125)"
