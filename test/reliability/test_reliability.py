@@ -71,6 +71,14 @@ def backend_rss_kb(conn):
     return 0
 
 
+def device_mb_in_use(conn):
+    """Device memory held by gpu2bs in this backend (MB), or None without the GPU engine."""
+    conn.execute("RESET statement_timeout")
+    rows = dict(conn.execute("SELECT name, value FROM gpu2bs_info()").fetchall())
+    conn.execute("SET statement_timeout = '25ms'")
+    return rows.get("gpu_memory_in_use_mb")
+
+
 @pytest.mark.parametrize("fn", sorted(LONG))
 def test_statement_timeout_stops_within_one_second(fn):
     with connect() as c:
@@ -127,9 +135,12 @@ def test_repeated_cancel_keeps_memory_flat():
                     pass
         burst(300)  # warm up caches and the allocator's per-thread arenas (retained, not leaked)
         before = backend_rss_kb(c)
+        device_before = device_mb_in_use(c)
         burst(iterations)
         after = backend_rss_kb(c)
         assert after - before < 8 * 1024, f"backend RSS grew from {before} kB to {after} kB"
+        if device_before is not None:  # GPU engine: device memory back to its baseline
+            assert device_mb_in_use(c) == device_before
 
 
 def test_concurrent_sessions_match_serial_results():
