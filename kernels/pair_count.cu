@@ -14,6 +14,8 @@ namespace {
 
 constexpr int kB = cuda_tuning::kCountThreads;
 constexpr int kRT = cuda_tuning::kCountRegPoints;
+constexpr int kB64 = cuda_tuning::kCountThreadsF64;
+constexpr int kRT64 = cuda_tuning::kCountRegPointsF64;
 
 template <typename T, bool kCarry = true>
 struct CountOp {
@@ -97,21 +99,22 @@ uint64_t count_tiles(const PairCountProblem& p, Call& call, T r2) {
   ctl.stats.prepare_s += seconds_since(t0);
   upload_points<T>(call, p.pts, c);
   // Bench-only launch configurations (3-D float32 only), to justify the tuning table: 1..4 =
-  // 1024x4, 512x4, 256x8, 1024x8 threads x points; 5 = 512x4 with FSETP counting (no carry
+  // 512x8, 512x4, 128x8, 256x4 threads x points; 5 = 256x8 with FSETP counting (no carry
   // chain).
   int variant = 0;
   if constexpr (sizeof(T) == 4 && D == 3) variant = tile_variant();
   if constexpr (sizeof(T) == 4 && D == 3) {
     switch (variant) {
-      case 1: count_launch<T, D, 1024, 4>(call, args, out, r2); break;
+      case 1: count_launch<T, D, 512, 8>(call, args, out, r2); break;
       case 2: count_launch<T, D, 512, 4>(call, args, out, r2); break;
-      case 3: count_launch<T, D, 256, 8>(call, args, out, r2); break;
-      case 4: count_launch<T, D, 1024, 8>(call, args, out, r2); break;
-      case 5: count_launch<T, D, 512, 4, false>(call, args, out, r2); break;
+      case 3: count_launch<T, D, 128, 8>(call, args, out, r2); break;
+      case 4: count_launch<T, D, 256, 4>(call, args, out, r2); break;
+      case 5: count_launch<T, D, 256, 8, false>(call, args, out, r2); break;
       default: break;
     }
   }
-  if (variant < 1 || variant > 5) count_launch<T, D, kB, kRT>(call, args, out, r2);
+  if (variant < 1 || variant > 5)
+    count_launch<T, D, sizeof(T) == 4 ? kB : kB64, sizeof(T) == 4 ? kRT : kRT64>(call, args, out, r2);
   unsigned long long total = 0;
   download(call, &total, out, 8);
   ctl.stats.pairs_examined += uint64_t(n) * (n - 1) / 2;

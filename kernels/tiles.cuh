@@ -4,6 +4,8 @@
 // Diagonal tiles use the intra-block load balancing of section 3.4.1 (every thread pairs with
 // TILE/2 points, no divergence). The output stage is a policy `Op` (SDH: privatized
 // shared-memory histograms; pair count: a register counter), see sdh.cu and pair_count.cu.
+// Off-diagonal tiles of full tiles (all but the last row and column) take a hot loop without
+// predicates whose pairs go to the Op in batches of 4 x RT (Op::pairs, when Op::kBatch).
 //
 // The work is sliced: one launch covers a range of tile pairs (`item0`, `count`), each block a
 // contiguous run of them, so the host can poll for cancel between slices.
@@ -119,7 +121,7 @@ __global__ void __launch_bounds__(B) tile_kernel(TileArgs<T> args, typename Op::
       // The hot loop (all tiles but the last row/column): register blocking, each
       // shared-memory (broadcast, vector) load of 4 j points feeds 4 x RT pairs, no
       // predicates.
-#pragma unroll 1
+#pragma unroll 2
       for (int j = 0; j < TILE; j += 4) {
         T q[4][D];
 #pragma unroll

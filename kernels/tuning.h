@@ -10,23 +10,48 @@ namespace gpu2bs {
 namespace cuda_tuning {
 
 // --- tiles (SDH and all-pairs pair count) -------------------------------------------------
-// SDH tile kernel: threads per block x points per thread held in registers (register tiling;
-// tile = threads * points). results/2026-11-22-h100-bench-configs-run2.txt (SDH 500 buckets,
-// 3-D float32, N = 1e6, kernel-only): 512x2 8.58e11 pairs/s, 256x1 8.22e11, 128x2 8.00e11,
-// 256x4 7.63e11, 256x2 7.12e11 (the first guess). Final check,
+// Issue 4 figures: results/2026-11-22-h100-issue4-bench.txt (N = 1048576 uniform 3-D float32,
+// kernel-only pairs/s, median of 5, SM clock 1980 MHz), -run1.txt and -run2.txt (earlier
+// device runs), SASS mix in -issue4-sass.txt; test/bench/NOTES-issue4.md has the analysis.
+//
+// SDH exact kernel (float64, and float32 where the fast path does not apply): threads per
+// block x points per thread held in registers (register tiling; tile = threads * points).
+// results/2026-11-22-h100-bench-configs-run2.txt (SDH 500 buckets, 3-D float32, N = 1e6):
+// 512x2 8.58e11 pairs/s, 256x1 8.22e11, 128x2 8.00e11, 256x4 7.63e11, 256x2 7.12e11;
 // results/2026-11-22-h100-bench-configs.txt: 512x2 8.60e11, 512x1 8.65e11, 1024x1 9.09e11,
-// 512x4 5.82e11. 1024 threads is 5 % faster for 3-D float32 but caps registers at 64, which
-// spills in float64 at 4-6-D (56-124 bytes); not adopted (follow-up: threads per precision).
+// 512x4 5.82e11. 1024 threads caps registers at 64, which spills in float64 at 4-6-D and in
+// float32 at 5-6-D (70-72 registers at 512): 512 there.
 constexpr int kSdhThreads = 512;
 constexpr int kSdhRegPoints = 2;
-// SDH float32 fast path (thresholds + approximate square root, issue 4): PROVISIONAL.
+// Exact kernel, float32 up to 4-D (<= 64 registers, no spills): 1024 threads. -run2.txt,
+// 50000 buckets (1 copy, one block per SM): 1024x2 1.044e12 vs 512x2 7.09e11; issue4-bench,
+// 500 buckets: 1.044e12 vs 1.000e12.
+constexpr int kSdhExactThreadsF32 = 1024;
+// Exact kernel, float32 with 1/width <= 2^40: the square root as the compiler's in-range
+// __fsqrt_rn sequence without its called slow path (sdh_bucket_nocall; 26.9 instead of 32.3
+// instructions per pair in the 3-D loop). issue4-bench 50000 buckets: 1.099e12 vs 1.046e12
+// (1024x2 with the call); checked against sdh_bucket for all 2^32 d2 (SdhFastBucket.EveryFloat).
+constexpr bool kSdhExactNoCallSqrt = true;
+// SDH float32 fast path (thresholds + MUFU.SQRT, up to 65536 buckets): issue4-bench, 500
+// buckets: 1024x2 2.16e12 (C = 32 copies, one block per SM), 1024x1 2.08e12, 512x4 2.06e12,
+// 512x2 1.73e12 (16 copies), 256x4 1.72e12 (16 copies).
 constexpr int kSdhFastThreads = 1024;
 constexpr int kSdhFastRegPoints = 2;
-// Pair count tile kernel, same tables: run 2 512x4 1.89e12 pairs/s, 256x8 1.79e12, 256x4
-// 1.75e12, 256x2 1.71e12, 128x4 1.66e12; final 512x4 1.89e12, 1024x4 2.05e12 (+8 %, but
-// spills up to 300 bytes in float64 6-D), 512x2 1.86e12, 512x8 1.51e12.
-constexpr int kCountThreads = 512;
+// Fewest private copies for which the fast path keeps a threshold table per copy (at most
+// 2-way bank conflicts); below, one shared table and more copies. issue4-bench "sdh f32
+// layout": 1000 buckets per-copy (16 copies) 1.72e12 vs shared 1.46e12; 2000: 1.02e12 vs
+// 1.33e12; 5000: 8.7e11 vs 1.14e12; 10000: 8.1e11 vs 1.09e12; 20000 (one copy either way):
+// 7.9e11 vs 1.05e12. The model's choice is the faster one at each.
+constexpr int kSdhFastMinReplicatedCopies = 16;
+// Pair count tile kernel (float32: carry-chain counting, 7.66 instructions per pair at RT = 8):
+// issue4-bench 128x8 3.96e12 (also as variant 3), 256x4 3.86e12, 512x4 3.78e12, 512x8 3.73e12;
+// -run2 256x8 3.87e12; -run1 1024x4 3.51e12, 1024x8 2.92e12 (64-register cap).
+// Float64 keeps 512x4 (RT = 8 spills 316-444 bytes at 5-6-D): issue4-bench 2.23e12.
+// Before issue 4 (512x4, FSETP counting): results/2026-11-22-h100-bench-configs.txt 1.89e12.
+constexpr int kCountThreads = 128;
 constexpr int kCountRegPoints = 8;
+constexpr int kCountThreadsF64 = 512;
+constexpr int kCountRegPointsF64 = 4;
 
 // Target length of one kernel slice, in milliseconds: a cancel is seen within about one slice
 // (results/2026-11-22-h100-test_gpu.log, Cancel: 28-34 ms after the interrupt), and launch
@@ -34,7 +59,8 @@ constexpr int kCountRegPoints = 8;
 // 9287 ms of a 9301 ms call).
 constexpr double kSliceTargetMs = 20.0;
 // First slice before any measurement: pairs per second assumed, below the measured rates
-// (bench full: SDH 4.7e11 (f64) - 8.6e11 (f32), count tiles 1.9e12), so the first slice is
+// (bench full: SDH 4.7e11 (f64) - 8.6e11 (f32), count tiles 1.9e12; issue 4 raised float32 to
+// 1.1e12 - 2.2e12 and 4.0e12, which only makes the first slice shorter), so the first slice is
 // short and the following ones are sized from it.
 constexpr double kSdhGuessPairsPerSec = 1e11;
 constexpr double kCountGuessPairsPerSec = 3e11;

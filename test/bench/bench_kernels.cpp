@@ -8,6 +8,9 @@
 //   bench_kernels privatization    SDH time vs private copies (1..32, global) and buckets
 //   bench_kernels paths            pair count: tiles vs grid; join: pool size
 //   bench_kernels configs          tile kernels: threads per block x register points
+//   bench_kernels issue4           issue 4 figures at N = 1,048,576 (3-D uniform, kernel time):
+//                                  SDH 10..50000 buckets, SDH and all-pairs count launch
+//                                  variants (fast / exact SDH, carry / FSETP count), float64
 // Built by test/gpu/Makefile (make -C test/gpu bench).
 #include <algorithm>
 #include <chrono>
@@ -26,6 +29,15 @@
 #include "kernels/host_api.h"
 
 using namespace gpu2bs;
+
+namespace gpu2bs {
+namespace cuda {
+// kernels/sdh.cu (not in host_api.h): whether the last SDH call took the float32 fast path.
+bool sdh_last_fast();
+bool sdh_last_shared_thresholds();
+void sdh_force_layout(int layout);  // 0 model, 1 thresholds per copy, 2 shared thresholds
+}  // namespace cuda
+}  // namespace gpu2bs
 
 namespace {
 
@@ -252,8 +264,8 @@ void bench_configs(Engine* gpu, int runs) {
   const size_t n = 1000000;
   auto pts = ref::uniform(n, 3, 5);
   const double all = double(n) * double(n - 1) / 2;
-  const char* sdh_names[] = {"512x2 (tuning.h)", "512x1", "1024x1", "256x2", "512x4"};
-  const char* cnt_names[] = {"512x4 (tuning.h)", "1024x4", "512x2", "256x4", "512x8"};
+  const char* sdh_names[] = {"tuning.h", "fast 512x2", "fast 1024x1", "fast 512x4", "fast 256x4"};
+  const char* cnt_names[] = {"tuning.h", "512x8", "512x4", "128x8", "256x4"};
   header();
   SdhProblem sp;
   sp.pts = pts.view();
@@ -276,6 +288,115 @@ void bench_configs(Engine* gpu, int runs) {
   }
   cuda::set_count_forced_path(0);
   cuda::set_tile_variant(0);
+}
+
+// Issue 4: the figures of the goal at N = 2^20, kernel-only pairs/s (median of `runs`).
+void bench_issue4(Engine* gpu, int runs) {
+  const size_t n = 1048576;
+  auto pts = ref::uniform(n, 3, 5);
+  const double all = double(n) * double(n - 1) / 2;
+  header();
+  char notes[160];
+  for (int nb : {10, 50, 500, 5000, 50000}) {
+    SdhProblem sp;
+    sp.pts = pts.view();
+    sp.params = make_sdh_params(nb, 0, false, compute_bounds(sp.pts), sp.prec);
+    bool fast = false;
+    Sample s = measure(runs, [&](Control& c) {
+      gpu->sdh(sp, c);
+      fast = cuda::sdh_last_fast();
+    });
+    snprintf(notes, sizeof notes, "buckets=%d %s%s copies=%d launches=%d", nb,
+             fast ? "fast" : "exact", cuda::sdh_last_shared_thresholds() ? " shared-T" : "",
+             s.copies, s.launches);
+    row("sdh f32 buckets", n, runs, s, all, notes);
+  }
+  // mid-size histograms: thresholds per copy vs one shared table (and the model's choice)
+  for (int nb : {1000, 2000, 5000, 10000, 20000}) {
+    SdhProblem sp;
+    sp.pts = pts.view();
+    sp.params = make_sdh_params(nb, 0, false, compute_bounds(sp.pts), sp.prec);
+    for (int layout : {0, 1, 2}) {
+      cuda::sdh_force_layout(layout);
+      bool fast = false, sh = false;
+      Sample s = measure(runs, [&](Control& c) {
+        gpu->sdh(sp, c);
+        fast = cuda::sdh_last_fast();
+        sh = cuda::sdh_last_shared_thresholds();
+      });
+      snprintf(notes, sizeof notes, "buckets=%d layout=%s -> %s%s copies=%d", nb,
+               layout == 0 ? "model" : layout == 1 ? "per-copy" : "shared",
+               fast ? "fast" : "exact", sh ? " shared-T" : "", s.copies);
+      row("sdh f32 layout", n, runs, s, all, notes);
+    }
+    cuda::sdh_force_layout(0);
+  }
+  {
+    SdhProblem sp;
+    sp.pts = pts.view();
+    sp.params = make_sdh_params(500, 0, false, compute_bounds(sp.pts), sp.prec);
+    const char* names[] = {"tuning.h", "fast 512x2", "fast 1024x1", "fast 512x4", "fast 256x4",
+                           "exact 512x2 (before)", "fast, clamp kept", "exact 1024x2 (call sqrt)"};
+    for (int v = 1; v <= 7; ++v) {
+      cuda::set_tile_variant(v);
+      bool fast = false;
+      Sample s = measure(runs, [&](Control& c) {
+        gpu->sdh(sp, c);
+        fast = cuda::sdh_last_fast();
+      });
+      snprintf(notes, sizeof notes, "500 buckets variant %d %s (%s) copies=%d", v, names[v],
+               fast ? "fast" : "exact", s.copies);
+      row("sdh500 f32 variant", n, runs, s, all, notes);
+    }
+    cuda::set_tile_variant(0);
+    {
+      SdhProblem sp5;
+      sp5.pts = pts.view();
+      sp5.params = make_sdh_params(50000, 0, false, compute_bounds(sp5.pts), sp5.prec);
+      cuda::set_tile_variant(7);
+      Sample s = measure(runs, [&](Control& c) { gpu->sdh(sp5, c); });
+      cuda::set_tile_variant(0);
+      snprintf(notes, sizeof notes, "50000 buckets exact 1024x2 (call sqrt) copies=%d", s.copies);
+      row("sdh f32 variant", n, runs, s, all, notes);
+    }
+    // copies forced (the model's choice is in the rows above)
+    for (int c : {8, 16, 32}) {
+      cuda::set_sdh_forced_copies(c);
+      Sample s = measure(runs, [&](Control& ctl) { gpu->sdh(sp, ctl); });
+      snprintf(notes, sizeof notes, "500 buckets forced copies %d (used %d)", c, s.copies);
+      row("sdh500 f32 copies", n, runs, s, all, notes);
+    }
+    cuda::set_sdh_forced_copies(0);
+  }
+  {
+    auto cp = make_pair_count(pts.view(), eps_for(n, 3, 30), Precision::Float32);
+    cuda::set_count_forced_path(1);
+    const char* names[] = {"tuning.h", "512x8", "512x4", "128x8", "256x4", "256x8 FSETP"};
+    for (int v = 0; v <= 5; ++v) {
+      cuda::set_tile_variant(v);
+      uint64_t cnt = 0;
+      Sample s = measure(runs, [&](Control& c) { cnt = gpu->pair_count(cp, c); });
+      snprintf(notes, sizeof notes, "variant %d %s count=%llu", v, names[v],
+               (unsigned long long)cnt);
+      row("count tiles f32", n, runs, s, all, notes);
+    }
+    cuda::set_tile_variant(0);
+    auto cp64 = make_pair_count(pts.view(), eps_for(n, 3, 30), Precision::Float64);
+    uint64_t cnt = 0;
+    Sample s = measure(runs, [&](Control& c) { cnt = gpu->pair_count(cp64, c); });
+    snprintf(notes, sizeof notes, "count=%llu", (unsigned long long)cnt);
+    row("count tiles f64", n, runs, s, all, notes);
+    cuda::set_count_forced_path(0);
+  }
+  {
+    SdhProblem sp;
+    sp.pts = pts.view();
+    sp.prec = Precision::Float64;
+    sp.params = make_sdh_params(500, 0, false, compute_bounds(sp.pts), sp.prec);
+    Sample s = measure(runs, [&](Control& c) { gpu->sdh(sp, c); });
+    snprintf(notes, sizeof notes, "500 buckets copies=%d", s.copies);
+    row("sdh f64", n, runs, s, all, notes);
+  }
 }
 
 }  // namespace
@@ -304,6 +425,8 @@ int main(int argc, char** argv) {
       bench_privatization(gpu, argc > 3 ? size_t(atof(argv[3])) : 100000, runs);
     } else if (mode == "configs") {
       bench_configs(gpu, runs);
+    } else if (mode == "issue4") {
+      bench_issue4(gpu, runs);
     } else if (mode == "paths") {
       bench_paths(gpu, runs);
     } else {

@@ -27,6 +27,21 @@
 
 using namespace gpu2bs;
 
+namespace gpu2bs {
+namespace cuda {
+// kernels/sdh.cu (not in host_api.h): the float32 fast SDH path (issue 4).
+bool sdh_last_fast();
+bool sdh_last_shared_thresholds();
+void sdh_force_layout(int layout);  // 0 model, 1 thresholds per copy, 2 shared thresholds
+// Mismatches of the fast bucket function against sdh_bucket over all 2^32 bit patterns of d2
+// (-1: the fast path does not apply to these parameters); *first_bits = the smallest mismatch.
+// d2max > 0: the unclamped variant, its table sized for d2 <= d2max, checked on those d2 (-2:
+// that variant does not apply).
+long long sdh_fast_check_all(int nb, float inv_w, bool clamp, unsigned* first_bits,
+                             double d2max = 0);
+}  // namespace cuda
+}  // namespace gpu2bs
+
 namespace {
 
 using Clock = std::chrono::steady_clock;
@@ -365,6 +380,95 @@ TEST(Sdh, EveryPrivatizationGivesTheSameHistogram) {
                                << " (used " << used << "): " << first_diff(g, want);
       }
     }
+}
+
+// The float32 fast path (thresholds + approximate square root) against sdh_bucket, for every
+// float d2 (all 2^32 bit patterns: +0, denormals, every value at and around every threshold,
+// +inf, NaNs, negatives), over bucket counts and widths: derived from boxes, explicit, random,
+// the largest 1/width the path accepts (2^40) and 0 (all points equal).
+TEST(SdhFastBucket, EveryFloat) {
+  REQUIRE_GPU();
+  std::mt19937_64 rng(77);
+  std::uniform_real_distribution<double> lg(-6.0, 9.0);
+  int checked = 0;
+  auto t0 = Clock::now();
+  for (int nb : {1, 2, 3, 7, 10, 30, 50, 57, 100, 500, 1000, 5000, 50000, 65536}) {
+    std::vector<float> invs = {float(nb / std::sqrt(3.0)), float(nb / (8 * std::sqrt(3.0))),
+                               float(nb / (8 * std::sqrt(2.0))), 1.0f, 100.0f,
+                               float(std::pow(10.0, lg(rng))), float(std::pow(10.0, lg(rng)))};
+    if (nb == 1 || nb == 500 || nb == 65536) {
+      invs.push_back(1099511627776.0f);  // 2^40
+      invs.push_back(0.0f);
+    }
+    for (float inv_w : invs)
+      for (bool clamp : {true, false}) {
+        const int cap = clamp ? nb - 1 : nb;
+        // 0: clamped variant, every d2; then unclamped with the largest d2 just past the last
+        // bucket and well past it
+        const double d2maxes[3] = {0, inv_w > 0 ? std::pow((cap + 0.5) / inv_w, 2) : 1e30,
+                                   inv_w > 0 ? std::pow((cap * 1.2 + 10) / inv_w, 2) : 1e30};
+        for (double d2max : d2maxes) {
+          unsigned first = 0;
+          const long long bad = cuda::sdh_fast_check_all(nb, inv_w, clamp, &first, d2max);
+          if (bad == -2) continue;  // unclamped variant not applicable (too far past)
+          ASSERT_GE(bad, 0) << "fast path refused nb=" << nb << " inv_w=" << inv_w;
+          EXPECT_EQ(bad, 0) << "nb=" << nb << " inv_w=" << inv_w << " clamp=" << clamp
+                            << " d2max=" << d2max << ": first mismatch at d2 bits 0x" << std::hex
+                            << first << " (" << __builtin_bit_cast(float, first) << ")";
+          ++checked;
+        }
+      }
+  }
+  // Outside the proven range the path must refuse (the exact kernel runs instead).
+  EXPECT_EQ(cuda::sdh_fast_check_all(65537, 1.0f, true, nullptr), -1);
+  EXPECT_EQ(cuda::sdh_fast_check_all(10, 2199023255552.0f, true, nullptr), -1);
+  printf("%d configurations x 2^32 values of d2 in %.2f s\n", checked,
+         std::chrono::duration<double>(Clock::now() - t0).count());
+}
+
+// The differential tests above run the fast path for float32 up to 65536 buckets when the
+// thresholds and one copy fit in shared memory: check that it is taken, and on edges.
+TEST(SdhFastBucket, TakenAndEqualOnEdges) {
+  REQUIRE_GPU();
+  auto pts = ref::uniform(20000, 3, 91);
+  for (int nb : {1, 10, 500, 5000}) {
+    sdh_case(pts, Precision::Float32, nb, 0, false, "fast nb=" + std::to_string(nb));
+    EXPECT_TRUE(cuda::sdh_last_fast()) << nb;
+    sdh_case(pts, Precision::Float32, nb, 0.7 / nb, false,
+             "fast explicit nb=" + std::to_string(nb));
+    EXPECT_TRUE(cuda::sdh_last_fast()) << nb;
+  }
+  // integer lattice, width 1 and 0.5: distances exactly on bucket edges
+  sdh_case(lattice(30000, 3, 12, 20), Precision::Float32, 40, 1.0, false, "lattice width 1");
+  EXPECT_TRUE(cuda::sdh_last_fast());
+  sdh_case(lattice(30000, 2, 13, 64), Precision::Float32, 200, 0.5, false, "lattice width 0.5");
+  EXPECT_TRUE(cuda::sdh_last_fast());
+  sdh_case(lattice(30000, 3, 14, 20), Precision::Float32, 35, 0, false, "lattice derived");
+  EXPECT_TRUE(cuda::sdh_last_fast());
+  // 50000 buckets: the thresholds do not fit, the exact kernel runs
+  sdh_case(pts, Precision::Float32, 50000, 0, false, "nb=50000");
+  EXPECT_FALSE(cuda::sdh_last_fast());
+  // both layouts (thresholds per copy, one shared table), every copy count, clamp or not
+  auto small = ref::uniform(4000, 3, 92);
+  for (int layout : {1, 2})
+    for (int nb : {7, 500, 3000})
+      for (int copies : {1, 4, 32})
+        for (double w : {0.0, 0.9 / nb}) {
+          cuda::sdh_force_layout(layout);
+          cuda::set_sdh_forced_copies(copies);
+          auto g = run_sdh(gpu(), small, Precision::Float32, nb, w);
+          const bool fast = cuda::sdh_last_fast(), sh = cuda::sdh_last_shared_thresholds();
+          const int used = cuda::last_run().sdh_copies;
+          cuda::set_sdh_forced_copies(0);
+          cuda::sdh_force_layout(0);
+          auto c = run_sdh(cpu(), small, Precision::Float32, nb, w);
+          EXPECT_TRUE(g == c) << "layout " << layout << " nb " << nb << " copies " << copies
+                              << " (used " << used << ") w " << w << ": " << first_diff(g, c);
+          if (used == copies) {
+            EXPECT_TRUE(fast);
+            EXPECT_EQ(sh, layout == 2);
+          }
+        }
 }
 
 // ---- pair count ------------------------------------------------------------------------------
