@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Runs on the GPU machine (device tool), from the repository root, with .device (PostgreSQL
 # bundle + the extension staged by `make install DESTDIR=$PWD/.device/stage`), .devdata (real
-# data CSVs) and .whl (psycopg wheels) carried. Steps, each logged under $OUT:
+# data: stars3d.csv.gz, atoms.csv.gz from build/data) and .whl (psycopg wheels) carried. Steps, each logged under $OUT:
 #   1. pg_regress suite with gpu2bs.device = gpu
 #   2. reliability tests (pytest) with gpu2bs.device = gpu
 #   3. CPU vs GPU differential test inside PostgreSQL on random and real data
@@ -49,8 +49,8 @@ CREATE TABLE stars (id bigint PRIMARY KEY, x float8, y float8, z float8);
 CREATE TABLE atoms (id bigint PRIMARY KEY, x float8, y float8, z float8);
 CREATE TABLE u2 (id bigint PRIMARY KEY, x float8, y float8);
 SQL
-  psql -X -q -c "\copy stars FROM '.devdata/stars3d.csv' WITH (FORMAT csv, HEADER true)" \
-             -c "\copy atoms FROM '.devdata/atoms.csv' WITH (FORMAT csv, HEADER true)"
+  psql -X -q -c "\copy stars FROM PROGRAM 'gzip -dc .devdata/stars3d.csv.gz' WITH (FORMAT csv, HEADER true)" \
+             -c "\copy atoms FROM PROGRAM 'gzip -dc .devdata/atoms.csv.gz' WITH (FORMAT csv, HEADER true)"
   python3 test/data/prepare.py synth --out /tmp --n 1000000 --dims 2 --dist uniform --seed 1 --file u2.csv >/dev/null
   python3 test/data/prepare.py synth --out /tmp --n 1000000 --dims 2 --dist exponential --lambda 40 --seed 1 --file e2.csv >/dev/null
   psql -X -q -c "DROP TABLE IF EXISTS e2" -c "CREATE TABLE e2 (id bigint PRIMARY KEY, x float8, y float8)" \
