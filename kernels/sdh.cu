@@ -397,6 +397,24 @@ void sdh_fast_copies(Call& call, const TileArgs<float>& args, int C,
 
 // The float32 fast path with B threads x RT points; false (nothing done) when it does not apply
 // (bucket count, width, or one copy with its thresholds does not fit in shared memory).
+// The machine the privatization model sees: this device's facts and the blocks per SM that
+// `kernel`'s registers allow at `threads` threads per block.
+template <typename K>
+PrivMachine priv_machine(K kernel, int threads) {
+  const auto& f = device_facts();
+  PrivMachine m;
+  m.sms = f.sms;
+  m.smem_per_sm = f.smem_per_sm;
+  m.smem_per_block_optin = f.smem_per_block_optin;
+  m.smem_reserved = f.smem_reserved;
+  m.max_threads_per_sm = f.prop.maxThreadsPerMultiProcessor;
+  m.max_blocks_per_sm = f.prop.maxBlocksPerMultiProcessor;
+  int regs_bps = 0;
+  G2_CUDA(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&regs_bps, kernel, threads, 0));
+  m.reg_blocks_per_sm = std::max(1, regs_bps);
+  return m;
+}
+
 template <int D, int B, int RT>
 bool sdh_fast(Call& call, const SdhProblem& p, float* const* c, unsigned long long* hist) {
   constexpr int TILE = B * RT;
@@ -411,18 +429,7 @@ bool sdh_fast(Call& call, const SdhProblem& p, float* const* c, unsigned long lo
   const bool use_clamp = entries == 0;
   if (use_clamp) entries = cap + 1;
   const size_t tile_bytes = sizeof(float) * D * TILE;
-  const auto& f = device_facts();
-  PrivMachine m;
-  m.sms = f.sms;
-  m.smem_per_sm = f.smem_per_sm;
-  m.smem_per_block_optin = f.smem_per_block_optin;
-  m.smem_reserved = f.smem_reserved;
-  m.max_threads_per_sm = f.prop.maxThreadsPerMultiProcessor;
-  m.max_blocks_per_sm = f.prop.maxBlocksPerMultiProcessor;
-  int regs_bps = 0;
-  G2_CUDA(cudaOccupancyMaxActiveBlocksPerMultiprocessor(
-      &regs_bps, tile_kernel<float, D, B, RT, SdhFastOp<32, true, false>>, B, 0));
-  m.reg_blocks_per_sm = std::max(1, regs_bps);
+  PrivMachine m = priv_machine(tile_kernel<float, D, B, RT, SdhFastOp<32, true, false>>, B);
   // The model's "buckets" of one copy: thresholds and counters of every entry (thresholds per
   // copy), or the counters only, with one threshold table beside the tile (shared). Thresholds
   // per copy while the model keeps kSdhFastMinReplicatedCopies or more copies, else shared
@@ -483,17 +490,7 @@ void sdh_tiles_op(Call& call, const SdhProblem& p, T* const* c, unsigned long lo
   auto kg = tile_kernel<T, D, B, RT, SdhOp<T, true, NOCALL>>;
   // Output privatization: the model picks global memory or the number of shared copies.
   const size_t tile_bytes = sizeof(T) * D * TILE;
-  const auto& f = device_facts();
-  PrivMachine m;
-  m.sms = f.sms;
-  m.smem_per_sm = f.smem_per_sm;
-  m.smem_per_block_optin = f.smem_per_block_optin;
-  m.smem_reserved = f.smem_reserved;
-  m.max_threads_per_sm = f.prop.maxThreadsPerMultiProcessor;
-  m.max_blocks_per_sm = f.prop.maxBlocksPerMultiProcessor;
-  int regs_bps = 0;
-  G2_CUDA(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&regs_bps, ks, B, 0));
-  m.reg_blocks_per_sm = std::max(1, regs_bps);
+  PrivMachine m = priv_machine(ks, B);
   const PrivChoice ch =
       choose_privatization(nb, B, tile_bytes, double(n) / RT, m, sdh_forced_copies());
   last_run().sdh_copies = ch.global ? 0 : ch.copies;
