@@ -43,9 +43,10 @@ int sdh_forced_copies();
 // Bench/test hook: forces the pair count path (0 = cost rule, 1 = tiles, 2 = grid).
 void set_count_forced_path(int path);
 int count_forced_path();
-// Bench hook: launch configuration of the 3-D float32 tile kernels (0 = tuning.h; SDH
-// 1..4 = 512x1, 1024x1, 256x2, 512x4 threads x register points; pair count 1..4 = 1024x4,
-// 512x2, 256x4, 512x8).
+// Bench hook: launch configuration of the 3-D float32 tile kernels (0 = tuning.h). SDH:
+// 1..4 = fast path with 512x2, 1024x1, 512x4, 256x4 threads x register points, 5 = exact path
+// (the kernel before issue 4), 6 = fast path with the bucket clamp, 7 = exact path 1024x2.
+// Pair count: 1..4 = 512x8, 512x4, 128x8, 256x4; 5 = 256x8 with FSETP counting (no carry chain).
 void set_tile_variant(int v);
 int tile_variant();
 // Bench/test hook: builds every grid on the host (gpu2bs::Grid), as when the cell key needs
