@@ -347,7 +347,13 @@ class CpuEngine final : public Engine {
     const std::vector<uint32_t>& order_b = gridb.order();
     // A join that may exceed max_pairs is counted first (an order of magnitude cheaper than
     // emitting), so a runaway join fails in seconds instead of after filling the tuplestore.
-    if (p.max_pairs) {
+    // Cheap bound first: no item meets more than 3^d cells of at most max_cell points each.
+    uint64_t max_cell = 0, reach = 1;
+    for (size_t c = 0; c < gridb.num_cells(); ++c)
+      max_cell = std::max<uint64_t>(max_cell, gridb.cell_end(c) - gridb.cell_begin(c));
+    for (int k = 0; k < p.a.dims; ++k) reach *= 3;
+    const bool may_exceed = p.max_pairs && double(p.a.n) * double(reach) * double(max_cell) > double(p.max_pairs);
+    if (may_exceed) {
       uint64_t bound = 0;
       for (const JoinItem& ji : items) {
         uint64_t rows = ji.r1 - ji.r0, around = 0;
