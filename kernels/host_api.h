@@ -49,6 +49,18 @@ int count_forced_path();
 // Pair count: 1..4 = 512x8, 512x4, 128x8, 256x4; 5 = 256x8 with FSETP counting (no carry chain).
 void set_tile_variant(int v);
 int tile_variant();
+// Test/bench hooks of the float32 fast SDH path (issue 4, kernels/sdh.cu): whether the last SDH
+// call on this thread took it and with one shared threshold table; forcing the layout (0 model,
+// 1 thresholds per copy, 2 shared thresholds).
+bool sdh_last_fast();
+bool sdh_last_shared_thresholds();
+void sdh_force_layout(int layout);
+// Mismatches of the fast bucket function against sdh_bucket over all 2^32 bit patterns of d2
+// (-1: the fast path does not apply to these parameters); *first_bits = the smallest mismatch.
+// d2max > 0: the unclamped variant, its table sized for d2 <= d2max, checked on those d2 (-2:
+// that variant does not apply).
+long long sdh_fast_check_all(int nb, float inv_w, bool clamp, unsigned* first_bits,
+                             double d2max = 0);
 // Bench/test hook: builds every grid on the host (gpu2bs::Grid), as when the cell key needs
 // more than 64 bits.
 void set_force_host_grid(bool on);

@@ -30,14 +30,6 @@
 
 using namespace gpu2bs;
 
-namespace gpu2bs {
-namespace cuda {
-// kernels/sdh.cu (not in host_api.h): whether the last SDH call took the float32 fast path.
-bool sdh_last_fast();
-bool sdh_last_shared_thresholds();
-void sdh_force_layout(int layout);  // 0 model, 1 thresholds per copy, 2 shared thresholds
-}  // namespace cuda
-}  // namespace gpu2bs
 
 namespace {
 

@@ -27,20 +27,6 @@
 
 using namespace gpu2bs;
 
-namespace gpu2bs {
-namespace cuda {
-// kernels/sdh.cu (not in host_api.h): the float32 fast SDH path (issue 4).
-bool sdh_last_fast();
-bool sdh_last_shared_thresholds();
-void sdh_force_layout(int layout);  // 0 model, 1 thresholds per copy, 2 shared thresholds
-// Mismatches of the fast bucket function against sdh_bucket over all 2^32 bit patterns of d2
-// (-1: the fast path does not apply to these parameters); *first_bits = the smallest mismatch.
-// d2max > 0: the unclamped variant, its table sized for d2 <= d2max, checked on those d2 (-2:
-// that variant does not apply).
-long long sdh_fast_check_all(int nb, float inv_w, bool clamp, unsigned* first_bits,
-                             double d2max = 0);
-}  // namespace cuda
-}  // namespace gpu2bs
 
 namespace {
 
