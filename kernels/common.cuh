@@ -67,6 +67,11 @@ class Call {
 
   Control& ctl;
   cudaStream_t stream() const { return stream_; }
+  // Extra stream k (0 <= k < kExtraStreams) of the call, created on first use; the destructor
+  // synchronizes it before anything is freed. Work on it is ordered after the main stream's
+  // only where the caller says so (events).
+  static constexpr int kExtraStreams = 3;
+  cudaStream_t extra_stream(int k);
 
   // Device array of n elements (uninitialized); nullptr for n == 0.
   template <typename T>
@@ -101,6 +106,7 @@ class Call {
 
  private:
   cudaStream_t stream_ = nullptr;
+  cudaStream_t extra_[kExtraStreams] = {nullptr, nullptr, nullptr};
   size_t limit_ = 0;
   size_t used_ = 0;
   struct Alloc {

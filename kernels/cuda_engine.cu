@@ -93,8 +93,10 @@ Call::Call(Control& c) : ctl(c) {
 }
 
 Call::~Call() {
-  // Nothing may still run when the buffers go: wait for the stream (errors are moot here).
+  // Nothing may still run when the buffers go: wait for the streams (errors are moot here).
   if (stream_) (void)cudaStreamSynchronize(stream_);
+  for (auto s : extra_)
+    if (s) (void)cudaStreamSynchronize(s);
   for (auto& a : dev_) {
     (void)cudaFree(a.p);
     g_bytes_in_use -= a.bytes;
@@ -105,7 +107,15 @@ Call::~Call() {
     g_stage_busy = false;
   }
   for (auto e : events_) (void)cudaEventDestroy(e);
+  for (auto s : extra_)
+    if (s) (void)cudaStreamDestroy(s);
   if (stream_) (void)cudaStreamDestroy(stream_);
+}
+
+cudaStream_t Call::extra_stream(int k) {
+  if (k < 0 || k >= kExtraStreams) throw Error(ErrorCode::Internal, "no such extra stream");
+  if (!extra_[k]) G2_CUDA(cudaStreamCreateWithFlags(&extra_[k], cudaStreamNonBlocking));
+  return extra_[k];
 }
 
 void* Call::alloc_bytes(size_t bytes, const char* what) {
@@ -170,6 +180,8 @@ cudaEvent_t Call::event(bool timing) {
 
 [[noreturn]] void Call::interrupted() {
   (void)cudaStreamSynchronize(stream_);
+  for (auto s : extra_)
+    if (s) (void)cudaStreamSynchronize(s);
   throw Error(ErrorCode::Interrupted, "interrupted");
 }
 

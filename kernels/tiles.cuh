@@ -174,9 +174,11 @@ __global__ void __launch_bounds__(B) tile_kernel(TileArgs<T> args, typename Op::
 }
 
 // Runs a tile kernel over all tile pairs of n points in slices of about kSliceTargetMs (sized
-// from the measured rate of the previous slices), two slices in flight, polling for cancel.
-// `pairs_per_item` = TILE^2; a block's work per slice stays below 2^32 pairs so 32-bit private
-// counters cannot overflow.
+// from the measured rate of the previous slices), two slices in flight on two streams so the
+// next slice's blocks fill the SMs the previous slice's last blocks leave idle (no tail between
+// slices), polling for cancel between launches. `pairs_per_item` = TILE^2; a block's work per
+// slice stays below 2^32 pairs so 32-bit private counters cannot overflow. The Op's outputs
+// are global atomics, so overlapping slices are safe.
 template <typename T, typename P>
 void run_tiles(Call& call, void (*kernel)(TileArgs<T>, P), int threads, int tile, size_t smem,
                TileArgs<T> args, const P& prm, double guess_pairs_per_s) {
@@ -201,14 +203,24 @@ void run_tiles(Call& call, void (*kernel)(TileArgs<T>, P), int threads, int tile
     return std::max(1LL, std::min<long long>(max_items, (long long)std::min(v, 9e18)));
   };
   long long slice = clamp_items(guess_pairs_per_s * target_s / pairs_per_item);
+  // Slices alternate between the main stream and an extra stream; the extra stream starts
+  // after what the main stream holds (uploads), and the main stream resumes after both.
+  const cudaStream_t streams[2] = {call.stream(), call.extra_stream(0)};
+  const cudaEvent_t t_start = call.event(true);
+  G2_CUDA(cudaEventRecord(t_start, streams[0]));
+  G2_CUDA(cudaStreamWaitEvent(streams[1], t_start, 0));
+  // Three event slots for at most two slices in flight: a slice's rate is measured from the
+  // previous slice's end to its own end (with overlap, its start event says nothing).
   struct Slot {
-    cudaEvent_t start, end;
+    cudaEvent_t end;
     long long items;
   };
-  cudaEvent_t evs[4] = {call.event(true), call.event(true), call.event(true), call.event(true)};
+  cudaEvent_t evs[3] = {call.event(true), call.event(true), call.event(true)};
   std::deque<Slot> inflight;
-  int next_slot = 0;
+  int n_launched = 0;
   long long next = 0;
+  cudaEvent_t prev_end = t_start;
+  float span_ms = 0;
   auto t0 = Clock::now();
   while (next < total || !inflight.empty()) {
     if (next < total && inflight.size() < 2) {
@@ -219,23 +231,25 @@ void run_tiles(Call& call, void (*kernel)(TileArgs<T>, P), int threads, int tile
       args.item0 = next;
       args.count = cnt;
       args.per_block = per_block;
-      Slot s{evs[2 * next_slot], evs[2 * next_slot + 1], cnt};
-      next_slot ^= 1;
-      G2_CUDA(cudaEventRecord(s.start, call.stream()));
-      kernel<<<unsigned(grid), threads, smem, call.stream()>>>(args, prm);
+      const cudaStream_t st = streams[n_launched & 1];
+      Slot s{evs[n_launched % 3], cnt};
+      kernel<<<unsigned(grid), threads, smem, st>>>(args, prm);
       G2_CUDA_LAUNCH("tile kernel launch");
-      G2_CUDA(cudaEventRecord(s.end, call.stream()));
+      G2_CUDA(cudaEventRecord(s.end, st));
       inflight.push_back(s);
       next += cnt;
+      ++n_launched;
       ++lr.launches;
       continue;
     }
     Slot s = inflight.front();
     inflight.pop_front();
     call.wait(s.end);
-    float ms = 0;
-    G2_CUDA(cudaEventElapsedTime(&ms, s.start, s.end));
-    lr.kernel_ms += ms;
+    float ms = 0, span = 0;
+    G2_CUDA(cudaEventElapsedTime(&ms, prev_end, s.end));
+    G2_CUDA(cudaEventElapsedTime(&span, t_start, s.end));
+    span_ms = std::max(span_ms, span);
+    prev_end = s.end;
     // Next slices from the measured rate (at most 4x change per step).
     if (ms > 0.05) {
       const double want = double(s.items) * (cuda_tuning::kSliceTargetMs / double(ms));
@@ -244,6 +258,11 @@ void run_tiles(Call& call, void (*kernel)(TileArgs<T>, P), int threads, int tile
       slice = clamp_items(double(slice) * 4);
     }
   }
+  // Later work on the main stream (the result download) comes after the extra stream's slices.
+  const cudaEvent_t joined = call.event();
+  G2_CUDA(cudaEventRecord(joined, streams[1]));
+  G2_CUDA(cudaStreamWaitEvent(streams[0], joined, 0));
+  lr.kernel_ms += span_ms;
   call.ctl.stats.kernel_s += seconds_since(t0);
 }
 

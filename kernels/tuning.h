@@ -54,16 +54,17 @@ constexpr int kCountThreadsF64 = 512;
 constexpr int kCountRegPointsF64 = 4;
 
 // Target length of one kernel slice, in milliseconds: a cancel is seen within about one slice
-// (results/2026-11-22-h100-test_gpu.log, Cancel: 28-34 ms after the interrupt), and launch
-// gaps cost < 0.2 % (results/2026-11-22-h100-bench-full.txt: SDH N = 4e6, 467 slices, kernel
-// 9287 ms of a 9301 ms call).
+// (results/2026-11-22-h100-test_gpu.log, Cancel: 28-34 ms after the interrupt). Two slices are
+// in flight on two streams, so a slice's tail overlaps the next slice (tiles.cuh run_tiles);
+// with one stream each slice boundary left the SMs of early-finishing blocks idle (~1 % of
+// the pair count kernel at N = 2^20: 3.96e12 pairs/s, issue4-bench).
 constexpr double kSliceTargetMs = 20.0;
-// First slice before any measurement: pairs per second assumed, below the measured rates
-// (bench full: SDH 4.7e11 (f64) - 8.6e11 (f32), count tiles 1.9e12; issue 4 raised float32 to
-// 1.1e12 - 2.2e12 and 4.0e12, which only makes the first slice shorter), so the first slice is
-// short and the following ones are sized from it.
-constexpr double kSdhGuessPairsPerSec = 1e11;
-constexpr double kCountGuessPairsPerSec = 3e11;
+// First slice before any measurement: pairs per second assumed, at or below the slowest
+// measured rate of each kernel family (issue4-bench: SDH float32 1.1e12 - 2.2e12, float64
+// exact 4.7e11 at bench full; pair count float32 4.0e12, float64 2.2e12), so the first slice
+// is at most ~20 ms (float64 SDH) and the following ones are sized from measured rates.
+constexpr double kSdhGuessPairsPerSec = 5e11;
+constexpr double kCountGuessPairsPerSec = 2e12;
 
 // --- output privatization model (framework paper 3.3.2, re-fitted to H100) ------------------
 // Fit from test/bench/results/2026-11-22-h100-privatization.txt (SDH 3-D float32, N = 1e5,

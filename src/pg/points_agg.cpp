@@ -169,6 +169,7 @@ Datum gpu2bs_points_combine(PG_FUNCTION_ARGS) {
   for (int k = 0; k < a->dims && b->n > 0; ++k)
     memcpy(a->coord[k] + a->n, b->coord[k], Size(b->n) * sizeof(double));
   a->n += b->n;
+  a->first_row = Min(a->first_row, b->first_row);  // the scan began with the earliest part
   PG_RETURN_POINTER(a);
 }
 
@@ -188,6 +189,7 @@ Datum gpu2bs_points_serialize(PG_FUNCTION_ARGS) {
   pq_sendbyte(&buf, st->has_param ? 1 : 0);
   pq_sendfloat8(&buf, st->param);
   pq_sendint64(&buf, st->n);
+  pq_sendint64(&buf, st->first_row);
   for (int k = 0; k < st->dims; ++k) pq_sendbytes(&buf, (const char*)st->coord[k], int(st->n * sizeof(double)));
   PG_RETURN_BYTEA_P(pq_endtypsend(&buf));
 }
@@ -206,6 +208,7 @@ Datum gpu2bs_points_deserialize(PG_FUNCTION_ARGS) {
   bool has_param = pq_getmsgbyte(&buf) != 0;
   double param = pq_getmsgfloat8(&buf);
   int64 n = pq_getmsgint64(&buf);
+  TimestampTz first_row = pq_getmsgint64(&buf);
   if (dims < 2 || dims > 3 || n < 0)
     ereport(ERROR, (errcode(ERRCODE_DATA_CORRUPTED), errmsg("invalid gpu2bs aggregate state")));
   PointsState* st = gpu2bs::pg::new_state(CurrentMemoryContext, dims, nbuckets, has_param, param);
@@ -213,6 +216,7 @@ Datum gpu2bs_points_deserialize(PG_FUNCTION_ARGS) {
   for (int k = 0; k < dims && n > 0; ++k)
     memcpy(st->coord[k], pq_getmsgbytes(&buf, int(n * sizeof(double))), Size(n) * sizeof(double));
   st->n = n;
+  st->first_row = first_row;
   pq_getmsgend(&buf);
   PG_RETURN_POINTER(st);
 }
