@@ -2,6 +2,8 @@
 // ereports with an SQLSTATE, raised after every C++ frame below has unwound.
 #include "pg.h"
 
+#include <sys/mman.h>
+
 #include <cstdio>
 #include <new>
 
@@ -102,6 +104,17 @@ void call_at_boundary(void (*fn)(void*), void* arg) {
     pg_error = describe_current(&err);
   }
   raise(err, pg_error);
+}
+
+void* alloc_big(MemoryContext ctx, Size bytes) {
+  void* p = MemoryContextAllocExtended(ctx, bytes, MCXT_ALLOC_HUGE);
+#ifdef MADV_HUGEPAGE
+  const uintptr_t huge = uintptr_t(2) << 20;
+  const uintptr_t lo = (uintptr_t(p) + huge - 1) & ~(huge - 1);
+  const uintptr_t hi = (uintptr_t(p) + bytes) & ~(huge - 1);
+  if (hi > lo) (void)madvise(reinterpret_cast<void*>(lo), hi - lo, MADV_HUGEPAGE);
+#endif
+  return p;
 }
 
 }  // namespace pg

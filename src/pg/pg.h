@@ -51,6 +51,11 @@ Datum invoke(PGFunction impl, FunctionCallInfo fcinfo);
 // The same for a callback that is not an SQL function (executor hooks): runs fn(arg).
 void call_at_boundary(void (*fn)(void*), void* arg);
 
+// A huge allocation (may exceed 1 GB) in `ctx` whose 2 MB-aligned interior is advised to use
+// transparent huge pages: large point arrays and spools are written once right after, and with
+// 4 KB pages that first write is mostly page faults. PostgreSQL code (may ereport).
+void* alloc_big(MemoryContext ctx, Size bytes);
+
 }  // namespace pg
 }  // namespace gpu2bs
 

@@ -76,13 +76,14 @@ AttrNumber primary_key_column(Relation rel) {
 // Builds the SELECT that reads `relid` (key and coordinates, schema-qualified and quoted, so
 // names cannot inject SQL and search_path plays no part). `coords` may be NULL (default rule).
 char* build_query(Oid relid, ArrayType* coords, const char* id_name, int* dims_out,
-                  const char** relname_out) {
+                  const char** relname_out, int64* expect_out) {
   // try_relation_open: a stale OID (a dropped relation) is 42P01, not an internal error.
   Relation rel = try_relation_open(relid, AccessShareLock);
   if (!rel)
     ereport(ERROR, (errcode(ERRCODE_UNDEFINED_TABLE),
                     errmsg("relation with OID %u does not exist", relid)));
   char kind = rel->rd_rel->relkind;
+  *expect_out = rel->rd_rel->reltuples > 0 ? int64(std::min<double>(rel->rd_rel->reltuples, 4e9)) : 0;
   const char* relname = quote_qualified_identifier(get_namespace_name(RelationGetNamespace(rel)),
                                                    RelationGetRelationName(rel));
   if (kind != RELKIND_RELATION && kind != RELKIND_VIEW && kind != RELKIND_MATVIEW &&
@@ -162,61 +163,88 @@ char* build_query(Oid relid, ArrayType* coords, const char* id_name, int* dims_o
   return q.data;
 }
 
-// Reads the rows through an SPI cursor into `out` (allocated in `ctx`); skips rows with a NULL
-// key or coordinate and refuses NaN or infinite coordinates, naming the column.
+// Grows the arrays of `out` (allocated in `ctx`) to hold at least `need` rows.
+void grow_points(RelPoints* out, MemoryContext ctx, int64 need) {
+  int64 cap = out->cap ? out->cap : 16384;
+  while (cap < need) cap *= 2;
+  if (cap > int64(UINT32_MAX) + 1)
+    ereport(ERROR, (errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+                    errmsg("too many rows in %s for a similarity join", out->relname)));
+  // New arrays (huge-page advised before the first write), the rows so far copied over.
+  auto move = [&](void* old, Size elem) {
+    void* p = alloc_big(ctx, Size(cap) * elem);
+    if (old) {
+      memcpy(p, old, Size(out->n) * elem);
+      pfree(old);
+    }
+    return p;
+  };
+  out->ids = (int64*)move(out->ids, sizeof(int64));
+  for (int k = 0; k < out->dims; ++k) out->coord[k] = (double*)move(out->coord[k], sizeof(double));
+  out->cap = cap;
+}
+
+// Receives the query's rows straight from the executor (no SPI tuple table, no tuple copies).
+struct PointsReceiver {
+  DestReceiver pub;  // first member: the executor sees a DestReceiver
+  RelPoints* out;
+  MemoryContext ctx;
+};
+
+// One row (key, coordinates...): skipped when any is NULL, refused when a coordinate is NaN or
+// infinite (naming the column), else appended.
+bool receive_point(TupleTableSlot* slot, DestReceiver* self) {
+  PointsReceiver* r = (PointsReceiver*)self;
+  RelPoints* out = r->out;
+  slot_getallattrs(slot);
+  if (slot->tts_isnull[0]) return true;
+  double v[kMaxDims];
+  for (int k = 0; k < out->dims; ++k) {
+    if (slot->tts_isnull[1 + k]) return true;
+    v[k] = DatumGetFloat8(slot->tts_values[1 + k]);
+  }
+  for (int k = 0; k < out->dims; ++k)
+    if (!std::isfinite(v[k]))
+      ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+                      errmsg("column \"%s\" of %s has a non-finite value",
+                             NameStr(TupleDescAttr(slot->tts_tupleDescriptor, 1 + k)->attname), out->relname),
+                      errdetail("The row with key " INT64_FORMAT " has %s; NaN and infinite coordinates are not accepted.",
+                                DatumGetInt64(slot->tts_values[0]), std::isnan(v[k]) ? "NaN" : "an infinite value")));
+  if (out->n == out->cap) grow_points(out, r->ctx, out->n + 1);
+  out->ids[out->n] = DatumGetInt64(slot->tts_values[0]);
+  for (int k = 0; k < out->dims; ++k) out->coord[k][out->n] = v[k];
+  out->n++;
+  return true;
+}
+
+// DestReceiver callbacks with nothing to do.
+void receiver_startup(DestReceiver*, int, TupleDesc) {}
+void receiver_noop(DestReceiver*) {}
+
+// Runs `query` through SPI as the calling user (privileges and row-level security apply) with
+// its rows streamed into `out` (allocated in `ctx`) by a DestReceiver.
 void read_points(const char* query, MemoryContext ctx, RelPoints* out) {
   SPIPlanPtr plan = SPI_prepare(query, 0, nullptr);
   if (!plan) elog(ERROR, "SPI_prepare failed for \"%s\": %s", query, SPI_result_code_string(SPI_result));
-  Portal portal = SPI_cursor_open(nullptr, plan, nullptr, nullptr, true);
-  for (;;) {
-    SPI_cursor_fetch(portal, true, 10000);
-    uint64 got = SPI_processed;
-    if (got == 0) break;
-    SPITupleTable* tt = SPI_tuptable;
-    if (out->n + int64(got) > out->cap) {
-      int64 cap = out->cap ? out->cap : 16384;
-      while (cap < out->n + int64(got)) cap *= 2;
-      if (cap > int64(UINT32_MAX) + 1)
-        ereport(ERROR, (errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
-                        errmsg("too many rows in %s for a similarity join", out->relname)));
-      MemoryContext old = MemoryContextSwitchTo(ctx);
-      out->ids = out->ids ? (int64*)repalloc_huge(out->ids, Size(cap) * sizeof(int64))
-                          : (int64*)palloc_extended(Size(cap) * sizeof(int64), MCXT_ALLOC_HUGE);
-      for (int k = 0; k < out->dims; ++k)
-        out->coord[k] = out->coord[k] ? (double*)repalloc_huge(out->coord[k], Size(cap) * sizeof(double))
-                                      : (double*)palloc_extended(Size(cap) * sizeof(double), MCXT_ALLOC_HUGE);
-      MemoryContextSwitchTo(old);
-      out->cap = cap;
-    }
-    for (uint64 r = 0; r < got; ++r) {
-      HeapTuple tup = tt->vals[r];
-      bool isnull;
-      Datum idd = SPI_getbinval(tup, tt->tupdesc, 1, &isnull);
-      if (isnull) continue;
-      double v[kMaxDims];
-      bool skip = false;
-      for (int k = 0; k < out->dims && !skip; ++k) {
-        Datum d = SPI_getbinval(tup, tt->tupdesc, 2 + k, &isnull);
-        if (isnull) {
-          skip = true;
-          break;
-        }
-        v[k] = DatumGetFloat8(d);
-        if (!std::isfinite(v[k]))
-          ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-                          errmsg("column \"%s\" of %s has a non-finite value",
-                                 NameStr(TupleDescAttr(tt->tupdesc, 1 + k)->attname), out->relname),
-                          errdetail("The row with key " INT64_FORMAT " has %s; NaN and infinite coordinates are not accepted.",
-                                    DatumGetInt64(idd), std::isnan(v[k]) ? "NaN" : "an infinite value")));
-      }
-      if (skip) continue;
-      out->ids[out->n] = DatumGetInt64(idd);
-      for (int k = 0; k < out->dims; ++k) out->coord[k][out->n] = v[k];
-      out->n++;
-    }
-    SPI_freetuptable(tt);
-  }
-  SPI_cursor_close(portal);
+  PointsReceiver recv;
+  memset(&recv, 0, sizeof recv);
+  recv.pub.receiveSlot = receive_point;
+  recv.pub.rStartup = receiver_startup;
+  recv.pub.rShutdown = receiver_noop;
+  recv.pub.rDestroy = receiver_noop;
+  recv.pub.mydest = DestNone;
+  recv.out = out;
+  recv.ctx = ctx;
+  // Room for the rows the catalog expects (plus 1/16): usually one allocation, no copies.
+  if (out->expect > 0) grow_points(out, ctx, std::min<int64>(out->expect + out->expect / 16 + 1024, int64(UINT32_MAX) + 1));
+  SPIExecuteOptions opts;
+  memset(&opts, 0, sizeof opts);
+  opts.read_only = true;
+  opts.dest = &recv.pub;
+  const int rc = SPI_execute_plan_extended(plan, &opts);
+  if (rc != SPI_OK_SELECT)
+    elog(ERROR, "SPI_execute_plan_extended failed for \"%s\": %s", query, SPI_result_code_string(rc));
+  SPI_freeplan(plan);
 }
 
 PointsView view_of(const RelPoints& r) {
@@ -302,7 +330,8 @@ void simjoin_read(const SimjoinArgs& a, SimjoinInput* in) {
     const char* id_name = a.id ? text_to_cstring(a.id) : nullptr;
     const char* queries[2];
     for (int r = 0; r < a.nrel; ++r)
-      queries[r] = build_query(a.relids[r], a.coords, id_name, &rels[r].dims, &rels[r].relname);
+      queries[r] = build_query(a.relids[r], a.coords, id_name, &rels[r].dims, &rels[r].relname,
+                               &rels[r].expect);
     if (SPI_connect() != SPI_OK_CONNECT) elog(ERROR, "SPI_connect failed");
     for (int r = 0; r < a.nrel; ++r) read_points(queries[r], in->ctx, &rels[r]);
     SPI_finish();

@@ -19,6 +19,7 @@ struct RelPoints {
   int dims;
   int64 n;
   int64 cap;
+  int64 expect;         // rows the catalog expects (pg_class.reltuples), 0 when unknown
   int64* ids;
   double* coord[kMaxDims];
 };

@@ -150,7 +150,7 @@ void run_join(void* arg) {
     args.id = nulls[nrel + 2] ? nullptr : DatumGetTextPP(vals[nrel + 2]);
     MemoryContext old = MemoryContextSwitchTo(st->css.ss.ps.state->es_query_cxt);
     st->mem_cap = std::max<size_t>(size_t(work_mem) * 1024 / sizeof(PairRecord), 1024);
-    st->mem = (PairRecord*)palloc_extended(st->mem_cap * sizeof(PairRecord), MCXT_ALLOC_HUGE);
+    st->mem = (PairRecord*)alloc_big(CurrentMemoryContext, st->mem_cap * sizeof(PairRecord));
     st->rbuf = (PairRecord*)palloc(kReadChunk * sizeof(PairRecord));
     MemoryContextSwitchTo(old);
   });
