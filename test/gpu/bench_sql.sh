@@ -4,22 +4,7 @@
 # split reported by gpu2bs_info() (prepare = scan/deform done before, transfer, kernel, merge).
 # Prints a markdown table. Pairs/s = N(N-1)/2 / time. Median of RUNS (default 3) after a warm-up.
 set -uo pipefail
-RUNS=${RUNS:-3}
-q() { psql -X -q -At -v ON_ERROR_STOP=1 "$@"; }
-# Times statement $2 under device $1 (after setup statements $3) in ONE session (a warm-up run first: CUDA initializes once
-# per backend, about 0.2 s, as a real connection pays it once): sets $med (microseconds,
-# median), $split (kernel / merge / prepare / scan / transfer ms of the last run) and $res.
-bench() {
-  local dev=$1 sql=$2 setup=${3:-} out
-  out=$( { echo "SET gpu2bs.device = $dev; $setup"; echo "$sql;"; echo '\timing on';
-           for ((r = 0; r < RUNS; r++)); do echo "$sql;"; done; echo '\timing off';
-           echo "SELECT 'split', string_agg(value, ' / ' ORDER BY name) FROM gpu2bs_info() WHERE name IN ('last_kernel_ms','last_merge_ms','last_prepare_ms','last_scan_ms','last_transfer_ms');"; } \
-         | psql -X -q -At -v ON_ERROR_STOP=1 2>&1 )
-  med=$(grep -oE '^Time: [0-9.]+' <<<"$out" | awk '{print int($2 * 1000)}' | sort -n | sed -n "$(( (RUNS + 1) / 2 ))p")
-  res=$(grep -vE '^(Time:|split)' <<<"$out" | tail -1)
-  split=$(grep -E '^split' <<<"$out" | cut -d'|' -f2)
-  [ -n "$med" ] || { echo "bench failed: $out" >&2; med=0; }
-}
+source "$(dirname "${BASH_SOURCE[0]}")/bench_lib.sh"
 echo "| query | N | engine | end-to-end ms | kernel ms | merge / prepare / scan / transfer ms | non-kernel share | pairs/s end-to-end | pairs/s kernel |"
 echo "|---|---|---|---|---|---|---|---|---|"
 row() {  # dev label n sql pairs
@@ -43,34 +28,48 @@ for n in 10000 100000 1000000 4000000; do
 done
 echo
 # Prints a join section: title, then gpu_simjoin on table $2 with eps $3 on both engines (and
-# the function scan with $4 = fs), then the PostGIS query $5 over the geometry built by $6.
+# the function scan with $4 = fs), then the PostGIS query $5 over the geometry built by $6, then
+# the plain SQL query $7 (limited to PLAIN_SQL_TIMEOUT, default 60 s) after the setup $8.
 join_section() {
   echo; echo "$1"; echo
-  echo "| method | pairs | ms (median of $RUNS) |"
-  echo "|---|---|---|"
+  echo "| method | pairs | ms (median of $RUNS) | rows/s out |"
+  echo "|---|---|---|---|"
   local dev
+  rate() { awk -v p="$res" -v us="$med" 'BEGIN{ if (us > 0 && p ~ /^[0-9]+$/) printf "%.3g", p / (us / 1e6); else print "-" }'; }
   for dev in gpu cpu; do
     bench $dev "SELECT count(*) FROM gpu_simjoin('$2', $3)"
-    echo "| gpu_simjoin device=$dev, custom scan (kernel / merge / prepare / scan / transfer ms: $split) | $res | $(( med / 1000 )) |"
+    echo "| gpu_simjoin device=$dev, custom scan (kernel / merge / prepare / scan / transfer ms: $split) | $res | $(( med / 1000 )) | $(rate) |"
     if [ "$4" = fs ]; then
       bench $dev "SELECT count(*) FROM gpu_simjoin('$2', $3)" "SET gpu2bs.enable_customscan = off;"
-      echo "| gpu_simjoin device=$dev, function scan + tuplestore | $res | $(( med / 1000 )) |"
+      echo "| gpu_simjoin device=$dev, function scan + tuplestore | $res | $(( med / 1000 )) | $(rate) |"
     fi
   done
+  local t0 t1
   if [ -n "$5" ] && q -c "SELECT 1 FROM pg_extension WHERE extname = 'postgis'" | grep -q 1; then
     eval "q $6" >/dev/null
-    local t0 t1
     t0=$(date +%s%N); res=$(q -c "$5"); t1=$(date +%s%N)
-    echo "| PostGIS, one run: \`$5\` | $res | $(( (t1 - t0) / 1000000 )) |"
+    echo "| PostGIS, one run: \`$5\` | $res | $(( (t1 - t0) / 1000000 )) | - |"
+  fi
+  if [ -n "${7:-}" ]; then
+    eval "q $8" >/dev/null
+    t0=$(date +%s%N)
+    res=$(q -c "SET statement_timeout = '${PLAIN_SQL_TIMEOUT:-60}s'" -c "$7" 2>&1 | tail -1)
+    t1=$(date +%s%N)
+    [[ $res =~ ^[0-9]+$ ]] || res="not finished: ${res//|/ }"
+    echo "| plain SQL, one run: \`$7\` | $res | $(( (t1 - t0) / 1000000 )) | - |"
   fi
 }
 join_section "Similarity join, 1,000,000 uniform 2-D points (numpy default_rng(1)), eps = 0.0025" u2 0.0025 fs \
   "SELECT count(*) FROM u2 a JOIN u2 b ON ST_DWithin(a.geom, b.geom, 0.0025) AND a.id < b.id" \
-  "-c 'ALTER TABLE u2 ADD COLUMN IF NOT EXISTS geom geometry(Point)' -c 'UPDATE u2 SET geom = ST_MakePoint(x, y)' -c 'CREATE INDEX IF NOT EXISTS u2_geom ON u2 USING gist (geom)' -c 'VACUUM ANALYZE u2'"
+  "-c 'ALTER TABLE u2 ADD COLUMN IF NOT EXISTS geom geometry(Point)' -c 'UPDATE u2 SET geom = ST_MakePoint(x, y)' -c 'CREATE INDEX IF NOT EXISTS u2_geom ON u2 USING gist (geom)' -c 'VACUUM ANALYZE u2'" \
+  "SELECT count(*) FROM u2 a JOIN u2 b ON b.x BETWEEN a.x - 0.0025 AND a.x + 0.0025 AND (a.x - b.x) ^ 2 + (a.y - b.y) ^ 2 <= 0.0025 ^ 2 AND a.id < b.id" \
+  "-c 'CREATE INDEX IF NOT EXISTS u2_x ON u2 (x)' -c 'ANALYZE u2'"
 join_section "Skewed data: 1,000,000 2-D points, exponential with lambda = 40 (prepare.py synth --dist exponential --seed 1), eps = 0.000125: about the result size of the uniform join" e2 0.000125 "" "" ""
 join_section "3-D: Hipparcos stars as unit vectors (117,955 rows), eps = 0.0087265 (0.5 degree chord)" stars 0.0087265 "" \
   "SELECT count(*) FROM stars a JOIN stars b ON ST_3DDWithin(a.geom, b.geom, 0.0087265) AND a.id < b.id" \
-  "-c 'ALTER TABLE stars ADD COLUMN IF NOT EXISTS geom geometry(PointZ)' -c 'UPDATE stars SET geom = ST_MakePoint(x, y, z)' -c 'CREATE INDEX IF NOT EXISTS stars_geom ON stars USING gist (geom gist_geometry_ops_nd)' -c 'VACUUM ANALYZE stars'"
+  "-c 'ALTER TABLE stars ADD COLUMN IF NOT EXISTS geom geometry(PointZ)' -c 'UPDATE stars SET geom = ST_MakePoint(x, y, z)' -c 'CREATE INDEX IF NOT EXISTS stars_geom ON stars USING gist (geom gist_geometry_ops_nd)' -c 'VACUUM ANALYZE stars'" \
+  "SELECT count(*) FROM stars a JOIN stars b ON b.x BETWEEN a.x - 0.0087265 AND a.x + 0.0087265 AND (a.x - b.x) ^ 2 + (a.y - b.y) ^ 2 + (a.z - b.z) ^ 2 <= 0.0087265 ^ 2 AND a.id < b.id" \
+  "-c 'CREATE INDEX IF NOT EXISTS stars_x ON stars (x)' -c 'ANALYZE stars'"
 
 echo
 echo "CPU engine join load balancing (gpu2bs.join_balance), uniform u2 (eps 0.0025) and exponential e2 (eps 0.000125)"

@@ -6,6 +6,8 @@
 #   2. reliability tests (pytest) with gpu2bs.device = gpu
 #   3. CPU vs GPU differential test inside PostgreSQL on random and real data
 #   4. end-to-end SQL benchmark (test/gpu/bench_sql.sh)
+#   5. paper: synthetic sets like the load-imbalance paper's (test/gpu/bench_join_paper.sh)
+#   6. join1e9: a self-join of ~1e9 pairs with memory bounded by settings (test/gpu/join_1e9.sh)
 # Usage: bash test/gpu/device_suite.sh [steps, default "regress pytest diff bench"]
 set -uo pipefail
 steps=${1:-"regress pytest diff bench"}
@@ -66,6 +68,14 @@ fi
 if [[ $steps == *bench* ]]; then
   bash test/gpu/bench_sql.sh > "$OUT/bench_sql.md" 2>&1
   summary+="bench: see bench_sql.md\n"
+fi
+if [[ $steps == *paper* ]]; then
+  bash test/gpu/bench_join_paper.sh > "$OUT/bench_join_paper.md" 2>&1
+  summary+="paper sets: see bench_join_paper.md\n"
+fi
+if [[ $steps == *join1e9* ]]; then
+  bash test/gpu/join_1e9.sh > "$OUT/join_1e9.txt" 2>&1
+  summary+="1e9-pair join: see join_1e9.txt\n"
 fi
 grep -c 'terminated by signal' /tmp/pg.log | sed 's/^/server log "terminated by signal" lines: /' | tee -a "$OUT/gpu.txt"
 cp /tmp/pg.log "$OUT/server.log"
