@@ -39,21 +39,70 @@ int64_t grid_cell_coord(double v, double lo, double inv_side) {
   return int64_t(c);
 }
 
+// Point indices sorted by the linear keys `lin` (ties by index) with a least-significant-digit
+// radix sort over the `bits` low bits, 11 bits per pass; stable, so equal keys keep index order.
+static std::vector<uint32_t> radix_order(const std::vector<uint64_t>& lin, int bits) {
+  const size_t n = lin.size();
+  std::vector<uint32_t> order(n), tmp(n);
+  std::iota(order.begin(), order.end(), 0u);
+  constexpr int kDigit = 11;
+  std::vector<size_t> count(size_t(1) << kDigit);
+  for (int shift = 0; shift < bits; shift += kDigit) {
+    std::fill(count.begin(), count.end(), 0);
+    for (size_t i = 0; i < n; ++i) ++count[(lin[i] >> shift) & ((1u << kDigit) - 1)];
+    size_t sum = 0;
+    for (auto& c : count) {
+      const size_t v = c;
+      c = sum;
+      sum += v;
+    }
+    for (size_t s = 0; s < n; ++s) {
+      const uint32_t i = order[s];
+      tmp[count[(lin[i] >> shift) & ((1u << kDigit) - 1)]++] = i;
+    }
+    order.swap(tmp);
+  }
+  return order;
+}
+
 Grid::Grid(int dims, size_t n, const double* const* coord, const double* lo, double side)
     : dims_(dims) {
   const double inv = std::isfinite(side) && side > 0 ? 1.0 / side : 0.0;
   std::vector<int64_t> key(n * size_t(dims));
+  int64_t top[kMaxDims] = {};
   for (size_t i = 0; i < n; ++i)
-    for (int k = 0; k < dims; ++k) key[i * dims + k] = grid_cell_coord(coord[k][i], lo[k], inv);
-  order_.resize(n);
-  std::iota(order_.begin(), order_.end(), 0u);
-  std::sort(order_.begin(), order_.end(), [&](uint32_t a, uint32_t b) {
-    const int64_t* ka = &key[size_t(a) * dims];
-    const int64_t* kb = &key[size_t(b) * dims];
-    for (int k = 0; k < dims; ++k)
-      if (ka[k] != kb[k]) return ka[k] < kb[k];
-    return a < b;
-  });
+    for (int k = 0; k < dims; ++k) {
+      key[i * dims + k] = grid_cell_coord(coord[k][i], lo[k], inv);
+      top[k] = std::max(top[k], key[i * dims + k]);
+    }
+  // Linearized key (dimension 0 most significant: its order is the lexicographic cell order)
+  // when it fits in 64 bits, radix-sorted; otherwise a comparison sort on the coordinates.
+  int bits[kMaxDims], total_bits = 0;
+  for (int k = 0; k < dims; ++k) {
+    bits[k] = 0;
+    while (bits[k] < 63 && (uint64_t(top[k]) >> bits[k]) != 0) ++bits[k];
+    total_bits += bits[k];
+  }
+  if (total_bits <= 64) {
+    std::vector<uint64_t> lin(n);
+    for (size_t i = 0; i < n; ++i) {
+      uint64_t v = 0;
+      for (int k = 0; k < dims; ++k)
+        v = (bits[k] ? (v << bits[k]) : v) | uint64_t(key[i * dims + k]);
+      lin[i] = v;
+    }
+    order_ = radix_order(lin, total_bits);
+  } else {
+    order_.resize(n);
+    std::iota(order_.begin(), order_.end(), 0u);
+    std::sort(order_.begin(), order_.end(), [&](uint32_t a, uint32_t b) {
+      const int64_t* ka = &key[size_t(a) * dims];
+      const int64_t* kb = &key[size_t(b) * dims];
+      for (int k = 0; k < dims; ++k)
+        if (ka[k] != kb[k]) return ka[k] < kb[k];
+      return a < b;
+    });
+  }
   cell_start_.push_back(0);
   for (size_t s = 0; s < n; ++s) {
     const int64_t* kp = &key[size_t(order_[s]) * dims];

@@ -189,10 +189,15 @@ struct PointsReceiver {
   DestReceiver pub;  // first member: the executor sees a DestReceiver
   RelPoints* out;
   MemoryContext ctx;
+  bool bad;                    // a NaN or infinite coordinate stopped the query
+  bool bad_nan;
+  int64 bad_key;
+  char bad_col[NAMEDATALEN];
 };
 
-// One row (key, coordinates...): skipped when any is NULL, refused when a coordinate is NaN or
-// infinite (naming the column), else appended.
+// One row (key, coordinates...): skipped when any is NULL; a NaN or infinite coordinate is
+// recorded and stops the query (the error is raised after SPI returns, without its context);
+// else appended.
 bool receive_point(TupleTableSlot* slot, DestReceiver* self) {
   PointsReceiver* r = (PointsReceiver*)self;
   RelPoints* out = r->out;
@@ -204,12 +209,13 @@ bool receive_point(TupleTableSlot* slot, DestReceiver* self) {
     v[k] = DatumGetFloat8(slot->tts_values[1 + k]);
   }
   for (int k = 0; k < out->dims; ++k)
-    if (!std::isfinite(v[k]))
-      ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-                      errmsg("column \"%s\" of %s has a non-finite value",
-                             NameStr(TupleDescAttr(slot->tts_tupleDescriptor, 1 + k)->attname), out->relname),
-                      errdetail("The row with key " INT64_FORMAT " has %s; NaN and infinite coordinates are not accepted.",
-                                DatumGetInt64(slot->tts_values[0]), std::isnan(v[k]) ? "NaN" : "an infinite value")));
+    if (!std::isfinite(v[k])) {
+      r->bad = true;
+      r->bad_nan = std::isnan(v[k]);
+      r->bad_key = DatumGetInt64(slot->tts_values[0]);
+      strlcpy(r->bad_col, NameStr(TupleDescAttr(slot->tts_tupleDescriptor, 1 + k)->attname), NAMEDATALEN);
+      return false;
+    }
   if (out->n == out->cap) grow_points(out, r->ctx, out->n + 1);
   out->ids[out->n] = DatumGetInt64(slot->tts_values[0]);
   for (int k = 0; k < out->dims; ++k) out->coord[k][out->n] = v[k];
@@ -241,10 +247,17 @@ void read_points(const char* query, MemoryContext ctx, RelPoints* out) {
   memset(&opts, 0, sizeof opts);
   opts.read_only = true;
   opts.dest = &recv.pub;
+  // A SELECT whose rows go to a DestNone receiver reports SPI_OK_UTILITY (SPI keeps no rows);
+  // every row still went through receive_point.
   const int rc = SPI_execute_plan_extended(plan, &opts);
-  if (rc != SPI_OK_SELECT)
+  if (rc != SPI_OK_SELECT && rc != SPI_OK_UTILITY)
     elog(ERROR, "SPI_execute_plan_extended failed for \"%s\": %s", query, SPI_result_code_string(rc));
   SPI_freeplan(plan);
+  if (recv.bad)
+    ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+                    errmsg("column \"%s\" of %s has a non-finite value", recv.bad_col, out->relname),
+                    errdetail("The row with key " INT64_FORMAT " has %s; NaN and infinite coordinates are not accepted.",
+                              recv.bad_key, recv.bad_nan ? "NaN" : "an infinite value")));
 }
 
 PointsView view_of(const RelPoints& r) {

@@ -29,6 +29,34 @@ TEST(Grid, EveryPointInItsCellAndCellsSorted) {
   EXPECT_EQ(g.find(absent), -1);
 }
 
+// The order is (cell coordinates lexicographically, then input index) on both construction
+// paths: radix sort of the linearized key (<= 64 bits) and the comparison sort (a 6-D grid of a
+// tiny side over a wide box needs 6 x 41 bits).
+TEST(Grid, OrderIsLexicographicThenIndexOnBothPaths) {
+  for (int variant = 0; variant < 3; ++variant) {
+    const int dims = variant == 2 ? 6 : 3;
+    auto pts = ref::uniform(20000, dims, 11 + variant);
+    // Duplicates: every 7th point repeats point 3, so ties on the cell are common.
+    for (size_t i = 0; i < 20000; i += 7)
+      for (int k = 0; k < dims; ++k) pts.c[k][i] = pts.c[k][3];
+    Bounds box = compute_bounds(pts.view());
+    const double eps = variant == 0 ? 0.05 : variant == 1 ? 0.3 : 1e-9;
+    double side = grid_cell_side(eps, box);
+    const double* c[kMaxDims] = {};
+    for (int k = 0; k < dims; ++k) c[k] = pts.c[k].data();
+    Grid g(dims, 20000, c, box.lo, side);
+    const auto& o = g.order();
+    ASSERT_EQ(o.size(), 20000u);
+    auto key = [&](uint32_t i, int k) { return grid_cell_coord(c[k][i], box.lo[k], 1.0 / side); };
+    for (size_t s = 1; s < o.size(); ++s) {
+      int cmp = 0;
+      for (int k = 0; k < dims && cmp == 0; ++k)
+        cmp = key(o[s - 1], k) < key(o[s], k) ? -1 : key(o[s - 1], k) > key(o[s], k) ? 1 : 0;
+      ASSERT_TRUE(cmp < 0 || (cmp == 0 && o[s - 1] < o[s])) << "variant " << variant << " at " << s;
+    }
+  }
+}
+
 TEST(Grid, NeighbourPatterns) {
   for (int d = 2; d <= 6; ++d) {
     auto fwd = neighbour_offsets(d, true);
