@@ -241,6 +241,29 @@ TEST(Simjoin, SelfJoinMatchesReference) {
       }
 }
 
+// Sparse sets (about one point per cell at side eps) take the widened grid (engine
+// sparse_widening: n >= 4096): same pairs as the reference, self and two-relation joins.
+TEST(Simjoin, SparseGridWideningKeepsThePairs) {
+  for (int dims : {2, 3, 5})
+    for (Precision prec : {Precision::Float32, Precision::Float64}) {
+      auto a = ref::uniform(6000, dims, 40 + dims);
+      auto b = ref::uniform(5000, dims, 50 + dims);
+      const double eps = dims == 2 ? 0.004 : dims == 3 ? 0.02 : 0.08;
+      for (bool self : {true, false}) {
+        PointsView bv = b.view();
+        auto prob = make_simjoin(a.view(), self ? nullptr : &bv, eps, prec, 0);
+        CollectSink sink(self);
+        TestControl ctl;
+        make_cpu_engine()->simjoin(prob, sink, ctl);
+        auto want = ref::simjoin(a, self ? nullptr : &b, eps, prec);
+        EXPECT_EQ(sink.duplicates, 0u);
+        for (auto& p : sink.pairs) EXPECT_TRUE(want.pairs.count(p) || want.near.count(p));
+        for (auto& p : want.pairs) EXPECT_TRUE(sink.pairs.count(p) || want.near.count(p));
+        EXPECT_GT(want.pairs.size(), 20u) << dims << "-D";
+      }
+    }
+}
+
 TEST(Simjoin, TwoRelationJoinMatchesReference) {
   for (Precision prec : {Precision::Float32, Precision::Float64}) {
     auto a = ref::uniform(700, 3, 11);
