@@ -44,7 +44,8 @@ constexpr int kSdhFastRegPoints = 2;
 // 7.9e11 vs 1.05e12. The model's choice is the faster one at each.
 constexpr int kSdhFastMinReplicatedCopies = 16;
 // Pair count tile kernel (float32: carry-chain counting, 7.66 instructions per pair at RT = 8):
-// issue4-bench 128x8 3.96e12 (also as variant 3), 256x4 3.86e12, 512x4 3.78e12, 512x8 3.73e12;
+// issue4-overlap (slices overlapping on two streams) 128x8 4.08e12, 512x8 3.94e12, 256x4
+// 3.95e12, 512x4 3.86e12; before the overlap, issue4-bench 128x8 3.96e12 (also as variant 3), 256x4 3.86e12, 512x4 3.78e12, 512x8 3.73e12;
 // -run2 256x8 3.87e12; -run1 1024x4 3.51e12, 1024x8 2.92e12 (64-register cap).
 // Float64 keeps 512x4 (RT = 8 spills 316-444 bytes at 5-6-D): issue4-bench 2.23e12.
 // Before issue 4 (512x4, FSETP counting): results/2026-11-22-h100-bench-configs.txt 1.89e12.
