@@ -50,19 +50,23 @@ PointsState* new_state(MemoryContext ctx, int dims, int32 nbuckets, bool has_par
   return st;
 }
 
-// Room for `extra` more points (doubling, huge allocations allowed).
+// Room for `extra` more points (doubling from 16384, huge allocations allowed; new arrays are
+// huge-page advised and the points so far copied over).
 void reserve(MemoryContext ctx, PointsState* st, int64 extra) {
   if (st->n + extra <= st->cap) return;
-  int64 cap = st->cap ? st->cap : 64;
+  int64 cap = st->cap ? st->cap : 16384;
   while (cap < st->n + extra) cap *= 2;
   if (cap > (int64)UINT32_MAX)
     ereport(ERROR, (errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
                     errmsg("too many points for a gpu2bs aggregate"),
                     errdetail("At most 4294967295 points are supported.")));
   for (int k = 0; k < st->dims; ++k) {
-    Size bytes = Size(cap) * sizeof(double);
-    st->coord[k] = st->coord[k] ? (double*)repalloc_huge(st->coord[k], bytes)
-                                : (double*)MemoryContextAllocHuge(ctx, bytes);
+    double* p = (double*)alloc_big(ctx, Size(cap) * sizeof(double));
+    if (st->coord[k]) {
+      memcpy(p, st->coord[k], Size(st->n) * sizeof(double));
+      pfree(st->coord[k]);
+    }
+    st->coord[k] = p;
   }
   st->cap = cap;
 }
@@ -184,6 +188,7 @@ Datum gpu2bs_points_serialize(PG_FUNCTION_ARGS) {
                     errhint("Set max_parallel_workers_per_gather = 0 for this query.")));
   StringInfoData buf;
   pq_begintypsend(&buf);
+  enlargeStringInfo(&buf, int(payload) + 64);  // one allocation, no doubling copies
   pq_sendint32(&buf, st->dims);
   pq_sendint32(&buf, st->nbuckets);
   pq_sendbyte(&buf, st->has_param ? 1 : 0);
