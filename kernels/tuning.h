@@ -96,6 +96,12 @@ constexpr int kJoinMinBlocks = 4;
 // Time budget of one join launch; warps stop at a resumable point after it (cancel polling:
 // results/2026-11-22-h100-test_gpu.log, simjoin cancel 1.5 ms after the interrupt).
 constexpr double kJoinSliceMs = 20.0;
+// Lanes per query point (k, similarity-join paper section III-A) when
+// gpu2bs.join_threads_per_point = 0: the K minimizing predicted compare-loop steps x
+// kJoinStepCost[log2 K] (join_auto_threads_per_point; steps from the workload estimate, exact
+// for the kernel). Relative cost of one step for K = 1, 2, 4, 8, 16, 32.
+// PROVISIONAL: equal costs (pure lane utilisation) until the joinlb benchmark.
+constexpr double kJoinStepCost[6] = {1.0, 1.0, 1.0, 1.0, 1.0, 1.0};
 // Largest result pool (bytes) when Control::max_pages is 0. results/2026-11-22-h100-bench-
 // paths.txt, join N = 1e6 (14.7 M pairs, 235 MB): a 16-page pool 184 ms (318 drains), 256
 // pages 58 ms (20 drains), the default (1 GB) 26.5 ms in one drain.
