@@ -805,8 +805,8 @@ bool valid_threads_per_point(int k) {
 
 // Orders the items of `ga` for Control::join_balance (Cell: cell order; SortByWorkload and
 // WorkQueue: estimated workload descending, cub::DeviceRadixSort, ties in cell order) and picks
-// K (Control::join_threads_per_point, or the tuning.h rule from the estimated compare-loop
-// steps when 0). The estimate runs only when the order or the rule needs it.
+// K (Control::join_threads_per_point; when 0, the tuning.h rule from the estimated compare-loop
+// steps, or kJoinAutoKWithoutEstimate for Cell, which runs no estimate).
 template <typename T, int D, bool SELF>
 JoinPlan plan_join(Call& call, const DevGrid<T>& ga, const DevGrid<T>& gb,
                    const signed char* d_off, int noffsets) {
@@ -824,7 +824,8 @@ JoinPlan plan_join(Call& call, const DevGrid<T>& ga, const DevGrid<T>& gb,
                 "Got " + std::to_string(k) + ".");
   lr.join_balance = int(ctl.join_balance);
   lr.join_items = ga.nitems;
-  if (sorted || k == 0) {
+  if (k == 0 && !sorted) k = cuda_tuning::kJoinAutoKWithoutEstimate;
+  if (sorted) {
     cudaEvent_t e0 = call.event(true), e1 = call.event(true);
     G2_CUDA(cudaEventRecord(e0, st));
     unsigned long long* work =

@@ -88,9 +88,14 @@ void define_settings() {
                            "atomic queue (WORKQUEUE, section III-D); sortbywl sorts them the same "
                            "way and assigns them statically (SORTBYWL, section III-C); cell keeps "
                            "cell order with static assignment (GPUCALCGLOBAL baseline, section "
-                           "II-C3). CPU: workqueue splits crowded cells (items of at most 256 rows); "
-                           "cell and sortbywl keep one work item per cell, sortbywl largest first "
-                           "(test/bench/results/2026-11-22-cpu-2core-join-balance.md).",
+                           "II-C3). workqueue is the default: fastest GPU join kernel (0.91x of "
+                           "cell, geometric mean of 21 sets, up to 1.8x faster on skewed ones: "
+                           "test/bench/results/2026-11-22-h100-joinlb.txt) and bounded CPU work "
+                           "items; cell is faster end to end on sparse joins (about 10 "
+                           "neighbours), where the workload estimate costs as much as the "
+                           "kernel. CPU: workqueue splits crowded cells (items of at most 256 "
+                           "rows); cell and sortbywl keep one work item per cell, sortbywl "
+                           "largest first (test/bench/results/2026-11-22-cpu-2core-simjoin-skew-3d.md).",
                            &join_balance_setting, int(JoinBalance::WorkQueue), balance_options,
                            PGC_USERSET, 0, nullptr, nullptr, nullptr);
   DefineCustomIntVariable("gpu2bs.join_threads_per_point",

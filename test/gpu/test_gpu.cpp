@@ -24,6 +24,7 @@
 #include "core/error.h"
 #include "core/grid.h"
 #include "kernels/host_api.h"
+#include "kernels/tuning.h"
 
 using namespace gpu2bs;
 
@@ -724,7 +725,12 @@ void balance_case(const ref::Points& a, const ref::Points* b, double eps, Precis
       if (first) examined = ctl.stats.pairs_examined;
       first = false;
       EXPECT_EQ(ctl.stats.pairs_examined, examined) << tag;
-      if (bal != JoinBalance::Cell || k == 0) {  // the estimate ran
+      if (bal == JoinBalance::Cell) {  // no estimate
+        EXPECT_EQ(lr.join_work, 0u) << tag;
+        if (k == 0) {
+          EXPECT_EQ(lr.join_k, cuda_tuning::kJoinAutoKWithoutEstimate) << tag;
+        }
+      } else {  // the estimate ran
         EXPECT_EQ(lr.join_work, ctl.stats.pairs_examined) << tag;
         EXPECT_EQ(lr.join_slots, 32 * lr.join_steps[log2_of(lr.join_k)]) << tag;
         EXPECT_LE(ctl.stats.pairs_examined, lr.join_slots) << tag;
