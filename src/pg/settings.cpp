@@ -88,7 +88,7 @@ void define_settings() {
                            "atomic queue (WORKQUEUE, section III-D); sortbywl sorts them the same "
                            "way and assigns them statically (SORTBYWL, section III-C); cell keeps "
                            "cell order with static assignment (GPUCALCGLOBAL baseline, section "
-                           "II-C3). workqueue is the default: fastest GPU join kernel (0.91x of "
+                           "II-C3). workqueue is the default: fastest GPU join kernel (0.90x of "
                            "cell, geometric mean of 21 sets, up to 1.8x faster on skewed ones: "
                            "test/bench/results/2026-11-22-h100-joinlb.txt) and bounded CPU work "
                            "items; cell is faster end to end on sparse joins (about 10 "
