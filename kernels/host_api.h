@@ -66,6 +66,11 @@ long long sdh_fast_check_all(int nb, float inv_w, bool clamp, unsigned* first_bi
 void set_force_host_grid(bool on);
 bool force_host_grid();
 
+// Lanes per query point of the GPU join for k = 0 (the rule of kernels/tuning.h): the K of
+// 1, 2, 4, ..., 32 minimizing steps[e] * kJoinStepCost[e], steps[e] = compare-loop steps the
+// workload estimate predicts for K = 2^e (LastRun::join_steps).
+int join_auto_threads_per_point(const unsigned long long steps[6]);
+
 // Device memory currently allocated by the engine in this process, in bytes.
 size_t engine_bytes_in_use();
 
@@ -80,6 +85,14 @@ struct LastRun {
   size_t page_pairs = 0;     // pairs per page
   double kernel_ms = 0;      // pairwise kernel time measured with cudaEvents
   double grid_ms = 0;        // grid construction kernels (sort, cells), cudaEvents
+  // Similarity join / grid pair count load balancing (kernels/simjoin.cu):
+  int join_k = 0;                        // lanes per query point used (1..32)
+  int join_balance = -1;                 // JoinBalance used
+  unsigned long long join_work = 0;      // estimated candidate pairs (0: not estimated)
+  unsigned long long join_items = 0;     // work items (runs of <= 32 rows of one cell)
+  unsigned long long join_slots = 0;     // lane slots issued by the compare loop (32 x steps)
+  unsigned long long join_steps[6] = {};  // predicted steps for K = 1, 2, ..., 32 (estimate ran)
+  double join_plan_ms = 0;               // workload estimate + sort (cudaEvents)
 };
 LastRun& last_run();
 

@@ -192,21 +192,90 @@ __global__ void estimate_kernel(const unsigned* start, const long long* cc, unsi
   if (lane == 0 && acc) atomicAdd(total, acc);
 }
 
+// Candidate pairs (rows x candidates) of each work item and the compare-loop steps each K of
+// join_kernel would issue, from the neighbour cells' sizes (warp per cell of a, lanes over the
+// pattern's offsets, then over the cell's items). Offsets as join_kernel: a self-join's own
+// cell (offset 0) counts per item the rows after its first. acc: steps for K = 1, 2, ..., 32
+// (6 counters), the sum of the items' workloads, their maximum.
+template <int D, bool SELF>
+__global__ void plan_kernel(const unsigned* start_a, const long long* cca, unsigned ncells_a,
+                            const unsigned* item_off, const unsigned* start_b,
+                            const long long* ccb, unsigned ncells_b, const signed char* offsets,
+                            int noffsets, unsigned long long* work, unsigned long long* acc) {
+  constexpr unsigned FULL = 0xffffffffu;
+  const int lane = threadIdx.x & 31;
+  const unsigned warp = (blockIdx.x * blockDim.x + threadIdx.x) >> 5;
+  const unsigned nwarps = (gridDim.x * blockDim.x) >> 5;
+  unsigned long long st[6] = {0, 0, 0, 0, 0, 0}, sum = 0, mx = 0;
+  for (unsigned c = warp; c < ncells_a; c += nwarps) {
+    const unsigned rows = start_a[c + 1] - start_a[c];
+    const unsigned nit = (rows + kRows - 1) / kRows, it0 = item_off[c];
+    unsigned long long around = 0;
+    for (int b0 = 0; b0 < noffsets; b0 += 32) {
+      const int o = b0 + lane;
+      unsigned len = 0;
+      if (o < noffsets && !(SELF && o == 0)) {
+        long long key[D];
+#pragma unroll
+        for (int k = 0; k < D; ++k) key[k] = cca[size_t(c) * D + k] + offsets[o * D + k];
+        const int nb = find_cell<D>(ccb, ncells_b, key);
+        if (nb >= 0) len = start_b[nb + 1] - start_b[nb];
+      }
+      unsigned tb = len;
+      for (int s = 16; s > 0; s >>= 1) tb += __shfl_xor_sync(FULL, tb, s);
+      around += tb;
+      for (unsigned t = lane; t < nit; t += 32) {
+        const unsigned nrows = min(kRows, rows - t * kRows);
+        const unsigned tot = tb + ((SELF && b0 == 0) ? rows - t * kRows - 1 : 0u);
+        const unsigned full = tot / 32, rem = tot % 32;
+#pragma unroll
+        for (int e = 0; e < 6; ++e) {
+          const unsigned K = 1u << e, rps = 32u >> e;
+          st[e] += (unsigned long long)(full * rps + (rem + K - 1) / K) * ((nrows + rps - 1) / rps);
+        }
+      }
+    }
+    for (unsigned t = lane; t < nit; t += 32) {
+      const unsigned long long nrows = min(kRows, rows - t * kRows);
+      const unsigned long long w =
+          nrows * (around + (SELF ? (unsigned long long)(rows - t * kRows - 1) : 0ull));
+      if (work) work[it0 + t] = w;
+      sum += w;
+      mx = max(mx, w);
+    }
+  }
+  for (int s = 16; s > 0; s >>= 1) {
+#pragma unroll
+    for (int e = 0; e < 6; ++e) st[e] += __shfl_down_sync(FULL, st[e], s);
+    sum += __shfl_down_sync(FULL, sum, s);
+    mx = max(mx, __shfl_down_sync(FULL, mx, s));
+  }
+  if (lane == 0) {
+#pragma unroll
+    for (int e = 0; e < 6; ++e)
+      if (st[e]) atomicAdd(acc + e, st[e]);
+    if (sum) atomicAdd(acc + 6, sum);
+    if (mx) atomicMax(acc + 7, mx);
+  }
+}
+
 // ---- the join kernel ----------------------------------------------------------------------------
 
 struct JoinCtl {
-  unsigned long long item_next;  // next item of the queue
+  unsigned long long item_next;  // next item of the queue (static assignment: items taken)
   unsigned long long examined;   // candidate pairs examined (this launch)
   unsigned long long count;      // pairs within eps (count mode, this launch)
+  unsigned long long slots;      // lane slots issued by the compare loop (this launch)
   unsigned page_next;            // next free page of the pool
   unsigned resume_next;          // next entry of the resume list
   unsigned resume_out;           // entries written to the next resume list
   unsigned pool_full;            // a warp found no free page
 };
 
-// Where a stopped warp resumes: item, neighbour batch, candidate chunk, row.
+// Where a stopped warp resumes: item, neighbour batch, candidate chunk, step of the chunk
+// (step = sub-chunk * row steps + row step; see join_kernel).
 struct WarpState {
-  unsigned item, batch, chunk, row;
+  unsigned item, batch, chunk, step;
 };
 
 template <typename T>
@@ -220,8 +289,9 @@ struct JoinArgs {
   const long long* ccoord_a;    // cell coordinates (cells * D), lexicographic
   const long long* ccoord_b;
   unsigned ncells_b;
-  const uint2* items;           // (cell of a, first row)
+  const uint2* items;           // (cell of a, first row), in the balancing strategy's order
   unsigned long long nitems;
+  unsigned long long* cursor;   // static assignment: items taken by each warp; null: queue
   const signed char* offsets;   // noffsets * D; a self-join's list starts with the cell itself
   int noffsets;
   T eps2;
@@ -236,35 +306,60 @@ struct JoinArgs {
   unsigned long long budget_ns;  // time budget of this launch
 };
 
-template <typename T, int D, bool SELF, bool COUNT>
+// One warp per work item at a time. Items come from the resume list first, then either from
+// the atomic queue (A.cursor null: WORKQUEUE) or by static assignment (warp g of W takes items
+// g, g + W, ...; A.cursor[g] counts the items it took, across launches).
+// K lanes share one query row (the paper's k threads per point): a step compares 32 / K rows
+// (row slot = lane / K) with K candidates (candidate slot = lane % K). The lanes hold a chunk of
+// 32 candidates; the chunk is walked in sub-chunks of K candidates (outer) and row steps of
+// 32 / K rows (inner), so K = 32 is one row against 32 candidates per step and K = 1 is 32 rows
+// against one candidate. Rows come from their owner lane by shuffle (not for K = 1), candidates
+// likewise (not for K = 32).
+template <typename T, int D, bool SELF, bool COUNT, int K>
 __global__ void __launch_bounds__(kJT, (sizeof(T) * D <= 16 ? cuda_tuning::kJoinMinBlocks
                                                             : cuda_tuning::kJoinMinBlocks - 1))
     join_kernel(JoinArgs<T> A) {
+  static_assert(K == 1 || K == 2 || K == 4 || K == 8 || K == 16 || K == 32, "K divides 32");
+  constexpr unsigned RPS = 32 / K;  // rows per step
   __shared__ unsigned s_beg[kWarps][32];
   __shared__ unsigned s_excl[kWarps][32];
   __shared__ unsigned s_incl[kWarps][32];
   constexpr unsigned FULL = 0xffffffffu;
   const int lane = threadIdx.x & 31;
   const int w = threadIdx.x >> 5;
+  const unsigned rslot = unsigned(lane) / K;  // row of this lane within a step
+  const unsigned cslot = unsigned(lane) % K;  // candidate of this lane within a sub-chunk
   const unsigned lt_mask = (1u << lane) - 1u;
   const unsigned long long t_start = __shfl_sync(FULL, global_ns(), 0);
   const int nbatches = (A.noffsets + 31) / 32;
+  const unsigned long long gw = (unsigned long long)blockIdx.x * kWarps + unsigned(w);
+  const unsigned long long nw = (unsigned long long)gridDim.x * kWarps;
+  unsigned long long taken = 0, mine = 0;  // static assignment: items taken (launch, all)
+  if (A.cursor && lane == 0) mine = A.cursor[gw];
   unsigned page = kNoPage, fill = 0;
-  unsigned long long my_count = 0, examined = 0;
+  unsigned long long my_count = 0, examined = 0, steps = 0;
 
   for (;;) {
     // Next work: a resume entry first, else a new item (lane 0 fetches, the warp follows).
-    unsigned item = 0, cb = 0, cc = 0, cr = 0;
+    unsigned item = 0, cb = 0, cc = 0, cs = 0;
     int have = 0;
     if (lane == 0 && global_ns() - t_start < A.budget_ns) {
-      const unsigned r = atomicAdd(&A.ctl->resume_next, 1u);
+      const unsigned r = A.n_in ? atomicAdd(&A.ctl->resume_next, 1u) : 0u;
       if (r < A.n_in) {
         const WarpState s = A.resume_in[r];
         item = s.item;
         cb = s.batch;
         cc = s.chunk;
-        cr = s.row;
+        cs = s.step;
         have = 1;
+      } else if (A.cursor) {
+        const unsigned long long it = gw + mine * nw;
+        if (it < A.nitems) {
+          item = unsigned(it);
+          ++mine;
+          ++taken;
+          have = 1;
+        }
       } else {
         const unsigned long long it = atomicAdd(&A.ctl->item_next, 1ull);
         if (it < A.nitems) {
@@ -278,12 +373,13 @@ __global__ void __launch_bounds__(kJT, (sizeof(T) * D <= 16 ? cuda_tuning::kJoin
     item = __shfl_sync(FULL, item, 0);
     cb = __shfl_sync(FULL, cb, 0);
     cc = __shfl_sync(FULL, cc, 0);
-    cr = __shfl_sync(FULL, cr, 0);
+    cs = __shfl_sync(FULL, cs, 0);
 
     const uint2 itm = A.items[item];
     const unsigned cell = itm.x, r0 = itm.y;
     const unsigned cend = A.start_a[cell + 1];
     const unsigned nrows = min(kRows, cend - r0);
+    const unsigned nrs = (nrows + RPS - 1) / RPS;  // row steps per sub-chunk
     T pr[D];
 #pragma unroll
     for (int k = 0; k < D; ++k) pr[k] = unsigned(lane) < nrows ? A.a.c[k][r0 + lane] : T(0);
@@ -348,52 +444,82 @@ __global__ void __launch_bounds__(kJT, (sizeof(T) * D <= 16 ? cuda_tuning::kJoin
           for (int k = 0; k < D; ++k) q[k] = T(0);
         }
         const unsigned ncand = min(32u, total - chunk);
-        const unsigned row0 = (batch == int(cb) && chunk == chunk0) ? cr : 0u;
-        unsigned row = row0;
-        for (; row < nrows; ++row) {
-          T p[D];
+        const unsigned nsub = (ncand + K - 1) / K;  // sub-chunks of K candidates
+        const unsigned step0 = (batch == int(cb) && chunk == chunk0) ? cs : 0u;
+        unsigned sc = step0 / nrs, rs = step0 - sc * nrs;
+        unsigned ex = 0;  // valid (row, candidate) slots of this lane in this chunk
+        for (; sc < nsub; ++sc, rs = 0) {
+          // This lane's candidate of sub-chunk sc: chunk position sc * K + cslot.
+          const unsigned src = sc * K + cslot;
+          const bool qv = src < ncand;
+          T qc[D];
+          unsigned jc;
+          if constexpr (K == 32) {
 #pragma unroll
-          for (int k = 0; k < D; ++k) p[k] = __shfl_sync(FULL, pr[k], int(row));
-          const unsigned i = r0 + row;
-          T d2 = T(0);
-          bool hit = false;
-          if (cv) {
-            d2 = sq_dist<T, D>(p, q);
-            hit = d2 <= A.eps2 && (!SELF || j > i);
-          }
-          if (COUNT) {
-            my_count += hit ? 1u : 0u;
+            for (int k = 0; k < D; ++k) qc[k] = q[k];
+            jc = j;
           } else {
-            const unsigned m = __ballot_sync(FULL, hit);
-            if (m) {
-              const unsigned cnt = __popc(m);
-              if (page == kNoPage || fill + cnt > A.page_size) {
-                unsigned np = 0;
-                if (lane == 0) np = atomicAdd(&A.ctl->page_next, 1u);
-                np = __shfl_sync(FULL, np, 0);
-                if (np >= A.pool_pages) {  // pool exhausted: stop before this row's hits
-                  stopped = true;
-                  stop = WarpState{item, unsigned(batch), chunk, row};
-                  if (lane == 0) A.ctl->pool_full = 1u;
-                  break;
+#pragma unroll
+            for (int k = 0; k < D; ++k) qc[k] = __shfl_sync(FULL, q[k], int(src));
+            jc = __shfl_sync(FULL, j, int(src));
+          }
+          for (; rs < nrs; ++rs) {
+            const unsigned row = rs * RPS + rslot;  // < 32
+            T p[D];
+            if constexpr (K == 1) {
+#pragma unroll
+              for (int k = 0; k < D; ++k) p[k] = pr[k];
+            } else {
+#pragma unroll
+              for (int k = 0; k < D; ++k) p[k] = __shfl_sync(FULL, pr[k], int(row));
+            }
+            const unsigned i = r0 + row;
+            const bool valid = qv && row < nrows;
+            T d2 = T(0);
+            bool hit = false;
+            if (valid) {
+              d2 = sq_dist<T, D>(p, qc);
+              hit = d2 <= A.eps2 && (!SELF || jc > i);
+            }
+            ex += valid ? 1u : 0u;
+            if (COUNT) {
+              my_count += hit ? 1u : 0u;
+            } else {
+              const unsigned m = __ballot_sync(FULL, hit);
+              if (m) {
+                const unsigned cnt = __popc(m);
+                if (page == kNoPage || fill + cnt > A.page_size) {
+                  unsigned np = 0;
+                  if (lane == 0) np = atomicAdd(&A.ctl->page_next, 1u);
+                  np = __shfl_sync(FULL, np, 0);
+                  if (np >= A.pool_pages) {  // pool exhausted: stop before this step's hits
+                    stopped = true;
+                    stop = WarpState{item, unsigned(batch), chunk, sc * nrs + rs};
+                    if (lane == 0) A.ctl->pool_full = 1u;
+                    ex -= valid ? 1u : 0u;  // this step runs again on resume
+                    break;
+                  }
+                  if (page != kNoPage && lane == 0) A.page_fill[page] = fill;
+                  page = np;
+                  fill = 0;
                 }
-                if (page != kNoPage && lane == 0) A.page_fill[page] = fill;
-                page = np;
-                fill = 0;
+                if (hit) {
+                  const unsigned pos = fill + __popc(m & lt_mask);
+                  ulonglong2 rec;
+                  rec.x = (unsigned long long)A.order_a[i] |
+                          ((unsigned long long)A.order_b[jc] << 32);
+                  rec.y = (unsigned long long)__double_as_longlong(double(op_sqrt(d2)));
+                  A.pool[size_t(page) * A.page_size + pos] = rec;
+                }
+                fill += cnt;
               }
-              if (hit) {
-                const unsigned pos = fill + __popc(m & lt_mask);
-                ulonglong2 rec;
-                rec.x = (unsigned long long)A.order_a[i] |
-                        ((unsigned long long)A.order_b[j] << 32);
-                rec.y = (unsigned long long)__double_as_longlong(double(op_sqrt(d2)));
-                A.pool[size_t(page) * A.page_size + pos] = rec;
-              }
-              fill += cnt;
             }
           }
+          if (stopped) break;
         }
-        examined += (unsigned long long)(row - row0) * ncand;
+        // Steps done in this chunk: up to the stop, else all nsub * nrs.
+        steps += sc * nrs + rs - step0;
+        examined += ex;
         if (stopped) break;
         // Time budget spent: stop at the next chunk (resumable) unless the item is done.
         const int late = __shfl_sync(FULL, lane == 0 && global_ns() - t_start >= A.budget_ns, 0);
@@ -425,7 +551,30 @@ __global__ void __launch_bounds__(kJT, (sizeof(T) * D <= 16 ? cuda_tuning::kJoin
     for (int s = 16; s > 0; s >>= 1) my_count += __shfl_down_sync(FULL, my_count, s);
     if (lane == 0 && my_count) atomicAdd(&A.ctl->count, my_count);
   }
-  if (lane == 0 && examined) atomicAdd(&A.ctl->examined, examined);
+  for (int s = 16; s > 0; s >>= 1) examined += __shfl_down_sync(FULL, examined, s);
+  if (lane == 0) {
+    if (examined) atomicAdd(&A.ctl->examined, examined);
+    if (steps) atomicAdd(&A.ctl->slots, steps * 32ull);
+    if (A.cursor) {
+      A.cursor[gw] = mine;
+      if (taken) atomicAdd(&A.ctl->item_next, taken);
+    }
+  }
+}
+
+// Join kernel for K lanes per query point (1, 2, 4, 8, 16 or 32).
+template <typename T, int D, bool SELF, bool COUNT>
+auto join_kernel_for(int k) -> decltype(&join_kernel<T, D, SELF, COUNT, 32>) {
+  switch (k) {
+    case 1: return join_kernel<T, D, SELF, COUNT, 1>;
+    case 2: return join_kernel<T, D, SELF, COUNT, 2>;
+    case 4: return join_kernel<T, D, SELF, COUNT, 4>;
+    case 8: return join_kernel<T, D, SELF, COUNT, 8>;
+    case 16: return join_kernel<T, D, SELF, COUNT, 16>;
+    case 32: return join_kernel<T, D, SELF, COUNT, 32>;
+    default:
+      throw Error(ErrorCode::Internal, "join kernel for " + std::to_string(k) + " lanes");
+  }
 }
 
 // ---- host: grid construction ------------------------------------------------------------------
@@ -438,7 +587,8 @@ struct DevGrid {
   unsigned* order = nullptr;     // sorted position -> input index
   unsigned* start = nullptr;     // ncells + 1
   long long* ccoord = nullptr;   // ncells * D
-  uint2* items = nullptr;        // work items of this grid
+  uint2* items = nullptr;        // work items of this grid, in cell order
+  unsigned* item_off = nullptr;  // first item of each cell (ncells + 1)
   unsigned long long nitems = 0;
 };
 
@@ -613,6 +763,7 @@ DevGrid<T> build_grid(Call& call, const PointsView& v, const Geometry& g, Precis
   void* tmp = call.alloc_bytes(tmp_bytes, "scan");
   G2_CUDA(cub::DeviceScan::ExclusiveSum(tmp, tmp_bytes, cnt, off, G.ncells + 1, st));
   G.nitems = read_value(call, off + G.ncells);
+  G.item_off = off;
   G.items = call.alloc<uint2>(G.nitems, "work items");
   item_fill_kernel<<<blocks_for(G.ncells, 256), 256, 0, st>>>(G.start, G.ncells, off, G.items);
   G2_CUDA_LAUNCH("item_fill_kernel");
@@ -639,6 +790,85 @@ signed char* upload_offsets(Call& call, const std::vector<signed char>& off) {
   return d;
 }
 
+// ---- host: work order and lanes per query point ------------------------------------------------
+
+// How run_join schedules the work: items in the strategy's order, static or queued, K.
+struct JoinPlan {
+  const uint2* items = nullptr;
+  bool static_items = false;
+  int k = 32;
+};
+
+bool valid_threads_per_point(int k) {
+  return k == 1 || k == 2 || k == 4 || k == 8 || k == 16 || k == 32;
+}
+
+// Orders the items of `ga` for Control::join_balance (Cell: cell order; SortByWorkload and
+// WorkQueue: estimated workload descending, cub::DeviceRadixSort, ties in cell order) and picks
+// K (Control::join_threads_per_point; when 0, the tuning.h rule from the estimated compare-loop
+// steps, or kJoinAutoKWithoutEstimate for Cell, which runs no estimate).
+template <typename T, int D, bool SELF>
+JoinPlan plan_join(Call& call, const DevGrid<T>& ga, const DevGrid<T>& gb,
+                   const signed char* d_off, int noffsets) {
+  LastRun& lr = last_run();
+  const Control& ctl = call.ctl;
+  const cudaStream_t st = call.stream();
+  JoinPlan plan;
+  plan.items = ga.items;
+  plan.static_items = ctl.join_balance != JoinBalance::WorkQueue;
+  const bool sorted = ctl.join_balance != JoinBalance::Cell;
+  int k = ctl.join_threads_per_point;
+  if (k != 0 && !valid_threads_per_point(k))
+    throw Error(ErrorCode::InvalidParameter,
+                "gpu2bs.join_threads_per_point must be 0, 1, 2, 4, 8, 16 or 32",
+                "Got " + std::to_string(k) + ".");
+  lr.join_balance = int(ctl.join_balance);
+  lr.join_items = ga.nitems;
+  if (k == 0 && !sorted) k = cuda_tuning::kJoinAutoKWithoutEstimate;
+  if (sorted) {
+    cudaEvent_t e0 = call.event(true), e1 = call.event(true);
+    G2_CUDA(cudaEventRecord(e0, st));
+    unsigned long long* work =
+        sorted ? call.alloc<unsigned long long>(ga.nitems, "item workload") : nullptr;
+    unsigned long long* acc = call.alloc<unsigned long long>(8, "workload sums");
+    G2_CUDA(cudaMemsetAsync(acc, 0, 8 * sizeof(unsigned long long), st));
+    plan_kernel<D, SELF><<<blocks_for(size_t(ga.ncells) * 32, 256), 256, 0, st>>>(
+        ga.start, ga.ccoord, ga.ncells, ga.item_off, gb.start, gb.ccoord, gb.ncells, d_off,
+        noffsets, work, acc);
+    G2_CUDA_LAUNCH("plan_kernel");
+    call.sync();
+    unsigned long long h[8];
+    download(call, h, acc, sizeof h);
+    for (int e = 0; e < 6; ++e) lr.join_steps[e] = h[e];
+    lr.join_work = h[6];
+    if (sorted) {
+      int bits = 1;
+      while (bits < 64 && (h[7] >> bits) != 0) ++bits;
+      unsigned long long* keys = call.alloc<unsigned long long>(ga.nitems, "item workload");
+      uint2* items = call.alloc<uint2>(ga.nitems, "sorted work items");
+      size_t tmp_bytes = 0;
+      G2_CUDA(cub::DeviceRadixSort::SortPairsDescending(nullptr, tmp_bytes, work, keys, ga.items,
+                                                        items, unsigned(ga.nitems), 0, bits, st));
+      void* tmp = call.alloc_bytes(tmp_bytes, "workload sort");
+      G2_CUDA(cub::DeviceRadixSort::SortPairsDescending(tmp, tmp_bytes, work, keys, ga.items,
+                                                        items, unsigned(ga.nitems), 0, bits, st));
+      plan.items = items;
+      call.free(tmp);  // synchronizes the stream
+      call.free(keys);
+      call.free(work);
+    }
+    G2_CUDA(cudaEventRecord(e1, st));
+    call.wait(e1);
+    float ms = 0;
+    G2_CUDA(cudaEventElapsedTime(&ms, e0, e1));
+    lr.join_plan_ms += ms;
+    if (k == 0) k = join_auto_threads_per_point(h);
+  }
+  plan.k = k;
+  lr.join_k = k;
+  return plan;
+}
+
 // ---- host: the launch loop --------------------------------------------------------------------
 
 struct JoinResult {
@@ -661,15 +891,21 @@ JoinResult run_join(Call& call, const DevGrid<T>& ga, const DevGrid<T>& gb, T ep
   JoinResult res;
   if (ga.nitems == 0) return res;
   const cudaStream_t st = call.stream();
-  auto kernel = join_kernel<T, D, SELF, COUNT>;
+  std::unique_ptr<PrepareTimer> prep(new PrepareTimer(ctl));
+  signed char* d_off = upload_offsets(call, offsets);
+  const JoinPlan plan = plan_join<T, D, SELF>(call, ga, gb, d_off, int(offsets.size() / D));
+  const auto kernel = join_kernel_for<T, D, SELF, COUNT>(plan.k);
   int bps = 0;
   G2_CUDA(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&bps, kernel, kJT, 0));
   if (bps < 1) throw Error(ErrorCode::Internal, "CUDA join kernel does not fit on the device");
   const unsigned grid = unsigned(bps * device_facts().sms);
   const size_t warps = size_t(grid) * kWarps;
-
-  std::unique_ptr<PrepareTimer> prep(new PrepareTimer(ctl));
-  signed char* d_off = upload_offsets(call, offsets);
+  // Static assignment: items taken by each warp (the grid is the same at every launch).
+  unsigned long long* cursor = nullptr;
+  if (plan.static_items) {
+    cursor = call.alloc<unsigned long long>(warps, "warp cursors");
+    G2_CUDA(cudaMemsetAsync(cursor, 0, warps * sizeof(unsigned long long), st));
+  }
   JoinCtl* dctl = call.alloc<JoinCtl>(1, "join control");
   WarpState* resume[2] = {call.alloc<WarpState>(warps, "resume list"),
                           call.alloc<WarpState>(warps, "resume list")};
@@ -714,8 +950,9 @@ JoinResult run_join(Call& call, const DevGrid<T>& ga, const DevGrid<T>& gb, T ep
   A.ccoord_a = ga.ccoord;
   A.ccoord_b = gb.ccoord;
   A.ncells_b = gb.ncells;
-  A.items = ga.items;
+  A.items = plan.items;
   A.nitems = ga.nitems;
+  A.cursor = cursor;
   A.offsets = d_off;
   A.noffsets = int(offsets.size() / D);
   A.eps2 = eps2;
@@ -805,6 +1042,7 @@ JoinResult run_join(Call& call, const DevGrid<T>& ga, const DevGrid<T>& gb, T ep
     G2_CUDA(cudaEventElapsedTime(&ms, ev_start, ev_end));
     lr.kernel_ms += ms;
     res.examined += hctl->examined;
+    lr.join_slots += hctl->slots;
     res.count += hctl->count;
     // Resume entries no warp reached carry over behind the new ones.
     const unsigned consumed = std::min(hctl->resume_next, n_in);
@@ -916,6 +1154,19 @@ bool grid_count_dims(const PairCountProblem& p, Call& call, T r2, uint64_t* coun
 }
 
 }  // namespace
+
+int join_auto_threads_per_point(const unsigned long long steps[6]) {
+  int best = 5;
+  double best_cost = 0;
+  for (int e = 5; e >= 0; --e) {  // ties: more lanes per point (fewer rows in flight)
+    const double c = double(steps[e]) * cuda_tuning::kJoinStepCost[e];
+    if (e == 5 || c < best_cost) {
+      best = e;
+      best_cost = c;
+    }
+  }
+  return 1 << best;
+}
 
 void simjoin(const SimjoinProblem& p, PairSink& sink, Control& ctl) {
   if (p.a.n == 0 || p.b.n == 0) return;

@@ -98,6 +98,21 @@ constexpr int kJoinMinBlocks = 4;
 // Time budget of one join launch; warps stop at a resumable point after it (cancel polling:
 // results/2026-11-22-h100-test_gpu.log, simjoin cancel 1.5 ms after the interrupt).
 constexpr double kJoinSliceMs = 20.0;
+// Lanes per query point (k, similarity-join paper section III-A) when
+// gpu2bs.join_threads_per_point = 0. results/2026-11-22-h100-joinlb.txt (2e6 points, Unif and
+// Expo lambda = 40, 2-6-D, ~10 and ~100 neighbours, every strategy x k, float32): K = 32 is the
+// fastest or within 4 % on all 21 sets; K = 16 wins by 2-4 % only on the sparse 2-D sets, where
+// it issues 18-22 % fewer compare-loop steps; K = 1 is 1.2-2x slower (rows per item are 1.4-22,
+// so most of its 32 row slots idle). With the workload estimate (workqueue, sortbywl), the rule
+// takes the K minimizing predicted steps x kJoinStepCost[log2 K] (join_auto_threads_per_point):
+// a step of K = 2..16 costs more than one of K = 1 or 32 (candidate and row shuffles both;
+// measured t16 / t32 at equal predicted steps 1.02-1.13); 1.04 fits best (geometric-mean time
+// over the best K: 1.0004, vs 1.0034 for always 32 and 1.014 for equal costs).
+constexpr double kJoinStepCost[6] = {1.0, 1.04, 1.04, 1.04, 1.04, 1.0};
+// K for k = 0 when the estimate does not run (cell strategy): the estimate is a full pass of
+// neighbour-cell lookups, 0.2-39 ms at 2e6 points (as much as 70 % of the kernel on sparse 6-D
+// sets), for at most 4 % from K.
+constexpr int kJoinAutoKWithoutEstimate = 32;
 // Largest result pool (bytes) when Control::max_pages is 0. results/2026-11-22-h100-bench-
 // paths.txt, join N = 1e6 (14.7 M pairs, 235 MB): a 16-page pool 184 ms (318 drains), 256
 // pages 58 ms (20 drains), the default (1 GB) 26.5 ms in one drain.

@@ -247,6 +247,14 @@ SET gpu2bs.max_result_rows = -1;
 \echo :SQLSTATE
 SET gpu2bs.gpu_memory_limit = -1;
 \echo :SQLSTATE
+-- lanes per query point: 0 or a power of two up to 32 (check hook)
+SET gpu2bs.join_threads_per_point = 3;
+\echo :SQLSTATE
+SET gpu2bs.join_threads_per_point = 64;
+\echo :SQLSTATE
+SET gpu2bs.join_threads_per_point = 8;
+SHOW gpu2bs.join_threads_per_point;
+RESET gpu2bs.join_threads_per_point;
 SET gpu2bs.no_such_setting = 1;
 \echo :SQLSTATE
 -- accepted spellings

@@ -38,12 +38,21 @@ struct RunStats {
   uint64_t pairs_emitted = 0;
 };
 
-// Load balancing of the similarity join's work (similarity-join load-imbalance paper):
+// Load balancing of the similarity join's work (similarity-join load-imbalance paper, "Load
+// Imbalance Mitigation Optimizations for GPU-Accelerated Similarity Joins"). CPU engine (items
+// are row ranges of one cell, taken by worker threads):
 //   WorkQueue: a shared queue of small work items (a cell's rows split into ranges of at most
 //              256), taken dynamically (the paper's WORKQUEUE with bounded items);
 //   Cell:      one work item per non-empty cell in cell order, taken dynamically (the paper's
 //              baseline: one query cell per worker, no splitting);
 //   SortByWorkload: one item per cell, largest estimated work first (SORTBYWL).
+// GPU engine (items are runs of up to 32 rows of one cell, taken by warps; kernels/simjoin.cu):
+//   WorkQueue: items sorted by estimated workload (rows x candidates), largest first, taken from
+//              one atomic queue (WORKQUEUE, section III-D);
+//   Cell:      items in cell (linear id) order, static assignment: warp g of W takes items
+//              g, g + W, g + 2W, ... (the GPUCALCGLOBAL baseline's fixed order, section II-C3);
+//   SortByWorkload: items sorted by workload, largest first, static assignment (SORTBYWL,
+//              section III-C).
 enum class JoinBalance { WorkQueue = 0, Cell = 1, SortByWorkload = 2 };
 
 // What the caller lends the engine: an interrupt probe, thread count and buffer sizes.
@@ -58,7 +67,10 @@ class Control {
   size_t page_pairs = 16384;   // result pairs per output page
   size_t max_pages = 0;        // pages in flight (0: 4 per thread); bounds result memory
   size_t device_memory_limit = 0;  // bytes the GPU engine may allocate (0: 90% of free)
-  JoinBalance join_balance = JoinBalance::WorkQueue;  // CPU engine's join scheduling
+  JoinBalance join_balance = JoinBalance::WorkQueue;  // join scheduling (both engines)
+  // GPU join: lanes sharing one query point (k of the paper's section III-A: 1, 2, 4, 8, 16 or
+  // 32; 32 / k points per warp step); 0 = automatic (kernels/tuning.h). The CPU ignores it.
+  int join_threads_per_point = 0;
   RunStats stats;
 };
 

@@ -21,6 +21,7 @@ double max_result_rows_setting = 1e9;
 int gpu_memory_limit_setting = 0;
 int result_page_setting = 16384;
 int join_balance_setting = int(JoinBalance::WorkQueue);
+int join_threads_per_point_setting = 0;
 
 namespace {
 
@@ -38,6 +39,15 @@ const struct config_enum_entry balance_options[] = {
     {"cell", int(JoinBalance::Cell), false},
     {"sortbywl", int(JoinBalance::SortByWorkload), false},
     {nullptr, 0, false}};
+
+// GUC check hook of gpu2bs.join_threads_per_point: 0 (automatic) or a power of two up to 32
+// (the join kernel is instantiated for those; a warp step holds 32 / k query points).
+bool check_threads_per_point(int* newval, void** /*extra*/, GucSource /*source*/) {
+  const int k = *newval;
+  if (k == 0 || k == 1 || k == 2 || k == 4 || k == 8 || k == 16 || k == 32) return true;
+  GUC_check_errdetail("gpu2bs.join_threads_per_point must be 0 (automatic), 1, 2, 4, 8, 16 or 32.");
+  return false;
+}
 
 struct LastRun {
   char function[64];
@@ -71,12 +81,30 @@ void define_settings() {
                           nullptr, &gpu_memory_limit_setting, 0, 0, 16 * 1024 * 1024, PGC_USERSET,
                           GUC_UNIT_MB, nullptr, nullptr, nullptr);
   DefineCustomEnumVariable("gpu2bs.join_balance",
-                           "Load balancing of the CPU engine's similarity join: workqueue, cell or sortbywl.",
-                           "workqueue (default, fastest on skewed data in test/bench/results/"
-                           "2026-11-22-cpu-2core-join-balance.md) splits crowded cells; cell and "
-                           "sortbywl keep one work item per cell, sortbywl largest first.",
+                           "Load balancing of the similarity join: workqueue, cell or sortbywl.",
+                           "Similarity-join load-imbalance paper. GPU (work items of up to 32 rows "
+                           "of one grid cell, taken by warps): workqueue (default) sorts the items "
+                           "by estimated workload, largest first, and hands them out from one "
+                           "atomic queue (WORKQUEUE, section III-D); sortbywl sorts them the same "
+                           "way and assigns them statically (SORTBYWL, section III-C); cell keeps "
+                           "cell order with static assignment (GPUCALCGLOBAL baseline, section "
+                           "II-C3). workqueue is the default: fastest GPU join kernel (0.90x of "
+                           "cell, geometric mean of 21 sets, up to 1.8x faster on skewed ones: "
+                           "test/bench/results/2026-11-22-h100-joinlb.txt) and bounded CPU work "
+                           "items; cell is faster end to end on sparse joins (about 10 "
+                           "neighbours), where the workload estimate costs as much as the "
+                           "kernel. CPU: workqueue splits crowded cells (items of at most 256 "
+                           "rows); cell and sortbywl keep one work item per cell, sortbywl "
+                           "largest first (test/bench/results/2026-11-22-cpu-2core-simjoin-skew-3d.md).",
                            &join_balance_setting, int(JoinBalance::WorkQueue), balance_options,
                            PGC_USERSET, 0, nullptr, nullptr, nullptr);
+  DefineCustomIntVariable("gpu2bs.join_threads_per_point",
+                          "GPU similarity join: lanes sharing one query point (0: automatic).",
+                          "k of the similarity-join load-imbalance paper, section III-A: 1, 2, 4, "
+                          "8, 16 or 32 lanes compare one query point with k candidates at a time; "
+                          "0 picks k from the workload estimate (kernels/tuning.h).",
+                          &join_threads_per_point_setting, 0, 0, 32, PGC_USERSET, 0,
+                          check_threads_per_point, nullptr, nullptr);
   DefineCustomIntVariable("gpu2bs.result_page_pairs",
                           "Pairs per result page of the similarity join (bounds buffered results).",
                           nullptr, &result_page_setting, 16384, 64, 1 << 24, PGC_USERSET, 0,
@@ -112,6 +140,7 @@ PgControl::PgControl() {
   page_pairs = size_t(result_page_setting);
   device_memory_limit = size_t(gpu_memory_limit_setting) * 1024 * 1024;
   join_balance = JoinBalance(join_balance_setting);
+  join_threads_per_point = join_threads_per_point_setting;
 }
 
 // Cancel, statement timeout and termination requests (read only; processed at the boundary).

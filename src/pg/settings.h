@@ -18,6 +18,7 @@ extern double max_result_rows_setting;  // 0: unlimited
 extern int gpu_memory_limit_setting;  // MB, 0: 90% of free device memory
 extern int result_page_setting;       // pairs per result page
 extern int join_balance_setting;      // JoinBalance
+extern int join_threads_per_point_setting;  // GPU join lanes per query point (0: automatic)
 
 // Registers the settings (from _PG_init).
 void define_settings();

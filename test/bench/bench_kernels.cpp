@@ -11,6 +11,13 @@
 //   bench_kernels issue4           issue 4 figures at N = 1,048,576 (3-D uniform, kernel time):
 //                                  SDH 10..50000 buckets, SDH and all-pairs count launch
 //                                  variants (fast / exact SDH, carry / FSETP count), float64
+//   bench_kernels joinlb [runs]    similarity join load balancing (issue 5): the load-imbalance
+//                                  paper's synthetic sets (2e6 points, uniform in the unit cube
+//                                  and exponential lambda = 40, 2-6-D), ~10 and ~100 neighbours
+//                                  per point and one larger eps; every gpu2bs.join_balance x
+//                                  lanes per point (0 = auto, 1..32); counting sink
+//   bench_kernels joinlb-ncu       the same kernel once per strategy x k in {1, 8, 32} on Expo2D
+//                                  and Unif3D (for ncu --kernel-name regex:join_kernel)
 // Built by test/gpu/Makefile (make -C test/gpu bench).
 #include <algorithm>
 #include <chrono>
@@ -391,11 +398,157 @@ void bench_issue4(Engine* gpu, int runs) {
   }
 }
 
+// ---- issue 5: similarity join load balancing ------------------------------------------------
+
+const char* balance_name(JoinBalance b) {
+  return b == JoinBalance::WorkQueue ? "workqueue" : b == JoinBalance::Cell ? "cell" : "sortbywl";
+}
+
+struct LbSet {
+  std::string name;  // the paper's naming: Unif3D2M, Expo2D2M
+  ref::Points pts;
+  int dims;
+  bool expo;
+};
+
+// The paper's synthetic set: 2e6 points, uniform in the unit cube or Exp(40) per coordinate.
+LbSet lb_set(bool expo, int dims, size_t n) {
+  LbSet s;
+  s.dims = dims;
+  s.expo = expo;
+  s.pts = expo ? ref::exponential(n, dims, 500 + dims, 40.0) : ref::uniform(n, dims, 400 + dims);
+  s.name = std::string(expo ? "Expo" : "Unif") + std::to_string(dims) + "D" +
+           std::to_string(n / 1000000) + "M";
+  return s;
+}
+
+// eps for about `nb` neighbours per point: uniform in the unit cube, or at the exponential
+// set's mean density (integral of f^2 = (lambda / 2)^d: eps shrinks by lambda / 2 = 20).
+double lb_eps(const LbSet& s, double nb) {
+  const double e = eps_for(s.pts.n(), s.dims, nb);
+  return s.expo ? e / 20.0 : e;
+}
+
+struct LbRow {
+  double kernel_ms = 0, plan_ms = 0, e2e_ms = 0;
+  uint64_t pairs = 0, examined = 0, slots = 0;
+  int k = 0, launches = 0, drains = 0;
+  unsigned long long steps[6] = {};
+};
+
+// One configuration: `runs` timed calls (medians), counting sink.
+LbRow lb_run(Engine* gpu, const SimjoinProblem& jp, JoinBalance bal, int k, int runs) {
+  std::vector<double> kern, plan, wall;
+  LbRow r;
+  for (int i = 0; i < runs; ++i) {
+    Control c;
+    c.threads = int(std::thread::hardware_concurrency());
+    c.join_balance = bal;
+    c.join_threads_per_point = k;
+    NullSink sink;
+    auto t0 = Clock::now();
+    gpu->simjoin(jp, sink, c);
+    wall.push_back(std::chrono::duration<double, std::milli>(Clock::now() - t0).count());
+    const cuda::LastRun& lr = cuda::last_run();
+    kern.push_back(lr.kernel_ms);
+    plan.push_back(lr.join_plan_ms);
+    r.pairs = sink.count;
+    r.examined = c.stats.pairs_examined;
+    r.slots = lr.join_slots;
+    r.k = lr.join_k;
+    r.launches = lr.launches;
+    r.drains = lr.drains;
+    for (int e = 0; e < 6; ++e) r.steps[e] = lr.join_steps[e];
+  }
+  r.kernel_ms = median(kern);
+  r.plan_ms = median(plan);
+  r.e2e_ms = median(wall);
+  return r;
+}
+
+void lb_header() {
+  printf("%-10s %9s %7s %-9s %3s %4s | %9s %8s %9s | %11s %11s %10s %10s %6s | %s\n", "set",
+         "eps", "nbrs/pt", "balance", "k", "used", "kern_ms", "plan_ms", "e2e_ms", "pairs",
+         "examined", "pairs/s", "exam/s", "lanes", "launches/drains");
+}
+
+// Every strategy x k on one set and eps; the estimate's predicted lane use per K first.
+void lb_dataset(Engine* gpu, const LbSet& s, double eps, int runs, const std::vector<int>& ks) {
+  auto jp = make_simjoin(s.pts.view(), nullptr, eps, Precision::Float32, 0);
+  {  // warm-up (and the estimate's predicted steps for every K)
+    LbRow w = lb_run(gpu, jp, JoinBalance::WorkQueue, 0, 1);
+    printf("%-10s %9.3g  predicted lane use (examined / 32 x steps) k=1..32:", s.name.c_str(), eps);
+    for (int e = 0; e < 6; ++e)
+      printf(" %.3f", w.steps[e] ? double(w.examined) / (32.0 * double(w.steps[e])) : 0.0);
+    printf("  rows/item %.2f cand/row %.1f -> auto k=%d\n",
+           double(s.pts.n()) / double(cuda::last_run().join_items),
+           double(w.examined) / double(s.pts.n()), w.k);
+  }
+  for (JoinBalance bal : {JoinBalance::Cell, JoinBalance::SortByWorkload, JoinBalance::WorkQueue})
+    for (int k : ks) {
+      LbRow r = lb_run(gpu, jp, bal, k, runs);
+      char ld[32];
+      snprintf(ld, sizeof ld, "%d/%d", r.launches, r.drains);
+      printf("%-10s %9.3g %7.1f %-9s %3d %4d | %9.3f %8.3f %9.3f | %11llu %11llu %10.3e %10.3e "
+             "%6.3f | %s\n",
+             s.name.c_str(), eps, 2.0 * double(r.pairs) / double(s.pts.n()), balance_name(bal), k,
+             r.k, r.kernel_ms, r.plan_ms, r.e2e_ms, (unsigned long long)r.pairs,
+             (unsigned long long)r.examined, double(r.pairs) / (r.kernel_ms * 1e-3),
+             double(r.examined) / (r.kernel_ms * 1e-3),
+             r.slots ? double(r.examined) / double(r.slots) : 0.0, ld);
+      fflush(stdout);
+    }
+}
+
+void bench_joinlb(Engine* gpu, int runs) {
+  const size_t n = 2000000;
+  const std::vector<int> all_k = {0, 1, 2, 4, 8, 16, 32};
+  printf("columns: kern_ms = join kernel (sum of launches, cudaEvents, median of %d); plan_ms =\n"
+         "workload estimate + CUB sort; pairs/s = emitted pairs / kernel s; exam/s = candidate\n"
+         "pairs examined / kernel s; lanes = in-kernel lane utilisation (examined / issued lane\n"
+         "slots of the compare loop); float32, self-join, counting sink\n\n",
+         runs);
+  lb_header();
+  for (bool expo : {false, true})
+    for (int dims = 2; dims <= 6; ++dims) {
+      LbSet s = lb_set(expo, dims, n);
+      for (double nb : {10.0, 100.0}) lb_dataset(gpu, s, lb_eps(s, nb), runs, all_k);
+    }
+  // One of the paper's larger eps values (Tables III-V: Expo2D2M at eps = 0.2, its heaviest
+  // and most imbalanced case; the paper's coordinate scale is not given): here ~400 neighbours
+  // at the mean density of Expo2D2M (the dense corner has far more).
+  printf("\nlarger eps\n");
+  lb_header();
+  LbSet s = lb_set(true, 2, n);
+  lb_dataset(gpu, s, lb_eps(s, 400.0), 1, {0, 1, 8, 32});
+}
+
+// One call per strategy x k in {1, 8, 32} on Expo2D2M and Unif3D2M (~50 neighbours), no
+// warm-up: for ncu --kernel-name regex:join_kernel (the order is printed).
+void bench_joinlb_ncu(Engine* gpu) {
+  int launch = 0;
+  for (bool expo : {true, false}) {
+    LbSet s = lb_set(expo, expo ? 2 : 3, 2000000);
+    auto jp = make_simjoin(s.pts.view(), nullptr, lb_eps(s, 50.0), Precision::Float32, 0);
+    for (JoinBalance bal : {JoinBalance::Cell, JoinBalance::SortByWorkload, JoinBalance::WorkQueue})
+      for (int k : {1, 8, 32}) {
+        LbRow r = lb_run(gpu, jp, bal, k, 1);
+        printf("call %2d: %s %s k=%d launches=%d kern_ms=%.3f lanes=%.3f pairs=%llu\n", launch++,
+               s.name.c_str(), balance_name(bal), k, r.launches, r.kernel_ms,
+               r.slots ? double(r.examined) / double(r.slots) : 0.0,
+               (unsigned long long)r.pairs);
+        fflush(stdout);
+      }
+  }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   const std::string mode = argc > 1 ? argv[1] : "quick";
-  const int runs = std::max(5, argc > 2 ? atoi(argv[2]) : 5);
+  const bool lb = mode == "joinlb" || mode == "joinlb-ncu";
+  const int runs = lb ? std::max(1, argc > 2 ? atoi(argv[2]) : 2)
+                      : std::max(5, argc > 2 ? atoi(argv[2]) : 5);
   std::string why;
   Engine* gpu = cuda_engine(&why);
   if (!gpu) {
@@ -421,6 +574,10 @@ int main(int argc, char** argv) {
       bench_issue4(gpu, runs);
     } else if (mode == "paths") {
       bench_paths(gpu, runs);
+    } else if (mode == "joinlb") {
+      bench_joinlb(gpu, runs);
+    } else if (mode == "joinlb-ncu") {
+      bench_joinlb_ncu(gpu);
     } else {
       printf("unknown mode %s\n", mode.c_str());
       return 2;

@@ -42,6 +42,19 @@ inline Points uniform(size_t n, int dims, uint64_t seed, double lo = 0, double h
   return p;
 }
 
+// Exponentially distributed points: each coordinate drawn from Exp(lambda) (the similarity-join
+// load-imbalance paper's skewed sets use lambda = 40): dense near the origin, sparse far out.
+inline Points exponential(size_t n, int dims, uint64_t seed, double lambda) {
+  std::mt19937_64 rng(seed);
+  std::exponential_distribution<double> e(lambda);
+  Points p;
+  p.dims = dims;
+  p.c.assign(size_t(dims), std::vector<double>(n));
+  for (size_t i = 0; i < n; ++i)
+    for (int k = 0; k < dims; ++k) p.c[size_t(k)][i] = e(rng);
+  return p;
+}
+
 // Exact-ish float64 distance of points i (of a) and j (of b).
 inline double dist(const Points& a, size_t i, const Points& b, size_t j) {
   long double s = 0;

@@ -24,6 +24,7 @@
 #include "core/error.h"
 #include "core/grid.h"
 #include "kernels/host_api.h"
+#include "kernels/tuning.h"
 
 using namespace gpu2bs;
 
@@ -680,6 +681,180 @@ TEST(Simjoin, MaxPairsExceeded) {
   EXPECT_EQ(got.size(), total);
 }
 
+// ---- load balancing: strategies x lanes per query point ----------------------------------------
+
+const JoinBalance kBalances[] = {JoinBalance::WorkQueue, JoinBalance::Cell,
+                                 JoinBalance::SortByWorkload};
+const char* bname(JoinBalance b) {
+  return b == JoinBalance::WorkQueue ? "workqueue" : b == JoinBalance::Cell ? "cell" : "sortbywl";
+}
+int log2_of(int k) {
+  int e = 0;
+  while ((1 << e) < k) ++e;
+  return e;
+}
+
+// The GPU join under every strategy and every k in `ks` (0 = automatic) equals the CPU join
+// (`want`); candidate pairs examined are the same for all and equal the workload estimate, and
+// the compare loop issued exactly the steps the estimate predicts for the K used (also across
+// stop/resume). pages > 0: a pool of `pages` pages of 64 pairs (many drains and resumes).
+void balance_case(const ref::Points& a, const ref::Points* b, double eps, Precision prec,
+                  const std::vector<int>& ks, size_t pages, const std::string& what) {
+  const auto want = run_join(cpu(), a, b, eps, prec);
+  uint64_t examined = 0;
+  bool first = true;
+  for (JoinBalance bal : kBalances)
+    for (int k : ks) {
+      Ctl ctl;
+      ctl.join_balance = bal;
+      ctl.join_threads_per_point = k;
+      if (pages) {
+        ctl.page_pairs = 64;
+        ctl.max_pages = pages;
+      }
+      const auto got = run_join(gpu(), a, b, eps, prec, &ctl);
+      const cuda::LastRun lr = cuda::last_run();
+      const std::string tag = what + " " + pname(prec) + " " + bname(bal) + " k=" +
+                              std::to_string(k) + " (used " + std::to_string(lr.join_k) + ")";
+      EXPECT_TRUE(got == want) << tag << ": GPU vs CPU differ, " << first_diff(got, want);
+      EXPECT_EQ(lr.join_balance, int(bal)) << tag;
+      if (k) {
+        EXPECT_EQ(lr.join_k, k) << tag;
+      }
+      EXPECT_TRUE(lr.join_k >= 1 && lr.join_k <= 32 && (lr.join_k & (lr.join_k - 1)) == 0) << tag;
+      if (first) examined = ctl.stats.pairs_examined;
+      first = false;
+      EXPECT_EQ(ctl.stats.pairs_examined, examined) << tag;
+      if (bal == JoinBalance::Cell) {  // no estimate
+        EXPECT_EQ(lr.join_work, 0u) << tag;
+        if (k == 0) {
+          EXPECT_EQ(lr.join_k, cuda_tuning::kJoinAutoKWithoutEstimate) << tag;
+        }
+      } else {  // the estimate ran
+        EXPECT_EQ(lr.join_work, ctl.stats.pairs_examined) << tag;
+        EXPECT_EQ(lr.join_slots, 32 * lr.join_steps[log2_of(lr.join_k)]) << tag;
+        EXPECT_LE(ctl.stats.pairs_examined, lr.join_slots) << tag;
+        if (k == 0) {
+          EXPECT_EQ(lr.join_k, cuda::join_auto_threads_per_point(lr.join_steps)) << tag;
+        }
+      }
+      if (pages && want.size() > 4 * 64 * pages) {
+        EXPECT_GT(lr.drains, 2) << tag;
+      }
+    }
+}
+
+const std::vector<int> kAllK = {0, 1, 2, 4, 8, 16, 32};
+
+TEST(JoinBalance, UniformEveryStrategyAndK) {
+  REQUIRE_GPU();
+  for (int dims : {2, 3, 4, 5, 6})
+    for (Precision prec : {Precision::Float32, Precision::Float64}) {
+      auto pts = ref::uniform(2500, dims, 300 + dims);
+      balance_case(pts, nullptr, eps_for(2500, dims, 20), prec, kAllK, 0,
+                   "uniform self d=" + std::to_string(dims));
+    }
+}
+
+TEST(JoinBalance, ExponentialSkew) {
+  REQUIRE_GPU();
+  // lambda = 40 as the paper's Expo sets: most points within 0.1 of the origin, a sparse tail.
+  for (int dims : {2, 3, 4, 6})
+    for (Precision prec : {Precision::Float32, Precision::Float64}) {
+      auto pts = ref::exponential(4000, dims, 310 + dims, 40.0);
+      const double eps = eps_for(4000, dims, 20) / 20.0;  // ~20 neighbours at the mean density
+      balance_case(pts, nullptr, eps, prec, kAllK, 0, "exponential self d=" + std::to_string(dims));
+    }
+}
+
+TEST(JoinBalance, DuplicatesAndCrowdedCells) {
+  REQUIRE_GPU();
+  for (Precision prec : {Precision::Float32, Precision::Float64}) {
+    balance_case(few_distinct(3000, 2, 320, 25), nullptr, 0.01, prec, kAllK, 0, "25 distinct 2-D");
+    balance_case(few_distinct(2000, 5, 321, 12), nullptr, 0.2, prec, kAllK, 0, "12 distinct 5-D");
+    balance_case(same_point(1100, 3), nullptr, 0.1, prec, {0, 1, 8, 32}, 0, "all equal");
+    balance_case(lattice(2000, 3, 322, 12), nullptr, 1.0, prec, {0, 2, 16}, 0, "lattice");
+  }
+}
+
+TEST(JoinBalance, TwoRelations) {
+  REQUIRE_GPU();
+  for (int dims : {2, 3, 6})
+    for (Precision prec : {Precision::Float32, Precision::Float64}) {
+      auto a = ref::exponential(1500, dims, 330 + dims, 40.0);
+      auto b = ref::uniform(2500, dims, 340 + dims, 0.0, 0.1);
+      const double eps = eps_for(2500, dims, 20) * 0.1;
+      balance_case(a, &b, eps, prec, kAllK, 0, "two relations expo x uniform d=" +
+                                                   std::to_string(dims));
+      auto d = few_distinct(800, dims, 350 + dims, 10);
+      balance_case(d, &a, 0.05, prec, {0, 1, 4, 32}, 0, "duplicates x expo d=" +
+                                                          std::to_string(dims));
+    }
+}
+
+TEST(JoinBalance, TinyPoolsStopAndResume) {
+  REQUIRE_GPU();
+  // Many pool-full stops in the middle of chunks and sub-chunks: every stop position of every K.
+  auto u = ref::uniform(4000, 3, 360);
+  auto e = ref::exponential(4000, 2, 361, 40.0);
+  auto dup = few_distinct(2500, 4, 362, 30);
+  auto u2 = ref::uniform(3000, 2, 364, 0.0, 0.1);
+  for (Precision prec : {Precision::Float32, Precision::Float64}) {
+    balance_case(u, nullptr, eps_for(4000, 3, 40), prec, kAllK, 2, "tiny pool uniform 3-D");
+    balance_case(e, nullptr, eps_for(4000, 2, 40) / 20.0, prec, {1, 4, 32}, 1,
+                 "tiny pool expo 2-D");
+    balance_case(dup, nullptr, 0.1, prec, {0, 2, 8, 32}, 3, "tiny pool duplicates 4-D");
+    balance_case(e, &u2, eps_for(3000, 2, 40) * 0.1, prec, {1, 16, 32}, 2,
+                 "tiny pool two relations");
+  }
+  auto six = ref::uniform(2000, 6, 363);
+  balance_case(six, nullptr, eps_for(2000, 6, 30), Precision::Float32, {1, 8, 32}, 2,
+               "tiny pool 6-D");
+}
+
+TEST(JoinBalance, GridPairCountEveryStrategyAndK) {
+  REQUIRE_GPU();
+  auto e = ref::exponential(20000, 3, 370, 40.0);
+  const double r = eps_for(20000, 3, 30) / 20.0;
+  for (Precision prec : {Precision::Float32, Precision::Float64}) {
+    const uint64_t want = run_count(cpu(), e, prec, r);
+    cuda::set_count_forced_path(2);
+    for (JoinBalance bal : kBalances)
+      for (int k : kAllK) {
+        auto p = make_pair_count(e.view(), r, prec);
+        Ctl ctl;
+        ctl.join_balance = bal;
+        ctl.join_threads_per_point = k;
+        EXPECT_EQ(gpu()->pair_count(p, ctl), want) << bname(bal) << " k=" << k;
+        EXPECT_EQ(cuda::last_run().count_path, 2);
+      }
+    cuda::set_count_forced_path(0);
+  }
+}
+
+TEST(JoinBalance, RejectsOtherLaneCountsAndAutoRule) {
+  REQUIRE_GPU();
+  auto pts = ref::uniform(500, 2, 380);
+  for (int k : {3, 64, -1}) {
+    Ctl ctl;
+    ctl.join_threads_per_point = k;
+    try {
+      run_join(gpu(), pts, nullptr, 0.05, Precision::Float32, &ctl);
+      ADD_FAILURE() << "k=" << k << " accepted";
+    } catch (const Error& e) {
+      EXPECT_EQ(e.code(), ErrorCode::InvalidParameter) << e.what();
+    }
+  }
+  // The rule picks the cheapest predicted K; ties go to more lanes per point.
+  unsigned long long flat[6] = {100, 100, 100, 100, 100, 100};
+  EXPECT_EQ(cuda::join_auto_threads_per_point(flat), 32);
+  for (int e = 0; e < 6; ++e) {
+    unsigned long long s[6] = {1000000, 1000000, 1000000, 1000000, 1000000, 1000000};
+    s[e] = 1000;
+    EXPECT_EQ(cuda::join_auto_threads_per_point(s), 1 << e);
+  }
+}
+
 // ---- cancel, memory, stats ---------------------------------------------------------------------
 
 // interrupt_pending() turns true 100 ms after the first poll.
@@ -838,6 +1013,17 @@ TEST(Sanitizer, SmallEveryPath) {
     ctl.max_pages = 3;
     auto got = run_join(gpu(), pts, nullptr, eps, prec, &ctl);
     EXPECT_TRUE(got == run_join(cpu(), pts, nullptr, eps, prec));
+    // every strategy, K at both ends and between, through a tiny pool (stop/resume)
+    const auto want = run_join(cpu(), a3, &pts, eps, prec);
+    for (JoinBalance bal : kBalances)
+      for (int k : {0, 1, 8, 32}) {
+        Ctl c2;
+        c2.join_balance = bal;
+        c2.join_threads_per_point = k;
+        c2.page_pairs = 64;
+        c2.max_pages = 2;
+        EXPECT_TRUE(run_join(gpu(), a3, &pts, eps, prec, &c2) == want) << bname(bal) << k;
+      }
     cuda::set_force_host_grid(true);
     auto hg = run_join(gpu(), p2, nullptr, 0.05, prec);
     cuda::set_force_host_grid(false);
