@@ -815,14 +815,18 @@ JoinPlan plan_join(Call& call, const DevGrid<T>& ga, const DevGrid<T>& gb,
   const cudaStream_t st = call.stream();
   JoinPlan plan;
   plan.items = ga.items;
-  plan.static_items = ctl.join_balance != JoinBalance::WorkQueue;
-  const bool sorted = ctl.join_balance != JoinBalance::Cell;
+  // Auto is Cell here: no workload estimate, which costs as much as a sparse join's kernel
+  // (kernels/tuning.h, kJoinAutoBalance).
+  const JoinBalance balance =
+      ctl.join_balance == JoinBalance::Auto ? cuda_tuning::kJoinAutoBalance : ctl.join_balance;
+  plan.static_items = balance != JoinBalance::WorkQueue;
+  const bool sorted = balance != JoinBalance::Cell;
   int k = ctl.join_threads_per_point;
   if (k != 0 && !valid_threads_per_point(k))
     throw Error(ErrorCode::InvalidParameter,
                 "gpu2bs.join_threads_per_point must be 0, 1, 2, 4, 8, 16 or 32",
                 "Got " + std::to_string(k) + ".");
-  lr.join_balance = int(ctl.join_balance);
+  lr.join_balance = int(balance);
   lr.join_items = ga.nitems;
   if (k == 0 && !sorted) k = cuda_tuning::kJoinAutoKWithoutEstimate;
   if (sorted) {

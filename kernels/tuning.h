@@ -6,6 +6,8 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "core/engine.h"
+
 namespace gpu2bs {
 namespace cuda_tuning {
 
@@ -113,6 +115,14 @@ constexpr double kJoinStepCost[6] = {1.0, 1.04, 1.04, 1.04, 1.04, 1.0};
 // neighbour-cell lookups, 0.2-39 ms at 2e6 points (as much as 70 % of the kernel on sparse 6-D
 // sets), for at most 4 % from K.
 constexpr int kJoinAutoKWithoutEstimate = 32;
+// Strategy of gpu2bs.join_balance = auto on the GPU. results/2026-11-22-h100-joinlb.txt, engine
+// call end to end, k = 0, geometric mean over the 21 sets: cell 1.000, workqueue 1.082, sortbywl
+// 1.111; workqueue's kernel is faster (0.90x, up to 1.84x on Expo5D at 73 neighbours) but its
+// workload estimate and sort cost 0.6-40 ms; it wins end to end on 2 sets by 3-6 % (Expo3D 95
+// and Expo5D 73 neighbours: 55.5 vs 57.4 ms, 84.2 vs 89.6 ms), cell wins up to 1.48x (Expo6D at
+// 7 neighbours: 103.9 vs 153.6 ms). Crowded cells are not an issue for cell here: GPU items are
+// at most 32 rows.
+constexpr JoinBalance kJoinAutoBalance = JoinBalance::Cell;
 // Largest result pool (bytes) when Control::max_pages is 0. results/2026-11-22-h100-bench-
 // paths.txt, join N = 1e6 (14.7 M pairs, 235 MB): a 16-page pool 184 ms (318 drains), 256
 // pages 58 ms (20 drains), the default (1 GB) 26.5 ms in one drain.

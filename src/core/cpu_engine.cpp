@@ -362,8 +362,11 @@ class CpuEngine final : public Engine {
     const Grid& gridb = p.self ? ga : *gb;
     const TypedPoints<T>& ptsb = p.self ? pa : *pb;
     const auto offsets = neighbour_offsets(p.a.dims, p.self);
+    // Auto: work items of at most kJoinRows rows from one queue (a crowded cell is shared).
+    const JoinBalance balance =
+        ctl.join_balance == JoinBalance::Auto ? JoinBalance::WorkQueue : ctl.join_balance;
     std::vector<uint64_t> work;
-    if (ctl.join_balance == JoinBalance::SortByWorkload) {
+    if (balance == JoinBalance::SortByWorkload) {
       work.resize(ga.num_cells());
       for (size_t c = 0; c < ga.num_cells(); ++c) {
         uint64_t rows = ga.cell_end(c) - ga.cell_begin(c), around = p.self ? rows : 0;
@@ -372,7 +375,7 @@ class CpuEngine final : public Engine {
         work[c] = rows * around;
       }
     }
-    auto items = join_items(ga, ctl.join_balance, &work);
+    auto items = join_items(ga, balance, &work);
     const int nt = std::max(1, std::min<int>(threads(ctl), int(items.size())));
     const size_t page_pairs = std::max<size_t>(ctl.page_pairs, 64);
     const std::vector<uint32_t>& order_a = ga.order();

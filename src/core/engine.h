@@ -53,7 +53,9 @@ struct RunStats {
 //              g, g + W, g + 2W, ... (the GPUCALCGLOBAL baseline's fixed order, section II-C3);
 //   SortByWorkload: items sorted by workload, largest first, static assignment (SORTBYWL,
 //              section III-C).
-enum class JoinBalance { WorkQueue = 0, Cell = 1, SortByWorkload = 2 };
+//   Auto:      the measured default of each engine: Cell on the GPU (fastest end to end on 19 of
+//              21 synthetic sets, kernels/tuning.h), WorkQueue on the CPU (bounded work items).
+enum class JoinBalance { WorkQueue = 0, Cell = 1, SortByWorkload = 2, Auto = 3 };
 
 // What the caller lends the engine: an interrupt probe, thread count and buffer sizes.
 class Control {
@@ -67,7 +69,7 @@ class Control {
   size_t page_pairs = 16384;   // result pairs per output page
   size_t max_pages = 0;        // pages in flight (0: 4 per thread); bounds result memory
   size_t device_memory_limit = 0;  // bytes the GPU engine may allocate (0: 90% of free)
-  JoinBalance join_balance = JoinBalance::WorkQueue;  // join scheduling (both engines)
+  JoinBalance join_balance = JoinBalance::Auto;  // join scheduling (both engines)
   // GPU join: lanes sharing one query point (k of the paper's section III-A: 1, 2, 4, 8, 16 or
   // 32; 32 / k points per warp step); 0 = automatic (kernels/tuning.h). The CPU ignores it.
   int join_threads_per_point = 0;

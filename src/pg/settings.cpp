@@ -20,7 +20,7 @@ int cpu_threads_setting = 0;
 double max_result_rows_setting = 1e9;
 int gpu_memory_limit_setting = 0;
 int result_page_setting = 16384;
-int join_balance_setting = int(JoinBalance::WorkQueue);
+int join_balance_setting = int(JoinBalance::Auto);
 int join_threads_per_point_setting = 0;
 
 namespace {
@@ -35,6 +35,7 @@ const struct config_enum_entry precision_options[] = {
     {nullptr, 0, false}};
 
 const struct config_enum_entry balance_options[] = {
+    {"auto", int(JoinBalance::Auto), false},
     {"workqueue", int(JoinBalance::WorkQueue), false},
     {"cell", int(JoinBalance::Cell), false},
     {"sortbywl", int(JoinBalance::SortByWorkload), false},
@@ -81,22 +82,21 @@ void define_settings() {
                           nullptr, &gpu_memory_limit_setting, 0, 0, 16 * 1024 * 1024, PGC_USERSET,
                           GUC_UNIT_MB, nullptr, nullptr, nullptr);
   DefineCustomEnumVariable("gpu2bs.join_balance",
-                           "Load balancing of the similarity join: workqueue, cell or sortbywl.",
+                           "Load balancing of the similarity join: auto, workqueue, cell or sortbywl.",
                            "Similarity-join load-imbalance paper. GPU (work items of up to 32 rows "
-                           "of one grid cell, taken by warps): workqueue (default) sorts the items "
-                           "by estimated workload, largest first, and hands them out from one "
-                           "atomic queue (WORKQUEUE, section III-D); sortbywl sorts them the same "
-                           "way and assigns them statically (SORTBYWL, section III-C); cell keeps "
-                           "cell order with static assignment (GPUCALCGLOBAL baseline, section "
-                           "II-C3). workqueue is the default: fastest GPU join kernel (0.90x of "
-                           "cell, geometric mean of 21 sets, up to 1.8x faster on skewed ones: "
-                           "test/bench/results/2026-11-22-h100-joinlb.txt) and bounded CPU work "
-                           "items; cell is faster end to end on sparse joins (about 10 "
-                           "neighbours), where the workload estimate costs as much as the "
-                           "kernel. CPU: workqueue splits crowded cells (items of at most 256 "
-                           "rows); cell and sortbywl keep one work item per cell, sortbywl "
-                           "largest first (test/bench/results/2026-11-22-cpu-2core-simjoin-skew-3d.md).",
-                           &join_balance_setting, int(JoinBalance::WorkQueue), balance_options,
+                           "of one grid cell, taken by warps): workqueue sorts the items by "
+                           "estimated workload, largest first, and hands them out from one atomic "
+                           "queue (WORKQUEUE, section III-D); sortbywl sorts them the same way and "
+                           "assigns them statically (SORTBYWL, section III-C); cell keeps cell "
+                           "order with static assignment (GPUCALCGLOBAL baseline, section II-C3). "
+                           "auto (default) is cell on the GPU: fastest end to end over 21 "
+                           "synthetic sets (workqueue 1.08x, sortbywl 1.11x of its time, geometric "
+                           "mean; workqueue has the faster kernel but its workload estimate costs "
+                           "as much as a sparse join: test/bench/results/2026-11-22-h100-joinlb.txt), "
+                           "and workqueue on the CPU, where it splits crowded cells into items of "
+                           "at most 256 rows (cell and sortbywl keep one item per cell, sortbywl "
+                           "largest first: test/bench/results/2026-11-22-cpu-2core-simjoin-skew-3d.md).",
+                           &join_balance_setting, int(JoinBalance::Auto), balance_options,
                            PGC_USERSET, 0, nullptr, nullptr, nullptr);
   DefineCustomIntVariable("gpu2bs.join_threads_per_point",
                           "GPU similarity join: lanes sharing one query point (0: automatic).",

@@ -76,7 +76,7 @@ echo "CPU engine join load balancing (gpu2bs.join_balance), uniform u2 (eps 0.00
 echo
 echo "| gpu2bs.join_balance | table | pairs | ms (median of $RUNS) | kernel / merge / prepare / scan / transfer ms |"
 echo "|---|---|---|---|---|"
-for b in workqueue cell sortbywl; do
+for b in auto workqueue cell sortbywl; do
   for t in "u2 0.0025" "e2 0.000125"; do
     set -- $t
     bench cpu "SELECT count(*) FROM gpu_simjoin('$1', $2)" "SET gpu2bs.join_balance = $b;"

@@ -684,9 +684,12 @@ TEST(Simjoin, MaxPairsExceeded) {
 // ---- load balancing: strategies x lanes per query point ----------------------------------------
 
 const JoinBalance kBalances[] = {JoinBalance::WorkQueue, JoinBalance::Cell,
-                                 JoinBalance::SortByWorkload};
+                                 JoinBalance::SortByWorkload, JoinBalance::Auto};
 const char* bname(JoinBalance b) {
-  return b == JoinBalance::WorkQueue ? "workqueue" : b == JoinBalance::Cell ? "cell" : "sortbywl";
+  return b == JoinBalance::WorkQueue ? "workqueue"
+         : b == JoinBalance::Cell    ? "cell"
+         : b == JoinBalance::Auto    ? "auto"
+                                     : "sortbywl";
 }
 int log2_of(int k) {
   int e = 0;
@@ -717,6 +720,8 @@ void balance_case(const ref::Points& a, const ref::Points* b, double eps, Precis
       const std::string tag = what + " " + pname(prec) + " " + bname(bal) + " k=" +
                               std::to_string(k) + " (used " + std::to_string(lr.join_k) + ")";
       EXPECT_TRUE(got == want) << tag << ": GPU vs CPU differ, " << first_diff(got, want);
+      // auto runs the measured GPU default (kernels/tuning.h kJoinAutoBalance).
+      if (bal == JoinBalance::Auto) bal = cuda_tuning::kJoinAutoBalance;
       EXPECT_EQ(lr.join_balance, int(bal)) << tag;
       if (k) {
         EXPECT_EQ(lr.join_k, k) << tag;
