@@ -1254,13 +1254,20 @@ JoinResult run_join_batched(Call& call, const DevGrid<T>& ga, const DevGrid<T>& 
     G2_CUDA(e);
     cin.add(ev_ref, L.copy_beg[h], L.copy_end[h]);
     const char* base = L.half[h];
-    for (size_t pg = 0; pg < L.d_cnt[h]; ++pg) {
-      const size_t nrec = L.hfills[L.d_first[h] + pg];
+    const unsigned* fills = L.hfills + L.d_first[h];
+    for (size_t pg = 0; pg < L.d_cnt[h];) {
+      // A run of full pages and the page after them are contiguous records: one consume().
+      const size_t first = pg;
+      size_t nrec = 0;
+      while (pg < L.d_cnt[h]) {
+        nrec += fills[pg];
+        if (fills[pg++] != page_size) break;
+      }
       if (!nrec) continue;
       res.emitted += nrec;
       if (max_pairs && res.emitted > max_pairs) too_many_pairs(max_pairs);
       auto tm = Clock::now();
-      sink->consume(reinterpret_cast<const PairRecord*>(base + pg * page_bytes), nrec);
+      sink->consume(reinterpret_cast<const PairRecord*>(base + first * page_bytes), nrec);
       merge_s += seconds_since(tm);
       call.poll();
       // Other lanes' launches end meanwhile: keep them going while the sink works.
