@@ -1179,6 +1179,7 @@ JoinResult run_join_batched(Call& call, const DevGrid<T>& ga, const DevGrid<T>& 
       L.half[1] = p + half;
     }
   }
+  A.page_size = unsigned(page_size);
   lr.pool_pages = total_pages;
   lr.page_pairs = page_size;
   lr.bank_pages = bank_pages.empty() ? 0 : bank_pages[0];
