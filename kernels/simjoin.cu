@@ -35,6 +35,7 @@
 #include <cmath>
 #include <cstddef>
 #include <cstring>
+#include <deque>
 #include <memory>
 #include <thread>
 #include <vector>
@@ -848,8 +849,8 @@ JoinResult run_join(Call& call, const DevGrid<T>& ga, const DevGrid<T>& gb, T ep
 // The estimate sizes the result banks (no larger than the memory budget allows) and cuts the
 // items into batches whose estimated output fills kJoinBatchFill of one bank. Each bank has its
 // own stream, control block and resume lists ("lane"); a batch runs in a free lane while the
-// banks of earlier batches are copied to the lanes' pinned buffers and handed to the sink on this
-// thread. A batch whose bank fills (an underestimate) stops at a resumable point, its bank is
+// banks of earlier batches are copied, in the order they finished, through the two halves of the
+// pinned staging buffer and handed to the sink on this thread. A batch whose bank fills (an underestimate) stops at a resumable point, its bank is
 // drained, and it resumes in the same bank, so no pair is lost or repeated.
 
 std::atomic<int> g_join_streams{0};
@@ -886,17 +887,21 @@ struct Lane {
   unsigned* page_fill = nullptr;
   size_t pages = 0;
   unsigned* hfills = nullptr;  // pinned copy of page_fill
-  char* half[2] = {nullptr, nullptr};  // pinned chunks of copied pages
-  size_t chunk_pages = 0;
-  cudaEvent_t copy_beg[2] = {}, copy_end[2] = {};
   cudaEvent_t ev_start = nullptr, ev_end = nullptr, ev_ctl = nullptr;
   enum State { Idle, Running, Draining } state = Idle;
   unsigned long long item_next = 0, item_end = 0;  // current batch (or sample segment)
   size_t pages_used = 0;
   bool batch_done = false;
-  // drain in progress: pages [0, d_used), chunk in each half (first page, pages), next half
-  size_t d_used = 0, d_issued = 0, d_first[2] = {0, 0}, d_cnt[2] = {0, 0};
-  int d_h = 0;
+  // drain in progress: pages [0, d_used), copied up to d_issued, handed over up to d_consumed
+  size_t d_used = 0, d_issued = 0, d_consumed = 0;
+};
+
+// One half of the pinned staging buffer and the chunk of a lane's pages copied into it.
+struct StagingHalf {
+  char* buf = nullptr;
+  cudaEvent_t beg = nullptr, end = nullptr;
+  Lane* lane = nullptr;  // null: free
+  size_t first = 0, cnt = 0;
 };
 
 // Kernel and copy intervals (ms after a reference event) of the batched join; their union is
@@ -1038,10 +1043,6 @@ JoinResult run_join_batched(Call& call, const DevGrid<T>& ga, const DevGrid<T>& 
     L.ev_start = call.event(true);
     L.ev_end = call.event(true);
     L.ev_ctl = call.event();
-    for (int h = 0; h < 2; ++h) {
-      L.copy_beg[h] = call.event(true);
-      L.copy_end[h] = call.event(true);
-    }
   }
   // Work queued on the call's stream (grid, offsets) precedes the lanes' work.
   cudaEvent_t ev_ready = call.event(true);
@@ -1168,17 +1169,18 @@ JoinResult run_join_batched(Call& call, const DevGrid<T>& ga, const DevGrid<T>& 
     L.pool = call.alloc<ulonglong2>(L.pages * page_size, "result bank");
     L.page_fill = call.alloc<unsigned>(L.pages, "page fill");
     L.hfills = static_cast<unsigned*>(call.alloc_host(L.pages * 4));
-    L.chunk_pages = std::min(L.pages, std::max<size_t>(1, chunk_bytes_max / page_bytes));
-    const size_t half = L.chunk_pages * page_bytes;
-    if (k == 0) {  // the process's cached staging buffer
-      L.half[0] = call.staging(0, half);
-      L.half[1] = call.staging(1, half);
-    } else {
-      char* p = static_cast<char*>(call.alloc_host(2 * half));
-      L.half[0] = p;
-      L.half[1] = p + half;
-    }
   }
+  // One staging pair (the process's cached buffer) for all lanes: the sink takes one chunk at a
+  // time anyway, and a small ring stays in the CPU's caches.
+  const size_t chunk_pages = std::max<size_t>(1, chunk_bytes_max / page_bytes);
+  StagingHalf half[2];
+  for (int h = 0; h < 2; ++h) {
+    half[h].buf = call.staging(h, chunk_pages * page_bytes);
+    half[h].beg = call.event(true);
+    half[h].end = call.event(true);
+  }
+  std::deque<Lane*> drainq;  // lanes whose banks are being drained, in the order they filled
+  int issue_h = 0, cons_h = 0;
   A.page_size = unsigned(page_size);
   lr.pool_pages = total_pages;
   lr.page_pairs = page_size;
@@ -1195,30 +1197,40 @@ JoinResult run_join_batched(Call& call, const DevGrid<T>& ga, const DevGrid<T>& 
   double merge_s = 0, xfer_s = 0, other_s = 0;
   auto last_service = Clock::now();
 
-  // Queues the copy of the next chunk of L's drain into half h (or marks h empty).
-  auto issue = [&](Lane& L, int h) {
-    const size_t cnt = std::min(L.chunk_pages, L.d_used - L.d_issued);
-    L.d_first[h] = L.d_issued;
-    L.d_cnt[h] = cnt;
-    if (!cnt) return;
-    const cudaStream_t st = L.st.get();
-    G2_CUDA(cudaEventRecord(L.copy_beg[h], st));
-    G2_CUDA(cudaMemcpyAsync(L.half[h], L.pool + L.d_issued * page_size, cnt * page_bytes,
-                            cudaMemcpyDeviceToHost, st));
-    G2_CUDA(cudaEventRecord(L.copy_end[h], st));
-    L.d_issued += cnt;
+  // Queues copies of the next chunks (drains in FIFO order) into the free staging halves.
+  auto issue = [&]() {
+    while (!half[issue_h].lane) {
+      Lane* L = nullptr;
+      for (Lane* q : drainq)
+        if (q->d_issued < q->d_used) {
+          L = q;
+          break;
+        }
+      if (!L) return;
+      StagingHalf& H = half[issue_h];
+      const cudaStream_t st = L->st.get();
+      H.lane = L;
+      H.first = L->d_issued;
+      H.cnt = std::min(chunk_pages, L->d_used - L->d_issued);
+      G2_CUDA(cudaEventRecord(H.beg, st));
+      G2_CUDA(cudaMemcpyAsync(H.buf, L->pool + H.first * page_size, H.cnt * page_bytes,
+                              cudaMemcpyDeviceToHost, st));
+      G2_CUDA(cudaEventRecord(H.end, st));
+      L->d_issued += H.cnt;
+      issue_h ^= 1;
+    }
   };
-  // Starts draining L's used pages: fills, then the pages chunk by chunk.
+  // Starts draining L's used pages: the page fills now, the pages as staging halves free up.
   auto begin_drain = [&](Lane& L) {
     ++lr.drains;
     L.d_used = L.pages_used;
     L.d_issued = 0;
-    L.d_h = 0;
+    L.d_consumed = 0;
     G2_CUDA(cudaMemcpyAsync(L.hfills, L.page_fill, L.d_used * 4, cudaMemcpyDeviceToHost,
                             L.st.get()));
-    issue(L, 0);
-    issue(L, 1);
     L.state = Lane::Draining;
+    drainq.push_back(&L);
+    issue();
   };
   auto launch = [&](Lane& L) { lane_launch(L, A, kernel, grid, ga.items); };
   // Takes the read-back of every lane whose launch completed: relaunch, drain or idle.
@@ -1247,20 +1259,22 @@ JoinResult run_join_batched(Call& call, const DevGrid<T>& ga, const DevGrid<T>& 
     last_service = Clock::now();
     return any;
   };
-  // Hands the next copied chunk of L to the sink (false when it is not on the host yet).
-  auto consume_chunk = [&](Lane& L) -> bool {
-    const int h = L.d_h;
-    const cudaError_t e = cudaEventQuery(L.copy_end[h]);
+  // Hands the next copied chunk to the sink (false when it is not on the host yet).
+  auto consume_chunk = [&]() -> bool {
+    StagingHalf& H = half[cons_h];
+    if (!H.lane) return false;
+    const cudaError_t e = cudaEventQuery(H.end);
     if (e == cudaErrorNotReady) return false;
     G2_CUDA(e);
-    cin.add(ev_ref, L.copy_beg[h], L.copy_end[h]);
-    const char* base = L.half[h];
-    const unsigned* fills = L.hfills + L.d_first[h];
-    for (size_t pg = 0; pg < L.d_cnt[h];) {
+    cin.add(ev_ref, H.beg, H.end);
+    Lane& L = *H.lane;
+    const char* base = H.buf;
+    const unsigned* fills = L.hfills + H.first;
+    for (size_t pg = 0; pg < H.cnt;) {
       // A run of full pages and the page after them are contiguous records: one consume().
       const size_t first = pg;
       size_t nrec = 0;
-      while (pg < L.d_cnt[h]) {
+      while (pg < H.cnt) {
         nrec += fills[pg];
         if (fills[pg++] != page_size) break;
       }
@@ -1275,15 +1289,19 @@ JoinResult run_join_batched(Call& call, const DevGrid<T>& ga, const DevGrid<T>& 
       if (seconds_since(last_service) > 5e-4) service();
     }
     // This half is read: it takes the next chunk, if any.
-    issue(L, h);
-    L.d_h ^= 1;
-    if (L.d_cnt[0] == 0 && L.d_cnt[1] == 0) {  // drained
+    L.d_consumed += H.cnt;
+    H.lane = nullptr;
+    cons_h ^= 1;
+    if (L.d_consumed == L.d_used) {  // drained (the oldest drain: chunks go in FIFO order)
+      if (drainq.front() != &L) throw Error(ErrorCode::Internal, "join drain order broken");
+      drainq.pop_front();
       L.pages_used = 0;
       if (L.batch_done)
         L.state = Lane::Idle;
       else
         launch(L);
     }
+    issue();
     return true;
   };
 
@@ -1307,15 +1325,10 @@ JoinResult run_join_batched(Call& call, const DevGrid<T>& ga, const DevGrid<T>& 
       k = size_t(-1);  // rescan from the next batch's lane
     }
     progressed |= service();
-    bool running = false, draining = false;
-    for (size_t k = 0; k < nlanes; ++k) {
-      Lane& L = *lanes[k];
-      if (L.state == Lane::Draining) {
-        draining = true;
-        progressed |= consume_chunk(L);
-      }
-      running |= L.state == Lane::Running;
-    }
+    progressed |= consume_chunk();
+    bool running = false;
+    for (size_t k = 0; k < nlanes; ++k) running |= lanes[k]->state == Lane::Running;
+    const bool draining = !drainq.empty();
     if (progressed) {
       t_idle = Clock::now();
       continue;
