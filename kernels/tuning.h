@@ -110,12 +110,20 @@ constexpr double kJoinDrainFraction = 0.5;
 // --- batched similarity join output (issue 5) ---------------------------------------------------
 // results/2026-11-22-h100-batch.txt (bench_kernels batch: engine-level self-joins of 2e6
 // uniform 3-D float32 points, ~1e8 and ~1e9 result pairs, counting/checksum sink, serial drain
-// vs batched with 1-3 streams).
-// Streams (result banks) of the batched join: batch b runs in bank b % streams while the
-// banks of earlier batches are copied to pinned memory and handed to the sink.
-constexpr int kJoinStreams = 3;
+// vs batched with 1-3 streams). Both are bound by the sink on the calling thread (it takes
+// 85-90 % of the call; kernels 1-5 %), so the streams change little.
+// Streams (result banks) of the batched join: a batch runs in one bank while the banks of
+// earlier batches are copied through the pinned staging buffer and handed to the sink.
+// Run 3, 945.6 M pairs: 2 streams 2260 ms, 3 streams 2376, 1 stream 2383, serial 2444; 97.5 M
+// pairs: 3 streams 225 ms, 2 streams 280, 1 stream 254, serial 226 (the sink alone varies
+// 1722-2294 ms at 945.6 M pairs from run to run). 2: the kernel of one bank runs while the
+// other drains, with fewer batches than 3 (71 vs 106 at 945.6 M pairs).
+constexpr int kJoinStreams = 2;
 // Work items of the count-mode pass that estimates the result size: every s-th item with
 // s = ceil(items / kJoinSampleItems) (a 1/s share of the join's candidate tests, in count mode).
+// batch.txt: 2e6 points, ~1e9 pairs, s = 17: sample 7.9 ms of GPU time (kernel 45-120 ms),
+// estimate 946.1 M for 945.6 M pairs; 97.5 M pairs: 96.9 M; test_gpu Batch.EstimateSizesTheBanks:
+// 100k points, 1667 sample items, 1.0 ms, ratio 0.993.
 constexpr size_t kJoinSampleItems = 2048;
 // The sample is counted in up to this many consecutive segments (one launch each), so the batch
 // plan follows the density along the item order; a segment has at least kJoinSampleSegMin items.
