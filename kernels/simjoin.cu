@@ -24,7 +24,9 @@
 // page with one atomicAdd on the page counter. When the pool is exhausted (or the launch's time
 // budget is spent) the warp records its position (item, neighbour batch, candidate chunk, row)
 // in a resume list and stops; the host drains the written pages to the PairSink on the calling
-// thread and launches again, warps taking resume entries before new items.
+// thread and launches again, warps taking resume entries before new items. The result size is
+// estimated first (count mode over a sample of the items); the pool is split into banks, one per
+// stream, and batches of items run in one bank while the others drain (run_join_batched).
 #include <cub/device/device_radix_sort.cuh>
 #include <cub/device/device_run_length_encode.cuh>
 #include <cub/device/device_scan.cuh>
@@ -1009,6 +1011,7 @@ std::vector<unsigned long long> plan_batches(const std::vector<unsigned long lon
   return bounds;
 }
 
+// The similarity join's output stage with batching (see above): estimate, banks, batches.
 template <typename T, int D, bool SELF>
 JoinResult run_join_batched(Call& call, const DevGrid<T>& ga, const DevGrid<T>& gb, T eps2,
                             const std::vector<signed char>& offsets, PairSink* sink,
