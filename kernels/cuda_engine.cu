@@ -18,6 +18,7 @@ namespace cuda {
 namespace {
 
 std::atomic<size_t> g_bytes_in_use{0};
+std::atomic<size_t> g_peak_bytes{0};
 DeviceFacts g_facts;
 
 std::atomic<int> g_forced_copies{0};
@@ -62,6 +63,8 @@ __global__ void probe_kernel(int* out) {
 
 const DeviceFacts& device_facts() { return g_facts; }
 size_t engine_bytes_in_use() { return g_bytes_in_use.load(); }
+size_t engine_peak_bytes() { return g_peak_bytes.load(); }
+void reset_engine_peak_bytes() { g_peak_bytes = g_bytes_in_use.load(); }
 
 void set_sdh_forced_copies(int copies) { g_forced_copies = copies; }
 int sdh_forced_copies() { return g_forced_copies; }
@@ -137,7 +140,10 @@ void* Call::alloc_bytes(size_t bytes, const char* what) {
     throw;
   }
   used_ += rounded;
-  g_bytes_in_use += rounded;
+  const size_t now = g_bytes_in_use += rounded;
+  size_t peak = g_peak_bytes.load();
+  while (now > peak && !g_peak_bytes.compare_exchange_weak(peak, now)) {
+  }
   return p;
 }
 

@@ -73,6 +73,21 @@ int join_auto_threads_per_point(const unsigned long long steps[6]);
 
 // Device memory currently allocated by the engine in this process, in bytes.
 size_t engine_bytes_in_use();
+// Largest engine_bytes_in_use() since the last reset_engine_peak_bytes() (bench/tests).
+size_t engine_peak_bytes();
+void reset_engine_peak_bytes();
+
+// Bench/test hooks of the batched similarity join (kernels/simjoin.cu):
+// streams (result banks) of the batched join (0 = tuning.h kJoinStreams, 1..3 forced);
+void set_join_streams(int streams);
+int join_streams();
+// the serial drain of the direct output buffer before batching (one stream, pool sized from the
+// memory budget, kernel and drain never overlap): the "before" of bench_kernels batch;
+void set_join_serial_drain(bool on);
+bool join_serial_drain();
+// multiplies the sampled result estimate (tests force far under- and overestimates).
+void set_join_estimate_scale(double scale);
+double join_estimate_scale();
 
 // What the last engine call on this thread did (tests and benchmarks read it).
 struct LastRun {
@@ -93,6 +108,16 @@ struct LastRun {
   unsigned long long join_slots = 0;     // lane slots issued by the compare loop (32 x steps)
   unsigned long long join_steps[6] = {};  // predicted steps for K = 1, 2, ..., 32 (estimate ran)
   double join_plan_ms = 0;               // workload estimate + sort (cudaEvents)
+  // Similarity join batching (0 on the serial path unless said otherwise):
+  unsigned long long join_estimate = 0;  // result pairs estimated from the sample
+  unsigned long long join_pairs = 0;     // result pairs handed to the sink (both paths)
+  size_t sample_items = 0;   // work items of the count pass over the sample
+  int join_batches = 0;      // item ranges planned
+  int join_streams = 0;      // streams (banks) used
+  size_t bank_pages = 0;     // pages of the largest bank
+  double sample_ms = 0;      // count pass over the sample, cudaEvents
+  double copy_ms = 0;        // device-to-host copies of result pages, cudaEvents (they
+                             // overlap kernels of other streams)
 };
 LastRun& last_run();
 

@@ -24,16 +24,22 @@
 // page with one atomicAdd on the page counter. When the pool is exhausted (or the launch's time
 // budget is spent) the warp records its position (item, neighbour batch, candidate chunk, row)
 // in a resume list and stops; the host drains the written pages to the PairSink on the calling
-// thread and launches again, warps taking resume entries before new items.
+// thread and launches again, warps taking resume entries before new items. The result size is
+// estimated first (count mode over a sample of the items); the pool is split into banks, one per
+// stream, and batches of items run in one bank while the others drain (run_join_batched).
 #include <cub/device/device_radix_sort.cuh>
 #include <cub/device/device_run_length_encode.cuh>
 #include <cub/device/device_scan.cuh>
 
 #include <algorithm>
+#include <atomic>
+#include <chrono>
 #include <cmath>
 #include <cstddef>
 #include <cstring>
+#include <deque>
 #include <memory>
+#include <thread>
 #include <vector>
 
 #include "common.cuh"
@@ -292,6 +298,7 @@ struct JoinArgs {
   const uint2* items;           // (cell of a, first row), in the balancing strategy's order
   unsigned long long nitems;
   unsigned long long* cursor;   // static assignment: items taken by each warp; null: queue
+  unsigned long long item_base;  // static assignment: first item of the range (a batch)
   const signed char* offsets;   // noffsets * D; a self-join's list starts with the cell itself
   int noffsets;
   T eps2;
@@ -308,7 +315,7 @@ struct JoinArgs {
 
 // One warp per work item at a time. Items come from the resume list first, then either from
 // the atomic queue (A.cursor null: WORKQUEUE) or by static assignment (warp g of W takes items
-// g, g + W, ...; A.cursor[g] counts the items it took, across launches).
+// base + g, base + g + W, ...; A.cursor[g] counts the items it took, across launches).
 // K lanes share one query row (the paper's k threads per point): a step compares 32 / K rows
 // (row slot = lane / K) with K candidates (candidate slot = lane % K). The lanes hold a chunk of
 // 32 candidates; the chunk is walked in sub-chunks of K candidates (outer) and row steps of
@@ -353,7 +360,7 @@ __global__ void __launch_bounds__(kJT, (sizeof(T) * D <= 16 ? cuda_tuning::kJoin
         cs = s.step;
         have = 1;
       } else if (A.cursor) {
-        const unsigned long long it = gw + mine * nw;
+        const unsigned long long it = A.item_base + gw + mine * nw;
         if (it < A.nitems) {
           item = unsigned(it);
           ++mine;
@@ -1073,6 +1080,534 @@ JoinResult run_join(Call& call, const DevGrid<T>& ga, const DevGrid<T>& gb, T ep
     if (done) break;
   }
   ctl.stats.kernel_s += std::max(0.0, seconds_since(tk) - drain_s);
+  if (!COUNT) {
+    lr.join_pairs = res.emitted;
+    lr.join_streams = 1;
+  }
+  return res;
+}
+
+// ---- host: the batched join ---------------------------------------------------------------------
+//
+// Result-size estimate: the count-mode kernel runs over every s-th work item (a strided sample,
+// counted in consecutive segments), giving estimated pairs per item along the item order.
+// The estimate sizes the result banks (no larger than the memory budget allows) and cuts the
+// items into batches whose estimated output fills kJoinBatchFill of one bank. Each bank has its
+// own stream, control block and resume lists ("lane"); a batch runs in a free lane while the
+// banks of earlier batches are copied, in the order they finished, through the two halves of the
+// pinned staging buffer and handed to the sink on this thread. A batch whose bank fills (an underestimate) stops at a resumable point, its bank is
+// drained, and it resumes in the same bank, so no pair is lost or repeated.
+
+std::atomic<int> g_join_streams{0};
+std::atomic<bool> g_join_serial{false};
+std::atomic<double> g_join_scale{1.0};
+
+// A CUDA stream owned by one scope, synchronized and destroyed with it (before the Call frees
+// the buffers its queued work uses).
+class OwnedStream {
+ public:
+  OwnedStream() { G2_CUDA(cudaStreamCreateWithFlags(&s_, cudaStreamNonBlocking)); }
+  ~OwnedStream() {
+    if (!s_) return;
+    (void)cudaStreamSynchronize(s_);
+    (void)cudaStreamDestroy(s_);
+  }
+  OwnedStream(const OwnedStream&) = delete;
+  OwnedStream& operator=(const OwnedStream&) = delete;
+  cudaStream_t get() const { return s_; }
+
+ private:
+  cudaStream_t s_ = nullptr;
+};
+
+// One stream with its bank of result pages, control block, resume lists and pinned buffers.
+struct Lane {
+  OwnedStream st;
+  JoinCtl* dctl = nullptr;
+  JoinCtl* hctl = nullptr;  // pinned
+  WarpState* resume[2] = {nullptr, nullptr};
+  int cur = 0;
+  unsigned n_in = 0;
+  ulonglong2* pool = nullptr;  // the bank
+  unsigned* page_fill = nullptr;
+  size_t pages = 0;
+  unsigned* hfills = nullptr;  // pinned copy of page_fill
+  cudaEvent_t ev_start = nullptr, ev_end = nullptr, ev_ctl = nullptr;
+  enum State { Idle, Running, Draining } state = Idle;
+  unsigned long long item_next = 0, item_end = 0;  // current batch (or sample segment)
+  unsigned long long* cursor = nullptr;  // static assignment: per-warp items taken (batch)
+  unsigned long long item_begin = 0;     // first item of the batch (static assignment)
+  size_t pages_used = 0;
+  bool batch_done = false;
+  // drain in progress: pages [0, d_used), copied up to d_issued, handed over up to d_consumed
+  size_t d_used = 0, d_issued = 0, d_consumed = 0;
+};
+
+// One half of the pinned staging buffer and the chunk of a lane's pages copied into it.
+struct StagingHalf {
+  char* buf = nullptr;
+  cudaEvent_t beg = nullptr, end = nullptr;
+  Lane* lane = nullptr;  // null: free
+  size_t first = 0, cnt = 0;
+};
+
+// Kernel and copy intervals (ms after a reference event) of the batched join; their union is
+// the time at least one of them ran.
+struct Intervals {
+  std::vector<std::pair<float, float>> v;
+  // Adds the interval between two completed events, measured from `ref`.
+  void add(cudaEvent_t ref, cudaEvent_t b, cudaEvent_t e) {
+    float tb = 0, te = 0;
+    G2_CUDA(cudaEventElapsedTime(&tb, ref, b));
+    G2_CUDA(cudaEventElapsedTime(&te, ref, e));
+    v.emplace_back(tb, std::max(tb, te));
+  }
+  // Length of the union of the intervals.
+  double union_ms() {
+    std::sort(v.begin(), v.end());
+    double total = 0, cb = 0, ce = -1;
+    for (auto& x : v) {
+      if (x.first > ce) {
+        if (ce > cb) total += ce - cb;
+        cb = x.first;
+        ce = x.second;
+      } else {
+        ce = std::max<double>(ce, x.second);
+      }
+    }
+    if (ce > cb) total += ce - cb;
+    return total;
+  }
+};
+
+// Queues one launch of `kernel` on lane L over items [L.item_next, L.item_end) of `items`,
+// followed by the read-back of its control block (L.ev_ctl completes when it is on the host).
+template <typename T, typename K>
+void lane_launch(Lane& L, JoinArgs<T> A, K kernel, unsigned grid, const uint2* items) {
+  const cudaStream_t st = L.st.get();
+  std::memset(L.hctl, 0, sizeof(JoinCtl));
+  L.hctl->item_next = L.item_next;
+  L.hctl->page_next = unsigned(L.pages_used);
+  G2_CUDA(cudaMemcpyAsync(L.dctl, L.hctl, sizeof(JoinCtl), cudaMemcpyHostToDevice, st));
+  A.items = items;
+  A.nitems = L.item_end;
+  A.cursor = L.cursor;
+  A.item_base = L.item_begin;
+  A.ctl = L.dctl;
+  A.resume_in = L.resume[L.cur];
+  A.n_in = L.n_in;
+  A.resume_out = L.resume[L.cur ^ 1];
+  A.pool = L.pool;
+  A.page_fill = L.page_fill;
+  A.pool_pages = unsigned(L.pages);
+  G2_CUDA(cudaEventRecord(L.ev_start, st));
+  kernel<<<grid, kJT, 0, st>>>(A);
+  G2_CUDA_LAUNCH("join kernel launch");
+  G2_CUDA(cudaEventRecord(L.ev_end, st));
+  G2_CUDA(cudaMemcpyAsync(L.hctl, L.dctl, sizeof(JoinCtl), cudaMemcpyDeviceToHost, st));
+  G2_CUDA(cudaEventRecord(L.ev_ctl, st));
+  L.state = Lane::Running;
+}
+
+// After L.ev_ctl completed: takes the launch's counts and resume entries (entries no warp
+// reached carry over behind the new ones). Returns true when the lane's item range is done.
+bool lane_finish(Lane& L, JoinResult& res, size_t warps) {
+  res.examined += L.hctl->examined;
+  res.count += L.hctl->count;
+  const unsigned consumed = std::min(L.hctl->resume_next, L.n_in);
+  unsigned n_out = L.hctl->resume_out;
+  if (consumed < L.n_in) {
+    G2_CUDA(cudaMemcpyAsync(L.resume[L.cur ^ 1] + n_out, L.resume[L.cur] + consumed,
+                            size_t(L.n_in - consumed) * sizeof(WarpState),
+                            cudaMemcpyDeviceToDevice, L.st.get()));
+    n_out += L.n_in - consumed;
+  }
+  if (n_out > warps) throw Error(ErrorCode::Internal, "similarity join resume list overflow");
+  L.cur ^= 1;
+  L.n_in = n_out;
+  L.item_next = std::min<unsigned long long>(L.hctl->item_next, L.item_end);
+  if (L.pages) L.pages_used = std::min<size_t>(L.hctl->page_next, L.pages);
+  return L.item_next >= L.item_end && L.n_in == 0;
+}
+
+// Item ranges [bounds[b], bounds[b + 1]) whose estimated output is about `target` pairs, from
+// the estimated pairs per item of each segment [seg_begin[g], seg_begin[g + 1]).
+std::vector<unsigned long long> plan_batches(const std::vector<unsigned long long>& seg_begin,
+                                             const std::vector<double>& per_item, double target) {
+  std::vector<unsigned long long> bounds{0};
+  double acc = 0;
+  for (size_t g = 0; g + 1 < seg_begin.size(); ++g) {
+    unsigned long long it = seg_begin[g];
+    const unsigned long long end = seg_begin[g + 1];
+    const double d = per_item[g];
+    while (it < end) {
+      if (!(d > 0)) break;
+      const double need = std::ceil((target - acc) / d);
+      if (need <= double(end - it)) {
+        it += std::max<unsigned long long>(1, (unsigned long long)need);
+        if (it > bounds.back()) bounds.push_back(it);
+        acc = 0;
+      } else {
+        acc += double(end - it) * d;
+        it = end;
+      }
+    }
+  }
+  if (bounds.back() < seg_begin.back()) bounds.push_back(seg_begin.back());
+  if (bounds.size() == 1) bounds.push_back(seg_begin.back());  // no items: one empty batch
+  return bounds;
+}
+
+// The similarity join's output stage with batching (see above): estimate, banks, batches.
+template <typename T, int D, bool SELF>
+JoinResult run_join_batched(Call& call, const DevGrid<T>& ga, const DevGrid<T>& gb, T eps2,
+                            const std::vector<signed char>& offsets, PairSink* sink,
+                            uint64_t max_pairs) {
+  LastRun& lr = last_run();
+  Control& ctl = call.ctl;
+  JoinResult res;
+  if (ga.nitems == 0) return res;
+  std::unique_ptr<PrepareTimer> prep(new PrepareTimer(ctl));
+  signed char* d_off = upload_offsets(call, offsets);
+  // Item order, static or queued assignment and lanes per point (gpu2bs.join_balance and
+  // gpu2bs.join_threads_per_point): the same plan as the serial path.
+  const JoinPlan plan = plan_join<T, D, SELF>(call, ga, gb, d_off, int(offsets.size() / D));
+  const auto kernel = join_kernel_for<T, D, SELF, false>(plan.k);
+  const auto count_kernel = join_kernel_for<T, D, SELF, true>(plan.k);
+  int bps = 0, bps_count = 0;
+  G2_CUDA(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&bps, kernel, kJT, 0));
+  G2_CUDA(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&bps_count, count_kernel, kJT, 0));
+  if (bps < 1 || bps_count < 1)
+    throw Error(ErrorCode::Internal, "CUDA join kernel does not fit on the device");
+  const unsigned grid = unsigned(bps * device_facts().sms);
+  const unsigned grid_count = unsigned(bps_count * device_facts().sms);
+  const size_t warps = size_t(std::max(grid, grid_count)) * kWarps;
+  const int streams = join_streams() > 0 ? std::min(join_streams(), 3) : cuda_tuning::kJoinStreams;
+
+  // Lanes: streams, control blocks and resume lists (banks come after the estimate).
+  std::vector<std::unique_ptr<Lane>> lanes;
+  for (int k = 0; k < streams; ++k) {
+    lanes.emplace_back(new Lane());
+    Lane& L = *lanes.back();
+    L.dctl = call.alloc<JoinCtl>(1, "join control");
+    L.hctl = static_cast<JoinCtl*>(call.alloc_host(sizeof(JoinCtl)));
+    L.resume[0] = call.alloc<WarpState>(warps, "resume list");
+    L.resume[1] = call.alloc<WarpState>(warps, "resume list");
+    L.ev_start = call.event(true);
+    L.ev_end = call.event(true);
+    L.ev_ctl = call.event();
+    if (plan.static_items) L.cursor = call.alloc<unsigned long long>(warps, "warp cursors");
+  }
+  // Work queued on the call's stream (grid, offsets) precedes the lanes' work.
+  cudaEvent_t ev_ready = call.event(true);
+  G2_CUDA(cudaEventRecord(ev_ready, call.stream()));
+  for (auto& L : lanes) G2_CUDA(cudaStreamWaitEvent(L->st.get(), ev_ready, 0));
+
+  JoinArgs<T> A{};
+  A.a = ga.c;
+  A.b = gb.c;
+  A.order_a = ga.order;
+  A.order_b = gb.order;
+  A.start_a = ga.start;
+  A.start_b = gb.start;
+  A.ccoord_a = ga.ccoord;
+  A.ccoord_b = gb.ccoord;
+  A.ncells_b = gb.ncells;
+  A.offsets = d_off;
+  A.noffsets = int(offsets.size() / D);
+  A.eps2 = eps2;
+  A.budget_ns = (unsigned long long)(cuda_tuning::kJoinSliceMs * 1e6);
+
+  // 1. Result-size estimate: count mode over every stride-th item, segment by segment.
+  const unsigned long long nitems = ga.nitems;
+  const unsigned long long stride =
+      std::max<unsigned long long>(1, (nitems + cuda_tuning::kJoinSampleItems - 1) /
+                                          cuda_tuning::kJoinSampleItems);
+  const unsigned long long nsample = (nitems + stride - 1) / stride;
+  Lane& L0 = *lanes[0];
+  const uint2* sample = plan.items;
+  unsigned long long* const l0_cursor = L0.cursor;
+  L0.cursor = nullptr;  // the sample pass takes its items from the queue
+  if (stride > 1) {
+    uint2* s = call.alloc<uint2>(nsample, "join sample");
+    G2_CUDA(cudaMemcpy2DAsync(s, sizeof(uint2), plan.items, stride * sizeof(uint2), sizeof(uint2),
+                              nsample, cudaMemcpyDeviceToDevice, L0.st.get()));
+    sample = s;
+  }
+  const int nseg = int(std::max<unsigned long long>(
+      1, std::min<unsigned long long>(cuda_tuning::kJoinSampleSegments,
+                                      nsample / cuda_tuning::kJoinSampleSegMin)));
+  std::vector<unsigned long long> seg_begin(size_t(nseg) + 1);  // in items
+  std::vector<double> per_item(static_cast<size_t>(nseg), 0.0);
+  double estimate = 0;
+  {
+    Intervals kin;
+    cudaEvent_t ev_sref = call.event(true);
+    G2_CUDA(cudaEventRecord(ev_sref, L0.st.get()));
+    for (int g = 0; g < nseg; ++g) {
+      const unsigned long long kb = nsample * unsigned(g) / unsigned(nseg);
+      const unsigned long long ke = nsample * unsigned(g + 1) / unsigned(nseg);
+      seg_begin[size_t(g)] = std::min(nitems, kb * stride);
+      JoinResult seg;
+      L0.item_next = kb;
+      L0.item_end = ke;
+      L0.n_in = 0;
+      while (kb < ke) {
+        lane_launch(L0, A, count_kernel, grid_count, sample);
+        call.wait(L0.ev_ctl);
+        kin.add(ev_sref, L0.ev_start, L0.ev_end);
+        if (lane_finish(L0, seg, warps)) break;
+      }
+      // Each sampled item stands for the `covered / sampled` items of its segment.
+      const double covered = double(std::min(nitems, ke * stride) - std::min(nitems, kb * stride));
+      double density = 0;
+      if (ke > kb) density = double(seg.count) / double(ke - kb);
+      per_item[unsigned(g)] = density;
+      estimate += density * covered;
+    }
+    seg_begin[size_t(nseg)] = nitems;
+    lr.sample_ms = kin.union_ms();
+    L0.state = Lane::Idle;
+  }
+  L0.cursor = l0_cursor;
+  const double scale = join_estimate_scale();
+  estimate *= scale;
+  for (double& d : per_item) d *= scale;
+  lr.join_estimate = (unsigned long long)std::llround(estimate);
+  lr.sample_items = size_t(nsample);
+
+  // 2. Banks and batches.
+  const size_t room = call.budget_left() > (size_t(64) << 20) ? call.budget_left() - (size_t(64) << 20)
+                                                              : call.budget_left() / 2;
+  const size_t cap = std::min(room, cuda_tuning::kJoinPoolMaxBytes);
+  size_t page_size = 0;
+  std::vector<size_t> bank_pages;
+  double batch_target = 0;  // estimated pairs per batch
+  if (ctl.max_pages) {
+    page_size = std::min<size_t>(std::max<size_t>(ctl.page_pairs, 64), size_t(1) << 26);
+    const size_t nb = std::min<size_t>(size_t(streams), ctl.max_pages);
+    for (size_t k = 0; k < nb; ++k)
+      bank_pages.push_back(ctl.max_pages / nb + (k < ctl.max_pages % nb ? 1 : 0));
+    batch_target = double(bank_pages.back() * page_size) * cuda_tuning::kJoinBatchFill;
+  } else {
+    const double want = std::max(estimate * cuda_tuning::kJoinEstimateMargin, 1.0);
+    const double lane_cap_pairs = double(cap) / double(streams) / double(sizeof(PairRecord));
+    double nb = std::ceil(want / (lane_cap_pairs * cuda_tuning::kJoinBatchFill));
+    if (want >= cuda_tuning::kJoinSplitPairs) nb = std::max(nb, double(streams));
+    nb = std::max(nb, 1.0);
+    const size_t lanes_wanted = size_t(std::min<double>(nb, streams));
+    const double bank_pairs = want / nb / cuda_tuning::kJoinBatchFill;
+    // Pages: about kJoinPagesPerWarp per resident warp, 64 .. kJoinPagePairs pairs (and at most
+    // Control::page_pairs).
+    const double per_page = bank_pairs / double(warps * cuda_tuning::kJoinPagesPerWarp);
+    page_size = 64;
+    while (double(page_size * 2) <= per_page && page_size * 2 <= cuda_tuning::kJoinPagePairs &&
+           page_size * 2 <= std::max<size_t>(ctl.page_pairs, 64))
+      page_size *= 2;
+    size_t pages = size_t(std::ceil(bank_pairs / double(page_size)));
+    pages = std::max(pages, warps * cuda_tuning::kJoinMinPagesPerWarp);
+    const size_t page_bytes = page_size * sizeof(PairRecord) + 4;
+    pages = std::max<size_t>(1, std::min(pages, cap / lanes_wanted / page_bytes));
+    pages = std::min<size_t>(pages, size_t(1) << 30);
+    bank_pages.assign(lanes_wanted, pages);
+    batch_target = double(pages * page_size) * cuda_tuning::kJoinBatchFill /
+                   cuda_tuning::kJoinEstimateMargin;
+  }
+  const auto bounds = plan_batches(seg_begin, per_item, std::max(batch_target, 1.0));
+  const size_t nbatches = bounds.size() - 1;
+  const size_t nlanes = std::min(bank_pages.size(), nbatches);
+  const size_t chunk_bytes_max = cuda_tuning::kStagingBytes / 2;
+  const size_t page_bytes = page_size * sizeof(PairRecord);
+  size_t total_pages = 0;
+  for (size_t k = 0; k < nlanes; ++k) {
+    Lane& L = *lanes[k];
+    L.pages = bank_pages[k];
+    total_pages += L.pages;
+    L.pool = call.alloc<ulonglong2>(L.pages * page_size, "result bank");
+    L.page_fill = call.alloc<unsigned>(L.pages, "page fill");
+    L.hfills = static_cast<unsigned*>(call.alloc_host(L.pages * 4));
+  }
+  // One staging pair (the process's cached buffer) for all lanes: the sink takes one chunk at a
+  // time anyway, and a small ring stays in the CPU's caches.
+  const size_t chunk_pages = std::max<size_t>(1, chunk_bytes_max / page_bytes);
+  StagingHalf half[2];
+  for (int h = 0; h < 2; ++h) {
+    half[h].buf = call.staging(h, chunk_pages * page_bytes);
+    half[h].beg = call.event(true);
+    half[h].end = call.event(true);
+  }
+  std::deque<Lane*> drainq;  // lanes whose banks are being drained, in the order they filled
+  int issue_h = 0, cons_h = 0;
+  A.page_size = unsigned(page_size);
+  lr.pool_pages = total_pages;
+  lr.page_pairs = page_size;
+  lr.bank_pages = bank_pages.empty() ? 0 : bank_pages[0];
+  lr.join_batches = int(nbatches);
+  lr.join_streams = int(nlanes);
+  prep.reset();
+
+  // 3. The batches.
+  cudaEvent_t ev_ref = call.event(true);
+  G2_CUDA(cudaEventRecord(ev_ref, L0.st.get()));
+  Intervals kin, cin;
+  size_t next = 0;
+  double merge_s = 0, xfer_s = 0, other_s = 0;
+  auto last_service = Clock::now();
+
+  // Queues copies of the next chunks (drains in FIFO order) into the free staging halves.
+  auto issue = [&]() {
+    while (!half[issue_h].lane) {
+      Lane* L = nullptr;
+      for (Lane* q : drainq)
+        if (q->d_issued < q->d_used) {
+          L = q;
+          break;
+        }
+      if (!L) return;
+      StagingHalf& H = half[issue_h];
+      const cudaStream_t st = L->st.get();
+      H.lane = L;
+      H.first = L->d_issued;
+      H.cnt = std::min(chunk_pages, L->d_used - L->d_issued);
+      G2_CUDA(cudaEventRecord(H.beg, st));
+      G2_CUDA(cudaMemcpyAsync(H.buf, L->pool + H.first * page_size, H.cnt * page_bytes,
+                              cudaMemcpyDeviceToHost, st));
+      G2_CUDA(cudaEventRecord(H.end, st));
+      L->d_issued += H.cnt;
+      issue_h ^= 1;
+    }
+  };
+  // Starts draining L's used pages: the page fills now, the pages as staging halves free up.
+  auto begin_drain = [&](Lane& L) {
+    ++lr.drains;
+    L.d_used = L.pages_used;
+    L.d_issued = 0;
+    L.d_consumed = 0;
+    G2_CUDA(cudaMemcpyAsync(L.hfills, L.page_fill, L.d_used * 4, cudaMemcpyDeviceToHost,
+                            L.st.get()));
+    L.state = Lane::Draining;
+    drainq.push_back(&L);
+    issue();
+  };
+  auto launch = [&](Lane& L) { lane_launch(L, A, kernel, grid, plan.items); };
+  // Takes the read-back of every lane whose launch completed: relaunch, drain or idle.
+  auto service = [&]() {
+    bool any = false;
+    for (size_t k = 0; k < nlanes; ++k) {
+      Lane& L = *lanes[k];
+      if (L.state != Lane::Running) continue;
+      const cudaError_t e = cudaEventQuery(L.ev_ctl);
+      if (e == cudaErrorNotReady) continue;
+      G2_CUDA(e);
+      any = true;
+      ++lr.launches;
+      kin.add(ev_ref, L.ev_start, L.ev_end);
+      lr.join_slots += L.hctl->slots;
+      const bool done = lane_finish(L, res, warps);
+      L.batch_done = done;
+      if (L.pages_used > 0 &&
+          (done || L.hctl->pool_full ||
+           double(L.pages_used) >= double(L.pages) * cuda_tuning::kJoinDrainFraction))
+        begin_drain(L);
+      else if (done)
+        L.state = Lane::Idle;
+      else
+        launch(L);
+    }
+    last_service = Clock::now();
+    return any;
+  };
+  // Hands the next copied chunk to the sink (false when it is not on the host yet).
+  auto consume_chunk = [&]() -> bool {
+    StagingHalf& H = half[cons_h];
+    if (!H.lane) return false;
+    const cudaError_t e = cudaEventQuery(H.end);
+    if (e == cudaErrorNotReady) return false;
+    G2_CUDA(e);
+    cin.add(ev_ref, H.beg, H.end);
+    Lane& L = *H.lane;
+    const char* base = H.buf;
+    const unsigned* fills = L.hfills + H.first;
+    for (size_t pg = 0; pg < H.cnt;) {
+      // A run of full pages and the page after them are contiguous records: one consume().
+      const size_t first = pg;
+      size_t nrec = 0;
+      while (pg < H.cnt) {
+        nrec += fills[pg];
+        if (fills[pg++] != page_size) break;
+      }
+      if (!nrec) continue;
+      res.emitted += nrec;
+      if (max_pairs && res.emitted > max_pairs) too_many_pairs(max_pairs);
+      auto tm = Clock::now();
+      sink->consume(reinterpret_cast<const PairRecord*>(base + first * page_bytes), nrec);
+      merge_s += seconds_since(tm);
+      call.poll();
+      // Other lanes' launches end meanwhile: keep them going while the sink works.
+      if (seconds_since(last_service) > 5e-4) service();
+    }
+    // This half is read: it takes the next chunk, if any.
+    L.d_consumed += H.cnt;
+    H.lane = nullptr;
+    cons_h ^= 1;
+    if (L.d_consumed == L.d_used) {  // drained (the oldest drain: chunks go in FIFO order)
+      if (drainq.front() != &L) throw Error(ErrorCode::Internal, "join drain order broken");
+      drainq.pop_front();
+      L.pages_used = 0;
+      if (L.batch_done)
+        L.state = Lane::Idle;
+      else
+        launch(L);
+    }
+    issue();
+    return true;
+  };
+
+  auto t_loop = Clock::now();
+  auto t_idle = Clock::now();
+  for (;;) {
+    call.poll();
+    bool progressed = false;
+    // Free lanes take the next batches (in the steady state batch b runs in lane b % lanes).
+    for (size_t k = 0; k < nlanes && next < nbatches; ++k) {
+      Lane& L = *lanes[(next + k) % nlanes];
+      if (L.state != Lane::Idle) continue;
+      L.item_next = bounds[next];
+      L.item_end = bounds[next + 1];
+      L.item_begin = L.item_next;
+      if (L.cursor)  // static assignment restarts at the batch's first item
+        G2_CUDA(cudaMemsetAsync(L.cursor, 0, warps * sizeof(unsigned long long), L.st.get()));
+      L.n_in = 0;
+      L.pages_used = 0;
+      L.batch_done = false;
+      ++next;
+      launch(L);
+      progressed = true;
+      k = size_t(-1);  // rescan from the next batch's lane
+    }
+    progressed |= service();
+    progressed |= consume_chunk();
+    bool running = false;
+    for (size_t k = 0; k < nlanes; ++k) running |= lanes[k]->state == Lane::Running;
+    const bool draining = !drainq.empty();
+    if (progressed) {
+      t_idle = Clock::now();
+      continue;
+    }
+    if (!running && !draining && next >= nbatches) break;
+    // Nothing ready: wait (a kernel, or only copies), spinning briefly then sleeping.
+    auto tw = Clock::now();
+    if (seconds_since(t_idle) > 2e-4) std::this_thread::sleep_for(std::chrono::microseconds(50));
+    (running ? other_s : xfer_s) += seconds_since(tw);
+  }
+  const double loop_s = seconds_since(t_loop);
+  lr.kernel_ms += kin.union_ms();
+  lr.copy_ms += cin.union_ms();
+  lr.join_pairs = res.emitted;
+  ctl.stats.merge_s += merge_s;
+  ctl.stats.transfer_s += xfer_s;
+  ctl.stats.kernel_s += std::max(0.0, loop_s - merge_s - xfer_s);
+  (void)other_s;
   return res;
 }
 
@@ -1086,12 +1621,16 @@ void simjoin_run(const SimjoinProblem& p, PairSink& sink, Control& ctl) {
   const T eps2 = sizeof(T) == 4 ? T(p.eps2_f) : T(p.eps2);
   const DevGrid<T> ga = build_grid<T, D>(call, p.a, g, p.prec);
   JoinResult r;
+  const bool serial = join_serial_drain();
   if (p.self) {
-    r = run_join<T, D, true, false>(call, ga, ga, eps2, offsets_for(D, true), &sink, p.max_pairs);
+    const auto off = offsets_for(D, true);
+    r = serial ? run_join<T, D, true, false>(call, ga, ga, eps2, off, &sink, p.max_pairs)
+               : run_join_batched<T, D, true>(call, ga, ga, eps2, off, &sink, p.max_pairs);
   } else {
     const DevGrid<T> gb = build_grid<T, D>(call, p.b, g, p.prec);
-    r = run_join<T, D, false, false>(call, ga, gb, eps2, offsets_for(D, false), &sink,
-                                     p.max_pairs);
+    const auto off = offsets_for(D, false);
+    r = serial ? run_join<T, D, false, false>(call, ga, gb, eps2, off, &sink, p.max_pairs)
+               : run_join_batched<T, D, false>(call, ga, gb, eps2, off, &sink, p.max_pairs);
   }
   ctl.stats.pairs_examined += r.examined;
   ctl.stats.pairs_emitted += r.emitted;
@@ -1182,6 +1721,13 @@ void simjoin(const SimjoinProblem& p, PairSink& sink, Control& ctl) {
   else
     simjoin_dims<double>(p, sink, ctl);
 }
+
+void set_join_streams(int streams) { g_join_streams = streams; }
+int join_streams() { return g_join_streams; }
+void set_join_serial_drain(bool on) { g_join_serial = on; }
+bool join_serial_drain() { return g_join_serial; }
+void set_join_estimate_scale(double scale) { g_join_scale = scale; }
+double join_estimate_scale() { return g_join_scale; }
 
 bool grid_pair_count(const PairCountProblem& p, Call& call, uint64_t* count) {
   return p.prec == Precision::Float32 ? grid_count_dims<float>(p, call, p.r2_f, count)

@@ -134,6 +134,43 @@ constexpr size_t kJoinPoolMaxBytes = size_t(1) << 30;
 constexpr size_t kJoinPagePairs = 2048;
 // Drain the pool once this fraction of its pages is used (the rest keeps warps writing).
 constexpr double kJoinDrainFraction = 0.5;
+// --- batched similarity join output (issue 5) ---------------------------------------------------
+// results/2026-11-22-h100-batch.txt (bench_kernels batch: engine-level self-joins of 2e6
+// uniform 3-D float32 points, ~1e8 and ~1e9 result pairs, counting/checksum sink, serial drain
+// vs batched with 1-3 streams). Both are bound by the sink on the calling thread (it takes
+// 85-90 % of the call; kernels 1-5 %), so the streams change little.
+// Streams (result banks) of the batched join: a batch runs in one bank while the banks of
+// earlier batches are copied through the pinned staging buffer and handed to the sink.
+// Run 3, 945.6 M pairs: 2 streams 2260 ms, 3 streams 2376, 1 stream 2383, serial 2444; 97.5 M
+// pairs: 3 streams 225 ms, 2 streams 280, 1 stream 254, serial 226 (the sink alone varies
+// 1722-2294 ms at 945.6 M pairs from run to run). 2: the kernel of one bank runs while the
+// other drains, with fewer batches than 3 (71 vs 106 at 945.6 M pairs).
+constexpr int kJoinStreams = 2;
+// Work items of the count-mode pass that estimates the result size: every s-th item with
+// s = ceil(items / kJoinSampleItems) (a 1/s share of the join's candidate tests, in count mode).
+// batch.txt: 2e6 points, ~1e9 pairs, s = 17: sample 7.9 ms of GPU time (kernel 45-120 ms),
+// estimate 946.1 M for 945.6 M pairs; 97.5 M pairs: 96.9 M; test_gpu Batch.EstimateSizesTheBanks:
+// 100k points, 1667 sample items, 1.0 ms, ratio 0.993.
+constexpr size_t kJoinSampleItems = 2048;
+// The sample is counted in up to this many consecutive segments (one launch each), so the batch
+// plan follows the density along the item order; a segment has at least kJoinSampleSegMin items.
+constexpr int kJoinSampleSegments = 32;
+constexpr size_t kJoinSampleSegMin = 64;
+// Banks are sized for estimate * margin pairs (a uniform sample's error is a few per cent; an
+// underestimate only costs bank-full stops and resumes, never pairs).
+constexpr double kJoinEstimateMargin = 1.25;
+// A batch's estimated output fills this share of its bank (the rest absorbs the estimate's
+// error and the partly filled last page of every warp of every launch).
+constexpr double kJoinBatchFill = 0.5;
+// Results of at least this many estimated pairs are split into kJoinStreams batches even when
+// they would fit one bank, so that copies and the sink overlap the kernel.
+constexpr double kJoinSplitPairs = 4.0e6;
+// Pages per resident warp of a bank (page size shrinks towards 64 pairs for small banks): the
+// 1 GB pool of 2048-pair pages held 7.7 pages per warp and needed one drain for 14.7 M pairs
+// (results/2026-11-22-h100-bench-full.txt), 1 page per warp filled up half empty (bench quick,
+// device run 1). At least kJoinMinPagesPerWarp pages per warp whatever the estimate.
+constexpr size_t kJoinPagesPerWarp = 8;
+constexpr size_t kJoinMinPagesPerWarp = 2;
 // Grid pair count is used when candidates * this < all pairs. results/2026-11-22-h100-bench-
 // paths.txt: all-pairs tiles 1.75e12 pairs/s; the grid 2.8e11 candidates/s at ~30 neighbours
 // (6x a tile pair, but 5000x fewer pairs) and 1.15e12/s at ~3000 neighbours (1.5x), plus

@@ -18,6 +18,12 @@
 //                                  lanes per point (0 = auto, 1..32); counting sink
 //   bench_kernels joinlb-ncu       the same kernel once per strategy x k in {1, 8, 32} on Expo2D
 //                                  and Unif3D (for ncu --kernel-name regex:join_kernel)
+//   bench_kernels batch [pairs..]   issue 5: engine-level self-joins of 2e6 uniform 3-D float32
+//                                  points with ~1e8 and ~1e9 result pairs (or the given
+//                                  counts) into a counting/checksum sink: serial drain (before)
+//                                  vs batched on 1, 2, 3 streams (after), and batched under a
+//                                  512 MB device memory limit; total, kernel, copy ms, sink
+//                                  pairs/s, peak device memory, host peak RSS
 // Built by test/gpu/Makefile (make -C test/gpu bench).
 #include <algorithm>
 #include <chrono>
@@ -25,6 +31,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <fstream>
 #include <functional>
 #include <string>
 #include <thread>
@@ -542,6 +549,124 @@ void bench_joinlb_ncu(Engine* gpu) {
   }
 }
 
+// Counts the pairs and sums a hash of each record (order-independent checksum of the multiset).
+struct ChecksumSink : PairSink {
+  uint64_t count = 0, sum = 0;
+  void consume(const PairRecord* p, size_t n) override {
+    uint64_t s = 0;
+    for (size_t k = 0; k < n; ++k) {
+      uint64_t bits;
+      std::memcpy(&bits, &p[k].dist, 8);
+      s += ((uint64_t(p[k].i) << 32) | p[k].j) * 0x9E3779B97F4A7C15ull + (bits ^ (bits >> 29));
+    }
+    count += n;
+    sum += s;
+  }
+};
+
+// A /proc/self/status field in kB (VmHWM, VmRSS), or -1.
+long proc_status_kb(const char* key) {
+  std::ifstream f("/proc/self/status");
+  std::string line;
+  const size_t kl = strlen(key);
+  while (std::getline(f, line))
+    if (line.compare(0, kl, key) == 0 && line.size() > kl && line[kl] == ':')
+      return atol(line.c_str() + kl + 1);
+  return -1;
+}
+
+// Resets the process's peak RSS (VmHWM) to the current RSS (Linux clear_refs 5).
+void reset_peak_rss() {
+  std::ofstream f("/proc/self/clear_refs");
+  f << "5";
+}
+
+// Issue 5: batched, overlapped join output vs the serial drain at ~1e8 and ~1e9 result pairs.
+void bench_batch(Engine* gpu, int runs, const std::vector<double>& targets) {
+  const size_t n = 2000000;
+  auto pts = ref::uniform(n, 3, 7);
+  printf("self-join of %zu uniform 3-D float32 points, counting + checksum sink, median of %d "
+         "runs (after one warm-up per size)\n",
+         n, runs);
+  printf("columns: total_ms = Engine::simjoin wall; kern_ms = union of join kernel intervals "
+         "(cudaEvents); copy_ms = union of device-to-host page copies (cudaEvents); stats: "
+         "kernel_s / transfer_s (host blocked on copies only) / merge_s (sink); sample_ms = "
+         "count pass over the sample; peak_dev = engine_peak_bytes; rss_hwm = VmHWM after "
+         "clear_refs, baseline VmRSS %ld MB\n\n",
+         proc_status_kb("VmRSS") / 1024);
+  printf("%-16s %11s %11s %9s %9s %9s %7s %7s %7s %8s %10s %8s %5s %4s %10s %6s %6s %8s %8s  %s\n",
+         "config", "pairs", "estimate", "total_ms", "kern_ms", "copy_ms", "st.kern", "st.xfer",
+         "st.merg", "sample", "sink_p/s", "launches", "drains", "str", "bank", "batch", "pgsz",
+         "peak_MB", "rss_MB", "checksum");
+  struct Config {
+    const char* name;
+    bool serial;
+    int streams;
+    size_t mem_limit;
+  };
+  const Config configs[] = {{"serial (before)", true, 1, 0},
+                            {"batched 1 str", false, 1, 0},
+                            {"batched 2 str", false, 2, 0},
+                            {"batched 3 str", false, 3, 0},
+                            {"batched 3 512MB", false, 3, size_t(512) << 20}};
+  for (double target : targets) {
+    const double eps = eps_for(n, 3, 2.0 * target / double(n));
+    auto jp = make_simjoin(pts.view(), nullptr, eps, Precision::Float32, 0);
+    {
+      Control warm;
+      ChecksumSink sink;
+      gpu->simjoin(jp, sink, warm);
+    }
+    uint64_t ref_sum = 0, ref_count = 0;
+    for (const Config& c : configs) {
+      cuda::set_join_serial_drain(c.serial);
+      cuda::set_join_streams(c.streams);
+      std::vector<double> total, kern, copy, sk, sx, sm, samp;
+      cuda::LastRun lr;
+      ChecksumSink last;
+      size_t peak = 0;
+      long rss = 0;
+      for (int r = 0; r < runs; ++r) {
+        Control ctl;
+        ctl.threads = int(std::thread::hardware_concurrency());
+        ctl.device_memory_limit = c.mem_limit;
+        ChecksumSink sink;
+        cuda::reset_engine_peak_bytes();
+        reset_peak_rss();
+        auto t0 = Clock::now();
+        gpu->simjoin(jp, sink, ctl);
+        total.push_back(std::chrono::duration<double, std::milli>(Clock::now() - t0).count());
+        rss = std::max(rss, proc_status_kb("VmHWM"));
+        peak = std::max(peak, cuda::engine_peak_bytes());
+        lr = cuda::last_run();
+        kern.push_back(lr.kernel_ms);
+        copy.push_back(lr.copy_ms);
+        samp.push_back(lr.sample_ms);
+        sk.push_back(ctl.stats.kernel_s * 1e3);
+        sx.push_back(ctl.stats.transfer_s * 1e3);
+        sm.push_back(ctl.stats.merge_s * 1e3);
+        last = sink;
+      }
+      if (!ref_count) {
+        ref_count = last.count;
+        ref_sum = last.sum;
+      }
+      const double t = median(total);
+      printf("%-16s %11llu %11llu %9.1f %9.1f %9.1f %7.1f %7.1f %7.1f %8.2f %10.3e %8d %5d %4d "
+             "%10zu %6d %6zu %8.1f %8.1f  %016llx%s\n",
+             c.name, (unsigned long long)last.count, (unsigned long long)lr.join_estimate, t,
+             median(kern), median(copy), median(sk), median(sx), median(sm), median(samp),
+             double(last.count) / (t * 1e-3), lr.launches, lr.drains, lr.join_streams,
+             lr.bank_pages, lr.join_batches, lr.page_pairs, double(peak) / 1048576.0,
+             double(rss) / 1024.0, (unsigned long long)last.sum,
+             last.count == ref_count && last.sum == ref_sum ? "" : "  MISMATCH");
+      fflush(stdout);
+    }
+    cuda::set_join_serial_drain(false);
+    cuda::set_join_streams(0);
+  }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -578,6 +703,11 @@ int main(int argc, char** argv) {
       bench_joinlb(gpu, runs);
     } else if (mode == "joinlb-ncu") {
       bench_joinlb_ncu(gpu);
+    } else if (mode == "batch") {
+      std::vector<double> targets;
+      for (int k = 3; k < argc; ++k) targets.push_back(atof(argv[k]));
+      if (targets.empty()) targets = {1e8, 1e9};
+      bench_batch(gpu, argc > 2 ? std::max(1, atoi(argv[2])) : 3, targets);
     } else {
       printf("unknown mode %s\n", mode.c_str());
       return 2;

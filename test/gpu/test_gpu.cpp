@@ -10,6 +10,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <functional>
 #include <set>
 #include <map>
@@ -936,6 +937,252 @@ TEST(Cancel, StopsWithinOneSecondAndFreesMemory) {
   auto small = ref::uniform(2000, 3, 142);
   EXPECT_EQ(run_sdh(gpu(), small, Precision::Float32, 64, 0),
             run_sdh(cpu(), small, Precision::Float32, 64, 0));
+}
+
+// ---- batched join output (issue 5) ------------------------------------------------------------
+
+// Restores the batched-join hooks when a test ends (also after a failed assertion).
+struct JoinHooks {
+  JoinHooks() { reset(); }
+  ~JoinHooks() { reset(); }
+  // The defaults: batched, tuning.h streams, the sampled estimate as is.
+  static void reset() {
+    cuda::set_join_serial_drain(false);
+    cuda::set_join_streams(0);
+    cuda::set_join_estimate_scale(1.0);
+  }
+};
+
+// 2-D points x = k, y = 0 (k < n; eps 0.5 pairs none of them, one cell and one work item each)
+// plus `cluster` equal points at (at, 5): all their pairs, in a cell whose items come right after
+// the line point `at` in cell order, between the items a strided sample takes.
+ref::Points line_with_cluster(size_t n, size_t at, size_t cluster) {
+  ref::Points p;
+  p.dims = 2;
+  p.c.assign(2, std::vector<double>());
+  for (size_t k = 0; k < n; ++k) {
+    p.c[0].push_back(double(k));
+    p.c[1].push_back(0.0);
+  }
+  for (size_t k = 0; k < cluster; ++k) {
+    p.c[0].push_back(double(at));
+    p.c[1].push_back(5.0);
+  }
+  return p;
+}
+
+// Counts pairs and sums a hash of each record (an order-independent checksum of the multiset).
+struct ChecksumSink : PairSink {
+  uint64_t count = 0, sum = 0;
+  void consume(const PairRecord* p, size_t n) override {
+    for (size_t k = 0; k < n; ++k) {
+      uint64_t bits;
+      std::memcpy(&bits, &p[k].dist, 8);
+      sum += ((uint64_t(p[k].i) << 32) | p[k].j) * 0x9E3779B97F4A7C15ull + (bits ^ (bits >> 29));
+    }
+    count += n;
+  }
+};
+
+TEST(Batch, EstimateSizesTheBanks) {
+  REQUIRE_GPU();
+  JoinHooks hooks;
+  // Uniform data: the sampled estimate is close, and the result equals the CPU engine's.
+  auto pts = ref::uniform(100000, 3, 200);
+  const double eps = eps_for(100000, 3, 100);
+  auto want = run_join(cpu(), pts, nullptr, eps, Precision::Float32);
+  auto got = run_join(gpu(), pts, nullptr, eps, Precision::Float32);
+  auto lr = cuda::last_run();
+  EXPECT_TRUE(got == want) << first_diff(got, want);
+  EXPECT_EQ(lr.join_pairs, want.size());
+  const double ratio = double(lr.join_estimate) / double(want.size());
+  printf("uniform 100k: estimate %llu, real %zu (ratio %.3f), %zu sample items, sample %.3f ms, "
+         "%d batches on %d streams, banks %zu x %zu pairs, %d launches, %d drains\n",
+         lr.join_estimate, want.size(), ratio, lr.sample_items, lr.sample_ms, lr.join_batches,
+         lr.join_streams, lr.bank_pages, lr.page_pairs, lr.launches, lr.drains);
+  EXPECT_NEAR(ratio, 1.0, 0.15);
+  EXPECT_GT(lr.sample_items, 0u);
+  EXPECT_GE(lr.join_batches, 2) << "~5 M pairs are split for overlap";
+  // A join of ~100 pairs: the result banks stay small (no pool sized from the memory budget).
+  auto few = ref::uniform(2000, 3, 201);
+  cuda::reset_engine_peak_bytes();
+  auto small = run_join(gpu(), few, nullptr, eps_for(2000, 3, 0.1), Precision::Float32);
+  lr = cuda::last_run();
+  EXPECT_TRUE(small == run_join(cpu(), few, nullptr, eps_for(2000, 3, 0.1), Precision::Float32));
+  const double bank_mb = double(lr.pool_pages * lr.page_pairs * sizeof(PairRecord)) / 1048576.0;
+  printf("%zu pairs: estimate %llu, banks %.1f MB in all, peak device memory %.1f MB\n",
+         small.size(), lr.join_estimate, bank_mb, double(cuda::engine_peak_bytes()) / 1048576.0);
+  EXPECT_LT(bank_mb, 16.0);
+  EXPECT_LT(cuda::engine_peak_bytes(), size_t(32) << 20);
+  // A memory limit bounds the engine's device memory; the result stays exact.
+  Ctl lim;
+  lim.device_memory_limit = size_t(80) << 20;
+  cuda::reset_engine_peak_bytes();
+  auto bounded = run_join(gpu(), pts, nullptr, eps, Precision::Float32, &lim);
+  lr = cuda::last_run();
+  EXPECT_TRUE(bounded == want) << first_diff(bounded, want);
+  EXPECT_LE(cuda::engine_peak_bytes(), lim.device_memory_limit);
+  printf("limit 80 MB: peak %.1f MB, %d batches, banks %zu x %zu pairs, %d drains\n",
+         double(cuda::engine_peak_bytes()) / 1048576.0, lr.join_batches, lr.bank_pages,
+         lr.page_pairs, lr.drains);
+  EXPECT_EQ(cuda::engine_bytes_in_use(), 0u);
+}
+
+TEST(Batch, TinyBanksManyOverflows) {
+  REQUIRE_GPU();
+  JoinHooks hooks;
+  auto pts = ref::uniform(5000, 3, 210);
+  auto b = ref::uniform(3000, 3, 211);
+  const double eps = eps_for(5000, 3, 40);
+  auto want = run_join(cpu(), pts, nullptr, eps, Precision::Float32);
+  auto want2 = run_join(cpu(), pts, &b, eps, Precision::Float64);
+  for (int streams : {1, 2, 3})
+    for (size_t pages : {3, 7, 12}) {
+      cuda::set_join_streams(streams);
+      Ctl ctl;
+      ctl.page_pairs = 64;
+      ctl.max_pages = pages;
+      auto got = run_join(gpu(), pts, nullptr, eps, Precision::Float32, &ctl);
+      auto lr = cuda::last_run();
+      EXPECT_TRUE(got == want) << streams << " streams, " << pages << " pages: "
+                               << first_diff(got, want);
+      EXPECT_EQ(lr.join_streams, int(std::min<size_t>(size_t(streams), pages)));
+      EXPECT_EQ(lr.pool_pages, pages);
+      EXPECT_GT(lr.join_batches, 10);
+      EXPECT_GE(lr.drains, int(want.size() / (64 * pages)));
+      Ctl ctl2;
+      ctl2.page_pairs = 100;
+      ctl2.max_pages = pages;
+      auto got2 = run_join(gpu(), pts, &b, eps, Precision::Float64, &ctl2);
+      EXPECT_TRUE(got2 == want2) << "two relations, " << streams << " streams: "
+                                 << first_diff(got2, want2);
+    }
+  // Banks of one page each: every batch overflows its bank many times.
+  cuda::set_join_streams(3);
+  cuda::set_join_estimate_scale(1e-6);
+  Ctl one;
+  one.page_pairs = 64;
+  one.max_pages = 3;
+  auto got = run_join(gpu(), pts, nullptr, eps, Precision::Float32, &one);
+  EXPECT_TRUE(got == want) << first_diff(got, want);
+  printf("3 banks of 64 pairs, estimate x 1e-6: %d batches, %d launches, %d drains\n",
+         cuda::last_run().join_batches, cuda::last_run().launches, cuda::last_run().drains);
+}
+
+TEST(Batch, EstimateFarOff) {
+  REQUIRE_GPU();
+  JoinHooks hooks;
+  // Clustered data the sample misses (or, in another item order, hits and extrapolates).
+  auto pts = line_with_cluster(100000, 1000, 64);
+  for (Precision prec : {Precision::Float32, Precision::Float64}) {
+    auto want = run_join(cpu(), pts, nullptr, 0.5, prec);
+    ASSERT_EQ(want.size(), 64u * 63 / 2);
+    auto got = run_join(gpu(), pts, nullptr, 0.5, prec);
+    auto lr = cuda::last_run();
+    EXPECT_TRUE(got == want) << first_diff(got, want);
+    printf("line + cluster %s: estimate %llu, real %zu, %d batches, %d drains\n", pname(prec),
+           lr.join_estimate, got.size(), lr.join_batches, lr.drains);
+    EXPECT_TRUE(double(lr.join_estimate) < 0.5 * double(got.size()) ||
+                double(lr.join_estimate) > 2.0 * double(got.size()))
+        << "the sample should miss (or overweight) the cluster: estimate " << lr.join_estimate;
+  }
+  // Estimates forced far too low and far too high: the same pairs.
+  auto u = ref::uniform(60000, 3, 220);
+  const double eps = eps_for(60000, 3, 60);
+  auto want = run_join(cpu(), u, nullptr, eps, Precision::Float32);
+  for (double scale : {1e-4, 0.1, 10.0, 1e3}) {
+    cuda::set_join_estimate_scale(scale);
+    Ctl lim;
+    lim.device_memory_limit = size_t(200) << 20;
+    auto got = run_join(gpu(), u, nullptr, eps, Precision::Float32, &lim);
+    auto lr = cuda::last_run();
+    EXPECT_TRUE(got == want) << "scale " << scale << ": " << first_diff(got, want);
+    printf("estimate x %g: estimate %llu real %zu, %d batches, %d launches, %d drains\n", scale,
+           lr.join_estimate, got.size(), lr.join_batches, lr.launches, lr.drains);
+  }
+}
+
+TEST(Batch, ConfigurationsGiveTheSamePairs) {
+  REQUIRE_GPU();
+  JoinHooks hooks;
+  auto a = ref::uniform(80000, 3, 230);
+  auto b = ref::uniform(50000, 3, 231, 0.1, 0.9);
+  const double eps = eps_for(80000, 3, 120);
+  for (Precision prec : {Precision::Float32, Precision::Float64})
+    for (bool self : {true, false}) {
+      const ref::Points* bp = self ? nullptr : &b;
+      auto want = run_join(cpu(), a, bp, eps, prec);
+      uint64_t sum0 = 0;
+      for (int conf = 0; conf < 5; ++conf) {
+        // 0 serial drain, 1..3 streams, 4: 3 streams under a 64 MB device memory limit
+        cuda::set_join_serial_drain(conf == 0);
+        cuda::set_join_streams(conf == 0 ? 0 : std::min(conf, 3));
+        Ctl ctl;
+        if (conf == 4) ctl.device_memory_limit = size_t(64) << 20;
+        auto got = run_join(gpu(), a, bp, eps, prec, &ctl);
+        auto lr = cuda::last_run();
+        EXPECT_TRUE(got == want) << pname(prec) << (self ? " self" : " two relations")
+                                 << " config " << conf << ": " << first_diff(got, want);
+        // The raw records (orientation and all) too, through a checksum.
+        PointsView bv;
+        if (bp) bv = bp->view();
+        auto p = make_simjoin(a.view(), bp ? &bv : nullptr, eps, prec, 0);
+        Ctl c2;
+        if (conf == 4) c2.device_memory_limit = size_t(64) << 20;
+        ChecksumSink cs;
+        gpu()->simjoin(p, cs, c2);
+        if (conf == 0) sum0 = cs.sum;
+        EXPECT_EQ(cs.sum, sum0) << "config " << conf;
+        EXPECT_EQ(cs.count, want.size());
+        printf("%s %s config %d: %zu pairs, estimate %llu, %d batches on %d streams, %d drains\n",
+               pname(prec), self ? "self" : "two", conf, got.size(), lr.join_estimate,
+               lr.join_batches, lr.join_streams, lr.drains);
+      }
+    }
+}
+
+TEST(Batch, MaxResultRowsStops) {
+  REQUIRE_GPU();
+  JoinHooks hooks;
+  auto pts = ref::uniform(60000, 3, 240);
+  const double eps = eps_for(60000, 3, 150);
+  const size_t total = run_join(cpu(), pts, nullptr, eps, Precision::Float32).size();
+  std::string cpu_msg;
+  try {
+    run_join(cpu(), pts, nullptr, eps, Precision::Float32, nullptr, total / 3);
+  } catch (const Error& e) {
+    cpu_msg = e.what();
+  }
+  ASSERT_FALSE(cpu_msg.empty());
+  for (int streams : {1, 3}) {
+    cuda::set_join_streams(streams);
+    try {
+      run_join(gpu(), pts, nullptr, eps, Precision::Float32, nullptr, total / 3);
+      ADD_FAILURE() << "max_pairs not enforced with " << streams << " streams";
+    } catch (const Error& e) {
+      EXPECT_EQ(e.code(), ErrorCode::ProgramLimit);
+      EXPECT_EQ(std::string(e.what()), cpu_msg);
+    }
+    EXPECT_EQ(cuda::engine_bytes_in_use(), 0u);
+    auto got = run_join(gpu(), pts, nullptr, eps, Precision::Float32, nullptr, total);
+    EXPECT_EQ(got.size(), total);
+  }
+}
+
+TEST(Batch, CancelMidJoin) {
+  REQUIRE_GPU();
+  JoinHooks hooks;
+  auto pts = ref::uniform(1000000, 3, 250);
+  auto p = make_simjoin(pts.view(), nullptr, eps_for(1000000, 3, 1000), Precision::Float32, 0);
+  for (int streams : {1, 3}) {
+    cuda::set_join_streams(streams);
+    ChecksumSink sink;
+    expect_cancel([&](Control& ctl) { gpu()->simjoin(p, sink, ctl); },
+                  streams == 1 ? "batched join 1 stream, 5e8 pairs" : "batched join 3 streams");
+    printf("  %llu pairs reached the sink before the cancel\n", (unsigned long long)sink.count);
+    EXPECT_GT(sink.count, 0u) << "cancelled before any batch was drained";
+    EXPECT_LT(sink.count, uint64_t(4e8));
+  }
 }
 
 TEST(Memory, LimitIsEnforcedAndEverythingIsFreed) {
