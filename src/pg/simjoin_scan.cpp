@@ -95,6 +95,7 @@ struct SimjoinScanState {
 };
 
 constexpr size_t kReadChunk = 4096;
+constexpr uint64 kPrefetch = 16;  // records ahead whose keys are prefetched
 
 // Copies result pages into the spool (memory first, then the temporary file).
 class SpoolSink final : public PairSink {
@@ -218,6 +219,16 @@ TupleTableSlot* scan_next(ScanState* ss) {
     return slot;
   }
   st->pos++;
+  if (st->ncols == 0) return ExecStoreVirtualTuple(slot);  // count(*): no key lookups
+  // The keys of a record a few rows ahead (pairs come in cell order, keys in input order, so
+  // these lookups miss the caches): prefetched while this row goes up the plan.
+  const PairRecord* ahead = st->pos + kPrefetch < st->mem_n ? &st->mem[st->pos + kPrefetch]
+                            : st->rbuf_pos + kPrefetch < st->rbuf_n ? &st->rbuf[st->rbuf_pos + kPrefetch]
+                                                                    : nullptr;
+  if (ahead) {
+    __builtin_prefetch(&st->ids_a[ahead->i]);
+    __builtin_prefetch(&st->ids_b[ahead->j]);
+  }
   int64 a = st->ids_a[r->i], b = st->ids_b[r->j];
   if (st->self && a > b) std::swap(a, b);
   for (int c = 0; c < st->ncols; ++c) {
