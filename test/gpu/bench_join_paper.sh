@@ -24,6 +24,7 @@ echo "| set | eps | method | pairs | ms | rows/s out | kernel / merge / prepare 
 echo "|---|---|---|---|---|---|---|"
 for spec in "u3 3 uniform 0.0156" "e3 3 exponential 0.00078" "u6 6 uniform 0.12" "e6 6 exponential 0.006"; do
   set -- $spec
+  [[ " ${PAPER_SETS:-u3 e3 u6 e6} " == *" $1 "* ]] || continue
   t=$1 d=$2 dist=$3 eps=$4
   load "$t" "$d" "$dist" || { echo "| $t | $eps | data generation failed | | | | |"; continue; }
   for dev in gpu cpu; do
