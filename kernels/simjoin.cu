@@ -894,6 +894,27 @@ struct JoinResult {
               "Use a smaller eps, or raise gpu2bs.max_result_rows.");
 }
 
+// Kernel arguments describing the two grids, the neighbour offsets and eps^2 (the work, pool and
+// control fields are set by the caller).
+template <typename T>
+JoinArgs<T> join_args(const DevGrid<T>& ga, const DevGrid<T>& gb, const signed char* d_off,
+                      int noffsets, T eps2) {
+  JoinArgs<T> A{};
+  A.a = ga.c;
+  A.b = gb.c;
+  A.order_a = ga.order;
+  A.order_b = gb.order;
+  A.start_a = ga.start;
+  A.start_b = gb.start;
+  A.ccoord_a = ga.ccoord;
+  A.ccoord_b = gb.ccoord;
+  A.ncells_b = gb.ncells;
+  A.offsets = d_off;
+  A.noffsets = noffsets;
+  A.eps2 = eps2;
+  return A;
+}
+
 template <typename T, int D, bool SELF, bool COUNT>
 JoinResult run_join(Call& call, const DevGrid<T>& ga, const DevGrid<T>& gb, T eps2,
                     const std::vector<signed char>& offsets, PairSink* sink, uint64_t max_pairs) {
@@ -951,22 +972,10 @@ JoinResult run_join(Call& call, const DevGrid<T>& ga, const DevGrid<T>& gb, T ep
   }
   prep.reset();
 
-  JoinArgs<T> A{};
-  A.a = ga.c;
-  A.b = gb.c;
-  A.order_a = ga.order;
-  A.order_b = gb.order;
-  A.start_a = ga.start;
-  A.start_b = gb.start;
-  A.ccoord_a = ga.ccoord;
-  A.ccoord_b = gb.ccoord;
-  A.ncells_b = gb.ncells;
+  JoinArgs<T> A = join_args(ga, gb, d_off, int(offsets.size() / D), eps2);
   A.items = plan.items;
   A.nitems = ga.nitems;
   A.cursor = cursor;
-  A.offsets = d_off;
-  A.noffsets = int(offsets.size() / D);
-  A.eps2 = eps2;
   A.ctl = dctl;
   A.pool = pool;
   A.page_fill = page_fill;
@@ -1303,19 +1312,7 @@ JoinResult run_join_batched(Call& call, const DevGrid<T>& ga, const DevGrid<T>& 
   G2_CUDA(cudaEventRecord(ev_ready, call.stream()));
   for (auto& L : lanes) G2_CUDA(cudaStreamWaitEvent(L->st.get(), ev_ready, 0));
 
-  JoinArgs<T> A{};
-  A.a = ga.c;
-  A.b = gb.c;
-  A.order_a = ga.order;
-  A.order_b = gb.order;
-  A.start_a = ga.start;
-  A.start_b = gb.start;
-  A.ccoord_a = ga.ccoord;
-  A.ccoord_b = gb.ccoord;
-  A.ncells_b = gb.ncells;
-  A.offsets = d_off;
-  A.noffsets = int(offsets.size() / D);
-  A.eps2 = eps2;
+  JoinArgs<T> A = join_args(ga, gb, d_off, int(offsets.size() / D), eps2);
   A.budget_ns = (unsigned long long)(cuda_tuning::kJoinSliceMs * 1e6);
 
   // 1. Result-size estimate: count mode over every stride-th item, segment by segment.

@@ -30,29 +30,27 @@ struct Points {
   size_t n() const { return c.empty() ? 0 : c[0].size(); }
 };
 
-// Uniform random points in [lo, hi)^dims.
-inline Points uniform(size_t n, int dims, uint64_t seed, double lo = 0, double hi = 1) {
+// n points whose coordinates are drawn one by one from `dist` with a generator seeded by `seed`.
+template <typename Dist>
+inline Points random_points(size_t n, int dims, uint64_t seed, Dist dist) {
   std::mt19937_64 rng(seed);
-  std::uniform_real_distribution<double> u(lo, hi);
   Points p;
   p.dims = dims;
   p.c.assign(size_t(dims), std::vector<double>(n));
   for (size_t i = 0; i < n; ++i)
-    for (int k = 0; k < dims; ++k) p.c[size_t(k)][i] = u(rng);
+    for (int k = 0; k < dims; ++k) p.c[size_t(k)][i] = dist(rng);
   return p;
+}
+
+// Uniform random points in [lo, hi)^dims.
+inline Points uniform(size_t n, int dims, uint64_t seed, double lo = 0, double hi = 1) {
+  return random_points(n, dims, seed, std::uniform_real_distribution<double>(lo, hi));
 }
 
 // Exponentially distributed points: each coordinate drawn from Exp(lambda) (the similarity-join
 // load-imbalance paper's skewed sets use lambda = 40): dense near the origin, sparse far out.
 inline Points exponential(size_t n, int dims, uint64_t seed, double lambda) {
-  std::mt19937_64 rng(seed);
-  std::exponential_distribution<double> e(lambda);
-  Points p;
-  p.dims = dims;
-  p.c.assign(size_t(dims), std::vector<double>(n));
-  for (size_t i = 0; i < n; ++i)
-    for (int k = 0; k < dims; ++k) p.c[size_t(k)][i] = e(rng);
-  return p;
+  return random_points(n, dims, seed, std::exponential_distribution<double>(lambda));
 }
 
 // Exact-ish float64 distance of points i (of a) and j (of b).
