@@ -1111,27 +1111,9 @@ std::atomic<int> g_join_streams{0};
 std::atomic<bool> g_join_serial{false};
 std::atomic<double> g_join_scale{1.0};
 
-// A CUDA stream owned by one scope, synchronized and destroyed with it (before the Call frees
-// the buffers its queued work uses).
-class OwnedStream {
- public:
-  OwnedStream() { G2_CUDA(cudaStreamCreateWithFlags(&s_, cudaStreamNonBlocking)); }
-  ~OwnedStream() {
-    if (!s_) return;
-    (void)cudaStreamSynchronize(s_);
-    (void)cudaStreamDestroy(s_);
-  }
-  OwnedStream(const OwnedStream&) = delete;
-  OwnedStream& operator=(const OwnedStream&) = delete;
-  cudaStream_t get() const { return s_; }
-
- private:
-  cudaStream_t s_ = nullptr;
-};
-
 // One stream with its bank of result pages, control block, resume lists and pinned buffers.
 struct Lane {
-  OwnedStream st;
+  cudaStream_t st = nullptr;  // Call::extra_stream (synchronized before the Call frees anything)
   JoinCtl* dctl = nullptr;
   JoinCtl* hctl = nullptr;  // pinned
   WarpState* resume[2] = {nullptr, nullptr};
@@ -1193,7 +1175,7 @@ struct Intervals {
 // followed by the read-back of its control block (L.ev_ctl completes when it is on the host).
 template <typename T, typename K>
 void lane_launch(Lane& L, JoinArgs<T> A, K kernel, unsigned grid, const uint2* items) {
-  const cudaStream_t st = L.st.get();
+  const cudaStream_t st = L.st;
   std::memset(L.hctl, 0, sizeof(JoinCtl));
   L.hctl->item_next = L.item_next;
   L.hctl->page_next = unsigned(L.pages_used);
@@ -1228,7 +1210,7 @@ bool lane_finish(Lane& L, JoinResult& res, size_t warps) {
   if (consumed < L.n_in) {
     G2_CUDA(cudaMemcpyAsync(L.resume[L.cur ^ 1] + n_out, L.resume[L.cur] + consumed,
                             size_t(L.n_in - consumed) * sizeof(WarpState),
-                            cudaMemcpyDeviceToDevice, L.st.get()));
+                            cudaMemcpyDeviceToDevice, L.st));
     n_out += L.n_in - consumed;
   }
   if (n_out > warps) throw Error(ErrorCode::Internal, "similarity join resume list overflow");
@@ -1291,13 +1273,14 @@ JoinResult run_join_batched(Call& call, const DevGrid<T>& ga, const DevGrid<T>& 
   const unsigned grid = unsigned(bps * device_facts().sms);
   const unsigned grid_count = unsigned(bps_count * device_facts().sms);
   const size_t warps = size_t(std::max(grid, grid_count)) * kWarps;
-  const int streams = join_streams() > 0 ? std::min(join_streams(), 3) : cuda_tuning::kJoinStreams;
+  const int streams = join_streams() > 0 ? std::min(join_streams(), Call::kExtraStreams) : cuda_tuning::kJoinStreams;
 
   // Lanes: streams, control blocks and resume lists (banks come after the estimate).
   std::vector<std::unique_ptr<Lane>> lanes;
   for (int k = 0; k < streams; ++k) {
     lanes.emplace_back(new Lane());
     Lane& L = *lanes.back();
+    L.st = call.extra_stream(k);
     L.dctl = call.alloc<JoinCtl>(1, "join control");
     L.hctl = static_cast<JoinCtl*>(call.alloc_host(sizeof(JoinCtl)));
     L.resume[0] = call.alloc<WarpState>(warps, "resume list");
@@ -1310,7 +1293,7 @@ JoinResult run_join_batched(Call& call, const DevGrid<T>& ga, const DevGrid<T>& 
   // Work queued on the call's stream (grid, offsets) precedes the lanes' work.
   cudaEvent_t ev_ready = call.event(true);
   G2_CUDA(cudaEventRecord(ev_ready, call.stream()));
-  for (auto& L : lanes) G2_CUDA(cudaStreamWaitEvent(L->st.get(), ev_ready, 0));
+  for (auto& L : lanes) G2_CUDA(cudaStreamWaitEvent(L->st, ev_ready, 0));
 
   JoinArgs<T> A = join_args(ga, gb, d_off, int(offsets.size() / D), eps2);
   A.budget_ns = (unsigned long long)(cuda_tuning::kJoinSliceMs * 1e6);
@@ -1328,7 +1311,7 @@ JoinResult run_join_batched(Call& call, const DevGrid<T>& ga, const DevGrid<T>& 
   if (stride > 1) {
     uint2* s = call.alloc<uint2>(nsample, "join sample");
     G2_CUDA(cudaMemcpy2DAsync(s, sizeof(uint2), plan.items, stride * sizeof(uint2), sizeof(uint2),
-                              nsample, cudaMemcpyDeviceToDevice, L0.st.get()));
+                              nsample, cudaMemcpyDeviceToDevice, L0.st));
     sample = s;
   }
   const int nseg = int(std::max<unsigned long long>(
@@ -1340,7 +1323,7 @@ JoinResult run_join_batched(Call& call, const DevGrid<T>& ga, const DevGrid<T>& 
   {
     Intervals kin;
     cudaEvent_t ev_sref = call.event(true);
-    G2_CUDA(cudaEventRecord(ev_sref, L0.st.get()));
+    G2_CUDA(cudaEventRecord(ev_sref, L0.st));
     for (int g = 0; g < nseg; ++g) {
       const unsigned long long kb = nsample * unsigned(g) / unsigned(nseg);
       const unsigned long long ke = nsample * unsigned(g + 1) / unsigned(nseg);
@@ -1445,7 +1428,7 @@ JoinResult run_join_batched(Call& call, const DevGrid<T>& ga, const DevGrid<T>& 
 
   // 3. The batches.
   cudaEvent_t ev_ref = call.event(true);
-  G2_CUDA(cudaEventRecord(ev_ref, L0.st.get()));
+  G2_CUDA(cudaEventRecord(ev_ref, L0.st));
   Intervals kin, cin;
   size_t next = 0;
   double merge_s = 0, xfer_s = 0, other_s = 0;
@@ -1462,7 +1445,7 @@ JoinResult run_join_batched(Call& call, const DevGrid<T>& ga, const DevGrid<T>& 
         }
       if (!L) return;
       StagingHalf& H = half[issue_h];
-      const cudaStream_t st = L->st.get();
+      const cudaStream_t st = L->st;
       H.lane = L;
       H.first = L->d_issued;
       H.cnt = std::min(chunk_pages, L->d_used - L->d_issued);
@@ -1481,7 +1464,7 @@ JoinResult run_join_batched(Call& call, const DevGrid<T>& ga, const DevGrid<T>& 
     L.d_issued = 0;
     L.d_consumed = 0;
     G2_CUDA(cudaMemcpyAsync(L.hfills, L.page_fill, L.d_used * 4, cudaMemcpyDeviceToHost,
-                            L.st.get()));
+                            L.st));
     L.state = Lane::Draining;
     drainq.push_back(&L);
     issue();
@@ -1573,7 +1556,7 @@ JoinResult run_join_batched(Call& call, const DevGrid<T>& ga, const DevGrid<T>& 
       L.item_end = bounds[next + 1];
       L.item_begin = L.item_next;
       if (L.cursor)  // static assignment restarts at the batch's first item
-        G2_CUDA(cudaMemsetAsync(L.cursor, 0, warps * sizeof(unsigned long long), L.st.get()));
+        G2_CUDA(cudaMemsetAsync(L.cursor, 0, warps * sizeof(unsigned long long), L.st));
       L.n_in = 0;
       L.pages_used = 0;
       L.batch_done = false;

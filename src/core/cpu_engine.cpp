@@ -94,8 +94,9 @@ struct JoinItem {
 
 constexpr uint32_t kJoinRows = 256;
 // Sparse grids (join): below this mean cell population seen by a point (itself included), cells
-// are widened so that it reaches about the target, at most by the given factor per axis. Local 2-core machine, 1e6
-// uniform 3-D points, eps 0.004 (population 1.1 at side eps): see the commit adding them.
+// are widened so that it reaches about the target, at most by the given factor per axis.
+// 2-core dev machine, 1e6 uniform 3-D points, eps 0.004 (population 1.06 at side eps), 2
+// threads: join 835-990 ms at side eps, 468-481 ms widened 4x (kernel 700 -> 187 ms).
 constexpr double kJoinSparseOccupancy = 3.0;
 constexpr double kJoinTargetOccupancy = 12.0;
 constexpr double kJoinMaxWidening = 4.0;
@@ -365,15 +366,29 @@ class CpuEngine final : public Engine {
     // Auto: work items of at most kJoinRows rows from one queue (a crowded cell is shared).
     const JoinBalance balance =
         ctl.join_balance == JoinBalance::Auto ? JoinBalance::WorkQueue : ctl.join_balance;
+    // Points of grid b in the neighbour cells of each cell of a (the pattern's cells; the own
+    // cell not included), on every core: 3^d lookups per cell, computed once when needed.
+    std::vector<uint64_t> mass;
+    auto neighbour_mass = [&]() -> const std::vector<uint64_t>& {
+      if (mass.empty() && ga.num_cells()) {
+        mass.resize(ga.num_cells());
+        parallel_for(ctl, ga.num_cells(), [&](size_t c, int) {
+          uint64_t around = 0;
+          for_each_cell_around(ga, c, gridb, offsets,
+                               [&](size_t nc) { around += gridb.cell_end(nc) - gridb.cell_begin(nc); });
+          mass[c] = around;
+        });
+      }
+      return mass;
+    };
     std::vector<uint64_t> work;
     if (balance == JoinBalance::SortByWorkload) {
+      const auto& m = neighbour_mass();
       work.resize(ga.num_cells());
-      parallel_for(ctl, ga.num_cells(), [&](size_t c, int) {
-        uint64_t rows = ga.cell_end(c) - ga.cell_begin(c), around = p.self ? rows : 0;
-        for_each_cell_around(ga, c, gridb, offsets,
-                             [&](size_t nc) { around += gridb.cell_end(nc) - gridb.cell_begin(nc); });
-        work[c] = rows * around;
-      });
+      for (size_t c = 0; c < ga.num_cells(); ++c) {
+        const uint64_t rows = ga.cell_end(c) - ga.cell_begin(c);
+        work[c] = rows * ((p.self ? rows : 0) + m[c]);
+      }
     }
     auto items = join_items(ga, balance, &work);
     const int nt = std::max(1, std::min<int>(threads(ctl), int(items.size())));
@@ -389,18 +404,12 @@ class CpuEngine final : public Engine {
     for (int k = 0; k < p.a.dims; ++k) reach *= 3;
     const bool may_exceed = p.max_pairs && double(p.a.n) * double(reach) * double(max_cell) > double(p.max_pairs);
     if (may_exceed) {
-      // On every core: 3^d neighbour lookups per item (6-D, 2e6 points: 16-43 s on one core).
-      std::vector<uint64_t> bpart(size_t(threads(ctl)), 0);
-      parallel_for(ctl, items.size(), [&](size_t it, int w) {
-        const JoinItem& ji = items[it];
-        uint64_t rows = ji.r1 - ji.r0, around = 0;
-        if (p.self) around += ga.cell_end(ji.cell) - ji.r0;
-        for_each_cell_around(ga, ji.cell, gridb, offsets,
-                             [&](size_t nc) { around += gridb.cell_end(nc) - gridb.cell_begin(nc); });
-        bpart[size_t(w)] += rows * around;
-      });
+      // From the per-cell neighbour mass (lookups on every core, once: on one core per item
+      // they took 16-43 s for 2e6 6-D points).
+      const auto& m = neighbour_mass();
       uint64_t bound = 0;
-      for (auto v : bpart) bound += v;
+      for (const JoinItem& ji : items)
+        bound += uint64_t(ji.r1 - ji.r0) * ((p.self ? ga.cell_end(ji.cell) - ji.r0 : 0) + m[ji.cell]);
       if (bound > p.max_pairs) {
         std::vector<uint64_t> partial(size_t(threads(ctl)), 0);
         parallel_for(ctl, items.size(), [&](size_t it, int w) {

@@ -117,5 +117,14 @@ void* alloc_big(MemoryContext ctx, Size bytes) {
   return p;
 }
 
+void* realloc_big(MemoryContext ctx, void* old, Size used, Size bytes) {
+  void* p = alloc_big(ctx, bytes);
+  if (old) {
+    memcpy(p, old, used);
+    pfree(old);
+  }
+  return p;
+}
+
 }  // namespace pg
 }  // namespace gpu2bs

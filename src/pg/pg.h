@@ -55,6 +55,9 @@ void call_at_boundary(void (*fn)(void*), void* arg);
 // transparent huge pages: large point arrays and spools are written once right after, and with
 // 4 KB pages that first write is mostly page faults. PostgreSQL code (may ereport).
 void* alloc_big(MemoryContext ctx, Size bytes);
+// Grows `old` (nullptr or from alloc_big, `used` bytes in use) to `bytes` with alloc_big: the
+// new block is advised before the used bytes are copied over; `old` is freed.
+void* realloc_big(MemoryContext ctx, void* old, Size used, Size bytes);
 
 }  // namespace pg
 }  // namespace gpu2bs

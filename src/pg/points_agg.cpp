@@ -60,14 +60,9 @@ void reserve(MemoryContext ctx, PointsState* st, int64 extra) {
     ereport(ERROR, (errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
                     errmsg("too many points for a gpu2bs aggregate"),
                     errdetail("At most 4294967295 points are supported.")));
-  for (int k = 0; k < st->dims; ++k) {
-    double* p = (double*)alloc_big(ctx, Size(cap) * sizeof(double));
-    if (st->coord[k]) {
-      memcpy(p, st->coord[k], Size(st->n) * sizeof(double));
-      pfree(st->coord[k]);
-    }
-    st->coord[k] = p;
-  }
+  for (int k = 0; k < st->dims; ++k)
+    st->coord[k] = (double*)realloc_big(ctx, st->coord[k], Size(st->n) * sizeof(double),
+                                        Size(cap) * sizeof(double));
   st->cap = cap;
 }
 

@@ -170,17 +170,10 @@ void grow_points(RelPoints* out, MemoryContext ctx, int64 need) {
   if (cap > int64(UINT32_MAX) + 1)
     ereport(ERROR, (errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
                     errmsg("too many rows in %s for a similarity join", out->relname)));
-  // New arrays (huge-page advised before the first write), the rows so far copied over.
-  auto move = [&](void* old, Size elem) {
-    void* p = alloc_big(ctx, Size(cap) * elem);
-    if (old) {
-      memcpy(p, old, Size(out->n) * elem);
-      pfree(old);
-    }
-    return p;
-  };
-  out->ids = (int64*)move(out->ids, sizeof(int64));
-  for (int k = 0; k < out->dims; ++k) out->coord[k] = (double*)move(out->coord[k], sizeof(double));
+  out->ids = (int64*)realloc_big(ctx, out->ids, Size(out->n) * sizeof(int64), Size(cap) * sizeof(int64));
+  for (int k = 0; k < out->dims; ++k)
+    out->coord[k] = (double*)realloc_big(ctx, out->coord[k], Size(out->n) * sizeof(double),
+                                         Size(cap) * sizeof(double));
   out->cap = cap;
 }
 
