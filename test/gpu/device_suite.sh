@@ -26,7 +26,7 @@ psql -X -c "SELECT * FROM gpu2bs_info()" | tee "$OUT/info.txt"
 summary=""
 if [[ $steps == *regress* ]]; then
   tests=$(sed -nE 's/^REGRESS *= *//p' Makefile)
-  PGOPTIONS="-c gpu2bs.device=gpu" "$PG_REGRESS" --bindir="$PGBIN" --inputdir=. --load-extension=gpu2bs \
+  PGOPTIONS="-c gpu2bs.device=gpu" "$PG_REGRESS" --bindir="$PGBIN" --inputdir=test --load-extension=gpu2bs \
     --outputdir=/tmp/regress-gpu --user=pgdev $tests > "$OUT/regress-gpu.log" 2>&1
   [ -f /tmp/regress-gpu/regression.diffs ] && cp /tmp/regress-gpu/regression.diffs "$OUT/regress-gpu.diffs"
   summary+="regress(gpu): $(grep -E 'tests (passed|failed)' "$OUT/regress-gpu.log" | tr -d '=')\n"

@@ -1,0 +1,4 @@
+-- gpu2bs 0.1 -> 0.2 upgrade: run by ALTER EXTENSION gpu2bs UPDATE TO '0.2'.
+-- Every object that 0.2 adds or changes relative to 0.1 is created or replaced here, in the same
+-- form as in gpu2bs--0.2.sql, so that a fresh 0.2 install and an upgraded 0.1 install are equal.
+\echo Use "ALTER EXTENSION gpu2bs UPDATE TO '0.2'" to load this file. \quit

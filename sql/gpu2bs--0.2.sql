@@ -1,0 +1,139 @@
+-- gpu2bs 0.2: two-body statistics on the GPU or on every CPU core.
+-- complain if script is sourced in psql, rather than via CREATE EXTENSION
+\echo Use "CREATE EXTENSION gpu2bs" to load this file. \quit
+
+------------------------------------------------------------------------------------------------
+-- Aggregate support: the state is a buffer of the points (internal), merged by the combine
+-- function in parallel plans, and the engine runs in the final function.
+------------------------------------------------------------------------------------------------
+
+CREATE FUNCTION gpu2bs_sdh3_sfunc(internal, float8, float8, float8, int4) RETURNS internal
+  AS 'MODULE_PATHNAME' LANGUAGE C IMMUTABLE PARALLEL SAFE;
+CREATE FUNCTION gpu2bs_sdh3w_sfunc(internal, float8, float8, float8, int4, float8) RETURNS internal
+  AS 'MODULE_PATHNAME' LANGUAGE C IMMUTABLE PARALLEL SAFE;
+CREATE FUNCTION gpu2bs_sdh2_sfunc(internal, float8, float8, int4) RETURNS internal
+  AS 'MODULE_PATHNAME' LANGUAGE C IMMUTABLE PARALLEL SAFE;
+CREATE FUNCTION gpu2bs_sdh2w_sfunc(internal, float8, float8, int4, float8) RETURNS internal
+  AS 'MODULE_PATHNAME' LANGUAGE C IMMUTABLE PARALLEL SAFE;
+CREATE FUNCTION gpu2bs_count3_sfunc(internal, float8, float8, float8, float8) RETURNS internal
+  AS 'MODULE_PATHNAME' LANGUAGE C IMMUTABLE PARALLEL SAFE;
+CREATE FUNCTION gpu2bs_count2_sfunc(internal, float8, float8, float8) RETURNS internal
+  AS 'MODULE_PATHNAME' LANGUAGE C IMMUTABLE PARALLEL SAFE;
+CREATE FUNCTION gpu2bs_points_combine(internal, internal) RETURNS internal
+  AS 'MODULE_PATHNAME' LANGUAGE C IMMUTABLE PARALLEL SAFE;
+CREATE FUNCTION gpu2bs_points_serialize(internal) RETURNS bytea
+  AS 'MODULE_PATHNAME' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+CREATE FUNCTION gpu2bs_points_deserialize(bytea, internal) RETURNS internal
+  AS 'MODULE_PATHNAME' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+-- Final functions read gpu2bs.precision and gpu2bs.device: STABLE.
+CREATE FUNCTION gpu2bs_sdh_final(internal) RETURNS bigint[]
+  AS 'MODULE_PATHNAME' LANGUAGE C STABLE PARALLEL SAFE;
+CREATE FUNCTION gpu2bs_sdh_width_final(internal) RETURNS float8
+  AS 'MODULE_PATHNAME' LANGUAGE C STABLE PARALLEL SAFE;
+CREATE FUNCTION gpu2bs_pair_count_final(internal) RETURNS bigint
+  AS 'MODULE_PATHNAME' LANGUAGE C STABLE PARALLEL SAFE;
+
+COMMENT ON FUNCTION gpu2bs_sdh3_sfunc(internal, float8, float8, float8, int4) IS 'transition function of gpu_sdh(x, y, z, nbuckets); internal';
+COMMENT ON FUNCTION gpu2bs_sdh3w_sfunc(internal, float8, float8, float8, int4, float8) IS 'transition function of gpu_sdh(x, y, z, nbuckets, width); internal';
+COMMENT ON FUNCTION gpu2bs_sdh2_sfunc(internal, float8, float8, int4) IS 'transition function of gpu_sdh(x, y, nbuckets); internal';
+COMMENT ON FUNCTION gpu2bs_sdh2w_sfunc(internal, float8, float8, int4, float8) IS 'transition function of gpu_sdh(x, y, nbuckets, width); internal';
+COMMENT ON FUNCTION gpu2bs_count3_sfunc(internal, float8, float8, float8, float8) IS 'transition function of gpu_pair_count(x, y, z, r); internal';
+COMMENT ON FUNCTION gpu2bs_count2_sfunc(internal, float8, float8, float8) IS 'transition function of gpu_pair_count(x, y, r); internal';
+COMMENT ON FUNCTION gpu2bs_points_combine(internal, internal) IS 'combine function of the gpu2bs aggregates: concatenates point buffers (a histogram of a union is not the sum of the parts); internal';
+COMMENT ON FUNCTION gpu2bs_points_serialize(internal) IS 'serializes a gpu2bs point buffer for parallel aggregation; internal';
+COMMENT ON FUNCTION gpu2bs_points_deserialize(bytea, internal) IS 'deserializes a gpu2bs point buffer; internal';
+COMMENT ON FUNCTION gpu2bs_sdh_final(internal) IS 'final function of gpu_sdh: runs the engine; internal';
+COMMENT ON FUNCTION gpu2bs_sdh_width_final(internal) IS 'final function of gpu_sdh_width; internal';
+COMMENT ON FUNCTION gpu2bs_pair_count_final(internal) IS 'final function of gpu_pair_count: runs the engine; internal';
+
+------------------------------------------------------------------------------------------------
+-- Spatial distance histogram (2-BS Type-II)
+------------------------------------------------------------------------------------------------
+
+CREATE AGGREGATE gpu_sdh(x float8, y float8, z float8, nbuckets int4) (
+  SFUNC = gpu2bs_sdh3_sfunc, STYPE = internal, FINALFUNC = gpu2bs_sdh_final,
+  COMBINEFUNC = gpu2bs_points_combine, SERIALFUNC = gpu2bs_points_serialize,
+  DESERIALFUNC = gpu2bs_points_deserialize, PARALLEL = SAFE);
+CREATE AGGREGATE gpu_sdh(x float8, y float8, z float8, nbuckets int4, width float8) (
+  SFUNC = gpu2bs_sdh3w_sfunc, STYPE = internal, FINALFUNC = gpu2bs_sdh_final,
+  COMBINEFUNC = gpu2bs_points_combine, SERIALFUNC = gpu2bs_points_serialize,
+  DESERIALFUNC = gpu2bs_points_deserialize, PARALLEL = SAFE);
+CREATE AGGREGATE gpu_sdh(x float8, y float8, nbuckets int4) (
+  SFUNC = gpu2bs_sdh2_sfunc, STYPE = internal, FINALFUNC = gpu2bs_sdh_final,
+  COMBINEFUNC = gpu2bs_points_combine, SERIALFUNC = gpu2bs_points_serialize,
+  DESERIALFUNC = gpu2bs_points_deserialize, PARALLEL = SAFE);
+CREATE AGGREGATE gpu_sdh(x float8, y float8, nbuckets int4, width float8) (
+  SFUNC = gpu2bs_sdh2w_sfunc, STYPE = internal, FINALFUNC = gpu2bs_sdh_final,
+  COMBINEFUNC = gpu2bs_points_combine, SERIALFUNC = gpu2bs_points_serialize,
+  DESERIALFUNC = gpu2bs_points_deserialize, PARALLEL = SAFE);
+
+COMMENT ON AGGREGATE gpu_sdh(float8, float8, float8, int4) IS
+'Spatial distance histogram of 3-D points: bigint[nbuckets], element k+1 counts the unordered pairs {i, j}, i <> j, with distance d in [k*w, (k+1)*w), w = bounding-box diagonal / nbuckets (gpu_sdh_width gives w); a pair at d = diagonal counts in the last bucket, so the counts sum to N(N-1)/2. Rows with a NULL argument are skipped; NaN or infinite coordinates raise 22023; nbuckets must be 1..1048576 (22023). NULL for no rows. Method: 2-BS framework (Type-II output, tiling, output privatization).';
+COMMENT ON AGGREGATE gpu_sdh(float8, float8, float8, int4, float8) IS
+'Spatial distance histogram of 3-D points with explicit bucket width (same unit as the coordinates): bigint[nbuckets], element k+1 counts pairs with d in [k*width, (k+1)*width); pairs with d >= nbuckets*width are not counted. width must be positive and finite (22023). Method: 2-BS framework, Type-II.';
+COMMENT ON AGGREGATE gpu_sdh(float8, float8, int4) IS
+'Spatial distance histogram of 2-D points (x, y): as gpu_sdh(x, y, z, nbuckets) in the plane.';
+COMMENT ON AGGREGATE gpu_sdh(float8, float8, int4, float8) IS
+'Spatial distance histogram of 2-D points with explicit bucket width: as gpu_sdh(x, y, z, nbuckets, width) in the plane.';
+
+CREATE AGGREGATE gpu_sdh_width(x float8, y float8, z float8, nbuckets int4) (
+  SFUNC = gpu2bs_sdh3_sfunc, STYPE = internal, FINALFUNC = gpu2bs_sdh_width_final,
+  COMBINEFUNC = gpu2bs_points_combine, SERIALFUNC = gpu2bs_points_serialize,
+  DESERIALFUNC = gpu2bs_points_deserialize, PARALLEL = SAFE);
+CREATE AGGREGATE gpu_sdh_width(x float8, y float8, nbuckets int4) (
+  SFUNC = gpu2bs_sdh2_sfunc, STYPE = internal, FINALFUNC = gpu2bs_sdh_width_final,
+  COMBINEFUNC = gpu2bs_points_combine, SERIALFUNC = gpu2bs_points_serialize,
+  DESERIALFUNC = gpu2bs_points_deserialize, PARALLEL = SAFE);
+COMMENT ON AGGREGATE gpu_sdh_width(float8, float8, float8, int4) IS
+'Bucket width w (float8, coordinate units) that gpu_sdh(x, y, z, nbuckets) uses on the same rows: the bounding-box diagonal divided by nbuckets; bucket k spans [k*w, (k+1)*w).';
+COMMENT ON AGGREGATE gpu_sdh_width(float8, float8, int4) IS
+'Bucket width w that gpu_sdh(x, y, nbuckets) uses on the same rows (2-D).';
+
+------------------------------------------------------------------------------------------------
+-- Pair count / two-point correlation count (2-BS Type-I)
+------------------------------------------------------------------------------------------------
+
+CREATE AGGREGATE gpu_pair_count(x float8, y float8, z float8, r float8) (
+  SFUNC = gpu2bs_count3_sfunc, STYPE = internal, FINALFUNC = gpu2bs_pair_count_final,
+  COMBINEFUNC = gpu2bs_points_combine, SERIALFUNC = gpu2bs_points_serialize,
+  DESERIALFUNC = gpu2bs_points_deserialize, PARALLEL = SAFE);
+CREATE AGGREGATE gpu_pair_count(x float8, y float8, r float8) (
+  SFUNC = gpu2bs_count2_sfunc, STYPE = internal, FINALFUNC = gpu2bs_pair_count_final,
+  COMBINEFUNC = gpu2bs_points_combine, SERIALFUNC = gpu2bs_points_serialize,
+  DESERIALFUNC = gpu2bs_points_deserialize, PARALLEL = SAFE);
+COMMENT ON AGGREGATE gpu_pair_count(float8, float8, float8, float8) IS
+'Two-point correlation count: the number (bigint) of unordered pairs of 3-D points with distance <= r (r in coordinate units, >= 0, +Infinity counts all pairs; NaN or negative r raises 22023). Rows with a NULL argument are skipped; NaN or infinite coordinates raise 22023; NULL for no rows. Method: 2-BS framework, Type-I output (per-thread registers, one reduction), grid index when it examines fewer pairs.';
+COMMENT ON AGGREGATE gpu_pair_count(float8, float8, float8) IS
+'Two-point correlation count of 2-D points (x, y): unordered pairs with distance <= r.';
+
+------------------------------------------------------------------------------------------------
+-- Distance similarity join (2-BS Type-III)
+------------------------------------------------------------------------------------------------
+
+CREATE FUNCTION gpu2bs_simjoin_support(internal) RETURNS internal
+  AS 'MODULE_PATHNAME' LANGUAGE C STRICT;
+COMMENT ON FUNCTION gpu2bs_simjoin_support(internal) IS
+'planner support function of gpu_simjoin: loads the gpu2bs library while the first query that uses gpu_simjoin is being planned, so the custom scan (gpu2bs.enable_customscan) is offered from that query on; it supplies no estimates; internal';
+
+CREATE FUNCTION gpu_simjoin(rel regclass, eps float8, coords text[] DEFAULT NULL, id text DEFAULT NULL)
+  RETURNS TABLE(id1 bigint, id2 bigint, dist float8)
+  AS 'MODULE_PATHNAME', 'gpu2bs_simjoin_self' LANGUAGE C STABLE PARALLEL RESTRICTED ROWS 100000
+  SUPPORT gpu2bs_simjoin_support;
+COMMENT ON FUNCTION gpu_simjoin(regclass, float8, text[], text) IS
+'Distance similarity self-join: every unordered pair of rows of rel whose Euclidean distance is <= eps (inclusive, coordinate units), once, as (id1, id2, dist) with id1 < id2. Coordinates: the columns named in coords (2 to 6, any numeric type), else every float8 column except the key, in column order. Key (id): the named integer column, else the single-column integer primary key, else an integer column named id. Rows with a NULL key or coordinate are skipped. Errors: eps <= 0 or NaN, NaN/infinite coordinates (22023); missing relation (42P01) or column (42703); non-numeric column (42804); no SELECT privilege (42501); more than gpu2bs.max_result_rows pairs (54000). Method: 2-BS framework Type-III (direct output buffer), grid index with a unidirectional cell pattern (similarity-join load-imbalance paper).';
+
+CREATE FUNCTION gpu_simjoin(a regclass, b regclass, eps float8, coords text[] DEFAULT NULL, id text DEFAULT NULL)
+  RETURNS TABLE(id1 bigint, id2 bigint, dist float8)
+  AS 'MODULE_PATHNAME', 'gpu2bs_simjoin_two' LANGUAGE C STABLE PARALLEL RESTRICTED ROWS 100000
+  SUPPORT gpu2bs_simjoin_support;
+COMMENT ON FUNCTION gpu_simjoin(regclass, regclass, float8, text[], text) IS
+'Distance similarity join of two relations: every pair (a row, b row) with distance <= eps, as (id1 from a, id2 from b, dist). Columns as in gpu_simjoin(rel, eps); both relations must have the same number of coordinates (22023). Same errors and method as the self-join.';
+
+------------------------------------------------------------------------------------------------
+-- Introspection
+------------------------------------------------------------------------------------------------
+
+CREATE FUNCTION gpu2bs_info() RETURNS TABLE(name text, value text)
+  AS 'MODULE_PATHNAME', 'gpu2bs_info' LANGUAGE C VOLATILE PARALLEL RESTRICTED;
+COMMENT ON FUNCTION gpu2bs_info() IS
+'Which engine answers now and why (gpu2bs.device), CPU instruction set and threads, precision, the GPU (name, SMs, memory in use and free, driver and runtime versions) when one is usable, and the timings of this session''s last gpu2bs call.';
