@@ -8,8 +8,8 @@ PGFILEDESC  = "gpu2bs - two-body statistics on the GPU or every CPU core"
 REGRESS      = setup sdh pair_count simjoin errors parallel precision privileges customscan cancel
 REGRESS_OPTS = --inputdir=test --load-extension=gpu2bs
 
-CORE_OBJS = src/core/problem.o src/core/parallel.o src/core/grid.o src/core/cpu_engine.o \
-            src/core/cpu_kernels_generic.o src/core/cpu_kernels_avx2.o
+include sources.mk
+CORE_OBJS = $(patsubst %,src/core/%.o,$(CORE_SOURCES))
 PG_OBJS   = src/pg/module.o src/pg/boundary.o src/pg/settings.o src/pg/points_agg.o \
             src/pg/aggregates.o src/pg/simjoin.o src/pg/simjoin_scan.o src/pg/info.o
 
@@ -17,21 +17,22 @@ PG_OBJS   = src/pg/module.o src/pg/boundary.o src/pg/settings.o src/pg/points_ag
 NVCC ?= $(shell command -v nvcc 2>/dev/null || ls /usr/local/cuda/bin/nvcc 2>/dev/null)
 ifneq ($(and $(strip $(NVCC)),$(wildcard kernels/cuda_engine.cu)),)
 CUDA_HOME   ?= $(patsubst %/bin/nvcc,%,$(NVCC))
-CUDA_OBJS    = kernels/cuda_engine.o kernels/sdh.o kernels/pair_count.o kernels/simjoin.o kernels/device_link.o
+CUDA_SRCS    = $(sort $(wildcard kernels/*.cu kernels/*/*.cu))
+CUDA_KOBJS   = $(CUDA_SRCS:.cu=.o)
+CUDA_OBJS    = $(CUDA_KOBJS) kernels/device_link.o
 CUDA_ARCH   ?= -gencode=arch=compute_80,code=sm_80 -gencode=arch=compute_90,code=sm_90 \
                -gencode=arch=compute_90,code=compute_90
-NVCCFLAGS   ?= -O3 -std=c++17 $(CUDA_ARCH) --fmad=false -Xcompiler -fPIC,-ffp-contract=off \
-               -rdc=true -I$(CUDA_HOME)/include
+NVCCFLAGS   ?= $(CUDA_FLAGS) $(CUDA_ARCH) -I$(CUDA_HOME)/include
 CUDA_LIBS    = -L$(CUDA_HOME)/lib64 -L$(CUDA_HOME)/targets/x86_64-linux/lib -lcudart_static -ldl -lrt
 else
-CUDA_OBJS    = src/core/no_cuda.o
+CUDA_OBJS    = src/core/$(CORE_NO_CUDA).o
 CUDA_LIBS    =
 endif
 
 OBJS = $(CORE_OBJS) $(PG_OBJS) $(CUDA_OBJS)
 
 PG_CPPFLAGS = -Isrc
-PG_CXXFLAGS = -std=c++17 -O3 -ffp-contract=off -fno-fast-math -fno-math-errno -Wall -Wno-register -fvisibility-inlines-hidden
+PG_CXXFLAGS = $(CORE_CXXFLAGS) -Wno-register -fvisibility-inlines-hidden
 SHLIB_LINK  = $(CUDA_LIBS) -lstdc++ -lpthread -lm
 
 # No LLVM bitcode (JIT inlining) for the C++ and CUDA objects.
@@ -42,14 +43,15 @@ PGXS := $(shell $(PG_CONFIG) --pgxs)
 include $(PGXS)
 
 # AVX2+FMA variant of the CPU kernels, chosen at run time.
-src/core/cpu_kernels_avx2.o: override CXXFLAGS += -mavx2 -mfma -DG2_HAVE_AVX2_VARIANT
-src/core/cpu_kernels_generic.o: override CXXFLAGS += -DG2_HAVE_AVX2_VARIANT
+src/core/cpu_kernels_avx2.o: override CXXFLAGS += $(CORE_AVX2_FLAGS)
+src/core/cpu_kernels_generic.o: override CXXFLAGS += $(CORE_GENERIC_FLAGS)
 
-kernels/%.o: kernels/%.cu kernels/*.cuh kernels/*.h src/core/*.h
+KERNEL_HEADERS = $(wildcard kernels/*.cuh kernels/*.h kernels/*/*.cuh kernels/*/*.h) src/core/*.h
+kernels/%.o: kernels/%.cu $(KERNEL_HEADERS)
 	$(NVCC) $(NVCCFLAGS) -Isrc -c $< -o $@
 
 # Device link step for relocatable device code, so the .so needs no nvcc at load time.
-kernels/device_link.o: kernels/cuda_engine.o kernels/sdh.o kernels/pair_count.o kernels/simjoin.o
+kernels/device_link.o: $(CUDA_KOBJS)
 	$(NVCC) $(CUDA_ARCH) -Xcompiler -fPIC -dlink $^ -o $@
 
 $(CORE_OBJS) $(PG_OBJS): src/core/*.h src/pg/*.h src/core/cpu_kernels.inc

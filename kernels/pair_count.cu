@@ -138,10 +138,7 @@ uint64_t count_dims(const PairCountProblem& p, Call& call, T r2) {
 
 uint64_t pair_count(const PairCountProblem& p, Control& ctl) {
   const size_t n = p.pts.n;
-  if (n < 2) return 0;
-  if (n > 0xFFFFFFFFull)
-    throw Error(ErrorCode::ProgramLimit, "too many points for the GPU engine",
-                "At most 4294967295 points are supported.");
+  if (n < 2) return 0;  // the point count was checked by make_pair_count
   Call call(ctl);
   const int forced = count_forced_path();
   // The grid needs a finite positive radius (cells of side ~r), as on the CPU.

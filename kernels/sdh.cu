@@ -671,11 +671,7 @@ long long sdh_fast_check_all(int nb, float inv_w, bool clamp, unsigned* first_bi
 
 std::vector<uint64_t> sdh(const SdhProblem& p, Control& ctl) {
   const size_t n = p.pts.n;
-  if (p.params.nbuckets < 1) throw Error(ErrorCode::InvalidParameter, "nbuckets must be positive");
-  if (n > 0xFFFFFFFFull)
-    throw Error(ErrorCode::ProgramLimit, "too many points for the GPU engine",
-                "At most 4294967295 points are supported.");
-  g_last_fast = false;
+  g_last_fast = false;  // nbuckets and the point count were checked by make_sdh
   if (n < 2) return std::vector<uint64_t>(size_t(p.params.nbuckets), 0);  // no pairs
   return p.prec == Precision::Float32 ? sdh_dims<float>(p, ctl) : sdh_dims<double>(p, ctl);
 }

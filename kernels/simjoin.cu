@@ -1595,8 +1595,7 @@ template <typename T, int D>
 void simjoin_run(const SimjoinProblem& p, PairSink& sink, Control& ctl) {
   Call call(ctl);
   auto t0 = Clock::now();
-  const Bounds box = compute_bounds(p.a, p.self ? nullptr : &p.b);
-  const Geometry g = make_geometry(box, p.eps, p.prec, D);
+  const Geometry g = make_geometry(p.box, p.eps, p.prec, D);
   ctl.stats.prepare_s += seconds_since(t0);
   const T eps2 = sizeof(T) == 4 ? T(p.eps2_f) : T(p.eps2);
   const DevGrid<T> ga = build_grid<T, D>(call, p.a, g, p.prec);
@@ -1635,8 +1634,7 @@ bool grid_count_run(const PairCountProblem& p, Call& call, T r2, uint64_t* count
   Control& ctl = call.ctl;
   auto t0 = Clock::now();
   const size_t n = p.pts.n;
-  const Bounds box = compute_bounds(p.pts);
-  const Geometry g = make_geometry(box, p.r, p.prec, D);
+  const Geometry g = make_geometry(p.box, p.r, p.prec, D);
   ctl.stats.prepare_s += seconds_since(t0);
   const DevGrid<T> ga = build_grid<T, D>(call, p.pts, g, p.prec);
   // Candidates of the unidirectional pattern, as the CPU engine's estimate.
@@ -1692,10 +1690,7 @@ int join_auto_threads_per_point(const unsigned long long steps[6]) {
 }
 
 void simjoin(const SimjoinProblem& p, PairSink& sink, Control& ctl) {
-  if (p.a.n == 0 || p.b.n == 0) return;
-  if (p.a.n > 0xFFFFFFFFull || p.b.n > 0xFFFFFFFFull)
-    throw Error(ErrorCode::ProgramLimit, "too many points for a similarity join",
-                "At most 4294967295 points per relation are supported.");
+  if (p.a.n == 0 || p.b.n == 0) return;  // point counts were checked by make_simjoin
   if (p.prec == Precision::Float32)
     simjoin_dims<float>(p, sink, ctl);
   else

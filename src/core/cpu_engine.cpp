@@ -180,36 +180,53 @@ class CpuEngine final : public Engine {
       k.join_f64(dims, a, i0, i1, b, j0, j1, diag, eps2, out);
   }
 
-  // SDH: tile pairs over workers, one private histogram per worker, merged at the end.
+  // SDH: tile pairs over workers, private histograms as far as the work warrants
+  // (sdh_privatization), each allocated by its worker on first use, merged on every core by
+  // bucket ranges (cancel is polled between ranges).
   template <typename T>
   std::vector<uint64_t> sdh_t(const SdhProblem& p, Control& ctl) {
     const auto& kern = cpu_kernels();
     auto t0 = Clock::now();
     TypedPoints<T> pts(p.pts);
-    const int nt = threads(ctl);
-    const size_t tile = tile_for(pts.n, nt);
+    const size_t nb = size_t(p.params.nbuckets);
+    const size_t tile = tile_for(pts.n, threads(ctl));
     const size_t tiles = (pts.n + tile - 1) / tile;
     TilePairs tp(tiles);
-    const int copies = p.params.nbuckets <= kCpuSdhCopiesMaxBuckets ? 4 : 1;
-    std::vector<std::vector<uint64_t>> priv(
-        size_t(nt), std::vector<uint64_t>(size_t(p.params.nbuckets) * size_t(copies)));
+    const uint64_t pairs = uint64_t(pts.n) * (pts.n ? pts.n - 1 : 0) / 2;
+    const SdhPrivatization pv = sdh_privatization(p.params.nbuckets, pairs, threads(ctl), tp.count());
+    std::vector<std::vector<uint64_t>> priv(size_t(pv.workers));
     ctl.stats.prepare_s += seconds_since(t0);
     t0 = Clock::now();
-    parallel_for(ctl, tp.count(), [&](size_t item, int w) {
-      size_t a, b;
-      tp.pair(item, &a, &b);
-      size_t i0 = a * tile, i1 = std::min(pts.n, i0 + tile);
-      size_t j0 = b * tile, j1 = std::min(pts.n, j0 + tile);
-      sdh_kernel<T>(kern, pts.dims, pts.c, i0, i1, j0, j1, a == b, p.params, priv[w].data(),
-                    copies);
-    });
+    parallel_for(
+        ctl, tp.count(),
+        [&](size_t item, int w) {
+          std::vector<uint64_t>& h = priv[size_t(w)];
+          if (h.empty()) h.assign(nb * size_t(pv.copies), 0);
+          size_t a, b;
+          tp.pair(item, &a, &b);
+          size_t i0 = a * tile, i1 = std::min(pts.n, i0 + tile);
+          size_t j0 = b * tile, j1 = std::min(pts.n, j0 + tile);
+          sdh_kernel<T>(kern, pts.dims, pts.c, i0, i1, j0, j1, a == b, p.params, h.data(),
+                        pv.copies);
+        },
+        pv.workers);
     ctl.stats.kernel_s += seconds_since(t0);
     t0 = Clock::now();
-    std::vector<uint64_t> hist(size_t(p.params.nbuckets), 0);
-    for (auto& h : priv)
-      for (size_t k = 0; k < h.size(); ++k) hist[k % hist.size()] += h[k];
+    std::vector<uint64_t> hist(nb, 0);
+    constexpr size_t kMergeChunk = size_t(1) << 14;
+    parallel_for(
+        ctl, (nb + kMergeChunk - 1) / kMergeChunk,
+        [&](size_t c, int) {
+          const size_t b0 = c * kMergeChunk, b1 = std::min(nb, b0 + kMergeChunk);
+          for (const auto& h : priv)
+            for (size_t copy = 0; copy < h.size() / nb; ++copy) {
+              const uint64_t* src = h.data() + copy * nb;
+              for (size_t k = b0; k < b1; ++k) hist[k] += src[k];
+            }
+        },
+        pv.workers);
     ctl.stats.merge_s += seconds_since(t0);
-    ctl.stats.pairs_examined += pts.n * (pts.n ? pts.n - 1 : 0) / 2;
+    ctl.stats.pairs_examined += pairs;
     return hist;
   }
 
@@ -223,9 +240,8 @@ class CpuEngine final : public Engine {
     const int nt = threads(ctl);
     std::vector<uint64_t> partial(size_t(nt), 0);
     if (n >= 2 && std::isfinite(p.r) && p.r > 0) {
-      Bounds box = compute_bounds(p.pts);
       RoundedCoords rc(p.pts, p.prec);
-      Grid grid(p.pts.dims, n, rc.c, box.lo, grid_cell_side(p.r, box));
+      Grid grid(p.pts.dims, n, rc.c, p.box.lo, grid_cell_side(p.r, p.box));
       const auto fwd = neighbour_offsets(p.pts.dims, true);
       uint64_t candidates = estimate_candidates(grid, fwd);
       if (candidates < all_pairs / 2) {
@@ -339,7 +355,7 @@ class CpuEngine final : public Engine {
     const auto& kern = cpu_kernels();
     auto t0 = Clock::now();
     if (p.a.n == 0 || p.b.n == 0) return;
-    Bounds box = compute_bounds(p.a, p.self ? nullptr : &p.b);
+    const Bounds& box = p.box;
     double side = grid_cell_side(p.eps, box);
     RoundedCoords ra(p.a, p.prec);
     std::unique_ptr<RoundedCoords> rb;
@@ -392,7 +408,8 @@ class CpuEngine final : public Engine {
     }
     auto items = join_items(ga, balance, &work);
     const int nt = std::max(1, std::min<int>(threads(ctl), int(items.size())));
-    const size_t page_pairs = std::max<size_t>(ctl.page_pairs, 64);
+    const size_t queue_pages = ctl.max_pages ? ctl.max_pages : size_t(4) * size_t(nt);
+    const size_t page_pairs = join_page_pairs(ctl.page_pairs, nt, queue_pages);
     const std::vector<uint32_t>& order_a = ga.order();
     const std::vector<uint32_t>& order_b = gridb.order();
     // A join that may exceed max_pairs is counted first (an order of magnitude cheaper than
@@ -438,10 +455,9 @@ class CpuEngine final : public Engine {
     WorkerGroup group(
         nt,
         [&](int, WorkerGroup& g) {
-          WorkerGroup::Page page(page_pairs);
+          // The page grows from kCpuFirstPagePairs as pairs arrive (allocated on the first).
+          WorkerGroup::Page page;
           PageWriter out;
-          out.buf = page.data();
-          out.cap = page_pairs;
           // Maps sorted positions back to input indices and hands the page over.
           auto hand_over = [&](size_t n) -> bool {
             WorkerGroup::Page full(page.begin(), page.begin() + long(n));
@@ -452,6 +468,12 @@ class CpuEngine final : public Engine {
             return g.push_page(std::move(full));
           };
           out.flush = [&]() -> bool {
+            if (page.size() < page_pairs) {
+              page.resize(std::min(page_pairs, std::max(kCpuFirstPagePairs, page.size() * 2)));
+              out.buf = page.data();
+              out.cap = page.size();
+              return true;
+            }
             bool ok = hand_over(out.n);
             out.n = 0;
             return ok;
@@ -476,7 +498,7 @@ class CpuEngine final : public Engine {
           }
           if (out.ok && out.n > 0 && !g.stopping()) hand_over(out.n);
         },
-        ctl.max_pages);
+        queue_pages);
     group.drive(ctl, [&](WorkerGroup::Page& page) {
       emitted += page.size();
       if (p.max_pairs && emitted > p.max_pairs) throw_too_many(p.max_pairs, 0);
@@ -490,6 +512,26 @@ class CpuEngine final : public Engine {
 };
 
 }  // namespace
+
+SdhPrivatization sdh_privatization(int nbuckets, uint64_t pairs, int threads, size_t items) {
+  const uint64_t nb = uint64_t(std::max(nbuckets, 1));
+  uint64_t w = uint64_t(std::max(threads, 1));
+  w = std::min<uint64_t>(w, std::max<size_t>(items, 1));
+  w = std::min<uint64_t>(w, std::max<uint64_t>(pairs / nb, 1));
+  w = std::min<uint64_t>(w, std::max<uint64_t>(kCpuSdhPrivateBytes / (nb * 8), 1));
+  SdhPrivatization pv;
+  pv.workers = int(w);
+  const bool four = nbuckets <= kCpuSdhCopiesMaxBuckets && pairs / w >= 4 * 4 * nb &&
+                    w * 4 * nb * 8 <= kCpuSdhPrivateBytes;
+  pv.copies = four ? 4 : 1;
+  return pv;
+}
+
+size_t join_page_pairs(size_t page_pairs, int workers, size_t queue_pages) {
+  const size_t pages = size_t(std::max(workers, 1)) + queue_pages;
+  const size_t budget = kCpuResultBytes / sizeof(PairRecord) / pages;
+  return std::max<size_t>(64, std::min(std::max<size_t>(page_pairs, 64), budget));
+}
 
 std::unique_ptr<Engine> make_cpu_engine() { return std::unique_ptr<Engine>(new CpuEngine()); }
 

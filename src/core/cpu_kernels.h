@@ -19,8 +19,37 @@ constexpr size_t kCpuTile = 1024;
 // 1.66e9; test/bench/results/2026-11-22-cpu-2core-bench_cpu.txt).
 constexpr int kCpuSdhCopiesMaxBuckets = 1024;
 
-// Collects join results into a page; `flush` hands a full page on (and may stop the worker by
-// returning false).
+// Upper bound of the CPU SDH's private histograms together (unless one histogram alone is
+// larger): 16 private copies of the largest histogram (2^20 buckets, 8 MiB each).
+constexpr size_t kCpuSdhPrivateBytes = size_t(128) << 20;
+
+// Private histograms of the CPU SDH: `workers` workers (each allocates its private histogram
+// on its first work item) with `copies` interleaved copies each.
+struct SdhPrivatization {
+  int workers = 1;
+  int copies = 1;
+};
+
+// Workers at most the threads and the work items (tile pairs), at most one per `nbuckets`
+// pairs (a private histogram that receives fewer pairs than it has buckets costs more to zero
+// and merge than it saves), and all private histograms within kCpuSdhPrivateBytes; 4 copies
+// for histograms of at most kCpuSdhCopiesMaxBuckets buckets when every worker gets 16 or more
+// pairs per bucket (4 per bucket of each copy).
+SdhPrivatization sdh_privatization(int nbuckets, uint64_t pairs, int threads, size_t items);
+
+// Upper bound of the CPU join's result pages in memory (the workers' pages being filled and
+// the queue of full pages), whatever Control::page_pairs and the thread count: pages are
+// made smaller when page_pairs x (workers + queued pages) x 16 bytes would exceed it.
+constexpr size_t kCpuResultBytes = size_t(256) << 20;
+// First size of a worker's result page; it doubles as pairs arrive, up to the page size.
+constexpr size_t kCpuFirstPagePairs = 1024;
+
+// Pairs per result page of a join on `workers` workers with `queue_pages` queued pages, for
+// a requested page size of `page_pairs` (at least 64, at most within kCpuResultBytes).
+size_t join_page_pairs(size_t page_pairs, int workers, size_t queue_pages);
+
+// Collects join results into a page; when the page is full (or not allocated yet), `flush`
+// makes room: it grows the page or hands it on (and may stop the worker by returning false).
 struct PageWriter {
   PairRecord* buf = nullptr;
   size_t n = 0;
@@ -28,8 +57,11 @@ struct PageWriter {
   std::function<bool()> flush;
   bool ok = true;
   void add(uint32_t i, uint32_t j, double dist) {
+    if (n == cap) {
+      ok = flush() && ok;
+      if (!ok || n == cap) return;  // stopping: the pair is dropped with the rest
+    }
     buf[n++] = PairRecord{i, j, dist};
-    if (n == cap) ok = flush() && ok;
   }
 };
 

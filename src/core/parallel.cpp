@@ -105,9 +105,11 @@ void WorkerGroup::drive(Control& ctl, const std::function<void(Page&)>& on_page)
   if (error_) std::rethrow_exception(error_);
 }
 
-void parallel_for(Control& ctl, size_t n, const std::function<void(size_t, int)>& body) {
+void parallel_for(Control& ctl, size_t n, const std::function<void(size_t, int)>& body,
+                  int max_workers) {
   if (n == 0) return;
   int threads = ctl.threads > 0 ? ctl.threads : 1;
+  if (max_workers > 0 && threads > max_workers) threads = max_workers;
   if (size_t(threads) > n) threads = int(n);
   if (threads == 1) {
     // One worker: run on the calling thread (no thread start-up cost for small problems),

@@ -55,8 +55,10 @@ class WorkerGroup {
   std::exception_ptr error_;
 };
 
-// Runs body(item, worker) for item in [0, n) on `threads` workers with dynamic scheduling;
-// items should take no more than a few milliseconds each.
-void parallel_for(Control& ctl, size_t n, const std::function<void(size_t, int)>& body);
+// Runs body(item, worker) for item in [0, n) with dynamic scheduling on min(ctl.threads, n,
+// max_workers) workers (max_workers 0: no further limit); worker indices are below that count.
+// Items should take no more than a few milliseconds each.
+void parallel_for(Control& ctl, size_t n, const std::function<void(size_t, int)>& body,
+                  int max_workers = 0);
 
 }  // namespace gpu2bs

@@ -13,8 +13,10 @@ namespace gpu2bs {
 
 namespace {
 
-// Shortest decimal form that reads back as the same double ("1e-39", "1.5e+19").
+// A float8 as PostgreSQL prints it: the shortest decimal form that reads back as the same
+// double ("1e-39", "1.5e+19", "-Infinity").
 std::string fmt(double v) {
+  if (std::isinf(v)) return v > 0 ? "Infinity" : "-Infinity";
   char buf[32];
   for (int prec = 1; prec <= 17; ++prec) {
     snprintf(buf, sizeof buf, "%.*g", prec, v);
@@ -83,6 +85,75 @@ void check_range(const Bounds& box, Precision prec) {
                     : "Rescale the coordinates.");
 }
 
+namespace {
+
+const char* prec_name(Precision prec) { return prec == Precision::Float32 ? "float4" : "float8"; }
+
+// True when v rounded to the precision is a normal number (finite, not zero, not subnormal).
+bool normal_in(double v, Precision prec) {
+  return prec == Precision::Float32 ? std::isnormal(static_cast<float>(v)) : std::isnormal(v);
+}
+
+// Refuses a positive finite `what` (eps, r, bucket width) whose square is not a normal number
+// of the precision: an underflowing square would make pairs at distance 0 < d <~ sqrt of the
+// smallest normal pass or fail by rounding, not by their distance.
+void check_square(const char* what, double v, Precision prec, const std::string& hint_small,
+                  const std::string& hint_large) {
+  const double sq = v * v;
+  if (normal_in(sq, prec)) return;
+  const bool small = std::isfinite(sq) && (prec == Precision::Float64 || std::fabs(sq) < FLT_MAX);
+  throw Error(ErrorCode::InvalidParameter,
+              std::string(what) + " out of range for " + prec_name(prec) + " precision",
+              std::string("The square of ") + what + " " + fmt(v) +
+                  (small ? " underflows " : " overflows ") + prec_name(prec) + ".",
+              small ? hint_small : hint_large);
+}
+
+}  // namespace
+
+void check_point_count(uint64_t n, const char* name) {
+  if (n <= kMaxPoints) return;
+  throw Error(ErrorCode::ProgramLimit,
+              name ? std::string("too many rows in ") + name : std::string("too many points"),
+              "At most " + std::to_string(kMaxPoints) + " points per input are supported.");
+}
+
+namespace {
+
+// A threshold named `what` with its square: NaN and values below the smallest accepted one
+// (0 when `zero_ok`, else any positive number) are refused with `range_msg`; a positive finite
+// value by check_square, with `use_smaller` naming what the caller may do instead.
+Threshold make_threshold(const char* what, double v, bool zero_ok, const char* range_msg,
+                         Precision prec, const std::string& use_larger,
+                         const std::string& use_smaller) {
+  if (std::isnan(v) || v < 0 || (!zero_ok && v == 0))
+    throw Error(ErrorCode::InvalidParameter, range_msg,
+                std::string(what) + " is " + (std::isnan(v) ? std::string("NaN") : fmt(v)) + ".");
+  if (std::isfinite(v) && v > 0)
+    check_square(what, v, prec,
+                 use_larger + (prec == Precision::Float32 ? ", or set gpu2bs.precision = float8."
+                                                          : ", or rescale the coordinates."),
+                 use_smaller);
+  Threshold t;
+  t.v = v;
+  t.sq = v * v;
+  t.sq_f = static_cast<float>(t.sq);
+  return t;
+}
+
+}  // namespace
+
+Threshold make_eps(double eps, Precision prec) {
+  return make_threshold("eps", eps, false, "eps must be a positive number", prec,
+                        "Use a larger eps", "Use eps => 'Infinity' to join every pair.");
+}
+
+Threshold make_radius(double r, Precision prec) {
+  return make_threshold("r", r, true, "radius must be a non-negative number", prec,
+                        "Use r = 0 to count pairs at distance 0, a larger r",
+                        "Use r = 'Infinity' to count every pair.");
+}
+
 // Bucket count and width checks, then w, 1/w in float64 and 1/w rounded to float32.
 SdhParams make_sdh_params(int nbuckets, double width, bool explicit_width, const Bounds& box,
                           Precision prec) {
@@ -95,60 +166,83 @@ SdhParams make_sdh_params(int nbuckets, double width, bool explicit_width, const
   p.explicit_width = explicit_width;
   if (explicit_width) {
     if (!std::isfinite(width) || width <= 0)
-      throw Error(ErrorCode::InvalidParameter, "bucket width must be a positive finite number");
+      throw Error(ErrorCode::InvalidParameter, "bucket width must be a positive finite number",
+                  "width is " + (std::isnan(width) ? std::string("NaN") : fmt(width)) + ".");
     p.width = width;
   } else {
     p.width = box.diagonal() / nbuckets;
   }
-  p.inv_width = p.width > 0 ? 1.0 / p.width : 0.0;
-  if (!std::isfinite(p.inv_width))
-    throw Error(ErrorCode::InvalidParameter, "bucket width too small",
-                "The reciprocal of the bucket width overflows float8.");
+  if (p.width == 0) return p;  // all points coincide: every pair in bucket 0
+  const bool f32 = prec == Precision::Float32;
+  const std::string larger = explicit_width
+                                 ? (f32 ? "Use a larger width, or set gpu2bs.precision = float8."
+                                        : "Use a larger width.")
+                                 : (f32 ? "Set gpu2bs.precision = float8, or rescale the coordinates."
+                                        : "Rescale the coordinates.");
+  p.inv_width = 1.0 / p.width;
   p.inv_width_f = static_cast<float>(p.inv_width);
-  if (prec == Precision::Float32 && (!std::isfinite(p.inv_width_f) ||
-                                     (p.inv_width > 0 && p.inv_width_f < FLT_MIN)))
-    throw Error(ErrorCode::InvalidParameter, "bucket width out of range for float4 precision",
-                "The reciprocal of the bucket width " + fmt(p.width) +
-                    " is not a normal float4 number.",
-                "Set gpu2bs.precision = float8.");
+  if (!normal_in(p.inv_width, prec))
+    throw Error(ErrorCode::InvalidParameter,
+                std::string("bucket width out of range for ") + prec_name(prec) + " precision",
+                "The reciprocal of the bucket width " + fmt(p.width) + " is not a normal " +
+                    prec_name(prec) + " number.",
+                p.inv_width > 1 ? larger : "Use a smaller width.");
+  check_square("bucket width", p.width, prec, larger, "Use a smaller width.");
   return p;
 }
 
-// r must be a non-negative number (+Infinity counts every pair).
+SdhProblem make_sdh(const PointsView& pts, int nbuckets, double width, bool explicit_width,
+                    Precision prec) {
+  check_point_count(pts.n, pts.name);
+  SdhProblem p;
+  p.pts = pts;
+  p.prec = prec;
+  p.box = compute_bounds(pts);
+  check_range(p.box, prec);
+  p.params = make_sdh_params(nbuckets, width, explicit_width, p.box, prec);
+  return p;
+}
+
 PairCountProblem make_pair_count(const PointsView& pts, double r, Precision prec) {
-  if (std::isnan(r) || r < 0)
-    throw Error(ErrorCode::InvalidParameter, "radius must be a non-negative number");
+  const Threshold t = make_radius(r, prec);
+  check_point_count(pts.n, pts.name);
   PairCountProblem p;
   p.pts = pts;
-  p.r = r;
-  p.r2 = r * r;
-  p.r2_f = static_cast<float>(p.r2);
+  p.box = compute_bounds(pts);
+  check_range(p.box, prec);
+  p.r = t.v;
+  p.r2 = t.sq;
+  p.r2_f = t.sq_f;
   p.prec = prec;
   return p;
 }
 
-// eps must be positive (+Infinity joins every pair).
-SimjoinProblem make_simjoin(const PointsView& a, const PointsView* b, double eps, Precision prec,
-                            uint64_t max_pairs) {
-  if (std::isnan(eps) || eps <= 0)
-    throw Error(ErrorCode::InvalidParameter, "eps must be a positive number");
+SimjoinProblem make_simjoin(const PointsView& a, const PointsView* b, const Threshold& eps,
+                            Precision prec, uint64_t max_pairs) {
   if (b && b->dims != a.dims)
-    throw Error(ErrorCode::InvalidParameter, "point sets have different dimensions",
-                "The first relation has " + std::to_string(a.dims) +
-                    " coordinates, the second " + std::to_string(b->dims) + ".");
-  if (a.n > UINT32_MAX || (b && b->n > UINT32_MAX))
-    throw Error(ErrorCode::ProgramLimit, "too many points for a similarity join",
-                "At most 4294967295 points per relation are supported.");
+    throw Error(ErrorCode::InvalidParameter, "relations have different numbers of coordinates",
+                std::string(a.name ? a.name : "the first") + " has " + std::to_string(a.dims) +
+                    ", " + (b->name ? b->name : "the second") + " has " +
+                    std::to_string(b->dims) + ".");
+  check_point_count(a.n, a.name);
+  if (b) check_point_count(b->n, b->name);
   SimjoinProblem p;
   p.a = a;
   p.self = b == nullptr;
   p.b = b ? *b : a;
-  p.eps = eps;
-  p.eps2 = eps * eps;
-  p.eps2_f = static_cast<float>(p.eps2);
+  p.box = compute_bounds(a, b);
+  check_range(p.box, prec);
+  p.eps = eps.v;
+  p.eps2 = eps.sq;
+  p.eps2_f = eps.sq_f;
   p.prec = prec;
   p.max_pairs = max_pairs;
   return p;
+}
+
+SimjoinProblem make_simjoin(const PointsView& a, const PointsView* b, double eps, Precision prec,
+                            uint64_t max_pairs) {
+  return make_simjoin(a, b, make_eps(eps, prec), prec, max_pairs);
 }
 
 }  // namespace gpu2bs

@@ -18,7 +18,15 @@ struct PointsView {
   int dims = 0;
   size_t n = 0;
   const double* coord[kMaxDims] = {};
+  const char* name = nullptr;  // the input as messages name it (a relation), or null
 };
+
+// Largest number of points of one input (an aggregate's rows, a relation of a join): point
+// indices are 32-bit in every engine.
+constexpr uint64_t kMaxPoints = 4294967295u;
+
+// Refuses an input of more than kMaxPoints points. Throws Error(ProgramLimit).
+void check_point_count(uint64_t n, const char* name = nullptr);
 
 // Bounding box of one or two point sets, in float64.
 struct Bounds {
@@ -36,6 +44,24 @@ Bounds compute_bounds(const PointsView& a, const PointsView* b = nullptr);
 // overflows. Throws Error(InvalidParameter).
 void check_range(const Bounds& box, Precision prec);
 
+// A distance threshold (join eps, pair-count radius r) with its square computed once in
+// float64 and rounded to float32. Whether a pair passes (d2 <= square in the working precision)
+// depends on that pair and the threshold alone: the square is refused when it underflows or
+// overflows the precision, so the grid of cells a little wider than the threshold finds every
+// passing pair.
+struct Threshold {
+  double v = 0;
+  double sq = 0;   // v * v in float64
+  float sq_f = 0;  // (float) sq
+};
+
+// Join radius: positive; +Infinity joins every pair; a finite eps whose square is not a normal
+// number of the precision is refused. Throws Error(InvalidParameter).
+Threshold make_eps(double eps, Precision prec);
+// Pair-count radius: non-negative; 0 counts pairs at distance 0, +Infinity every pair; a
+// positive finite r whose square is not a normal number of the precision is refused.
+Threshold make_radius(double r, Precision prec);
+
 // Spatial distance histogram, 2-BS Type-II (framework paper, section 3.3.2).
 struct SdhParams {
   int nbuckets = 0;
@@ -48,27 +74,36 @@ struct SdhParams {
 // Largest accepted bucket count (documented in the README).
 constexpr int kMaxBuckets = 1 << 20;
 
-// Derives the SDH constants; width <= 0 means "from the bounding box". Validates nbuckets and
-// width. Throws Error(InvalidParameter).
+// Derives the SDH constants; `explicit_width` false means "from the bounding box". Validates
+// nbuckets and width (the width's reciprocal and square must be normal numbers of the
+// precision). Throws Error(InvalidParameter).
 SdhParams make_sdh_params(int nbuckets, double width, bool explicit_width, const Bounds& box,
                           Precision prec);
 
 struct SdhProblem {
   PointsView pts;
+  Bounds box;  // of pts, computed once
   SdhParams params;
   Precision prec = Precision::Float32;
 };
 
+// Validates the points (count, range) and the parameters; computes the bounding box once.
+// Throws Error(InvalidParameter) or Error(ProgramLimit).
+SdhProblem make_sdh(const PointsView& pts, int nbuckets, double width, bool explicit_width,
+                    Precision prec);
+
 // Two-point correlation count: unordered pairs with d <= r (2-BS Type-I).
 struct PairCountProblem {
   PointsView pts;
+  Bounds box;        // of pts, computed once
   double r = 0;
   double r2 = 0;     // r * r in float64
   float r2_f = 0;    // (float) r2
   Precision prec = Precision::Float32;
 };
 
-// Validates r and derives r2. Throws Error(InvalidParameter).
+// Validates the points and r (make_radius) and derives r2. Throws Error(InvalidParameter) or
+// Error(ProgramLimit).
 PairCountProblem make_pair_count(const PointsView& pts, double r, Precision prec);
 
 // Distance similarity join (2-BS Type-III): every pair with d <= eps. Self-join when b is null:
@@ -76,6 +111,7 @@ PairCountProblem make_pair_count(const PointsView& pts, double r, Precision prec
 struct SimjoinProblem {
   PointsView a;
   PointsView b;
+  Bounds box;  // of a and b together, computed once
   bool self = true;
   double eps = 0;
   double eps2 = 0;
@@ -84,7 +120,12 @@ struct SimjoinProblem {
   uint64_t max_pairs = 0;  // 0: unlimited; otherwise Error(ProgramLimit) past it
 };
 
-// Validates eps (finite or +inf, > 0) and derives eps2. Throws Error(InvalidParameter).
+// Validates the point sets (count, equal dimensions, range) and takes eps from make_eps (the
+// caller may validate it before reading the points). Throws Error(InvalidParameter) or
+// Error(ProgramLimit).
+SimjoinProblem make_simjoin(const PointsView& a, const PointsView* b, const Threshold& eps,
+                            Precision prec, uint64_t max_pairs);
+// The same with eps validated here.
 SimjoinProblem make_simjoin(const PointsView& a, const PointsView* b, double eps, Precision prec,
                             uint64_t max_pairs);
 

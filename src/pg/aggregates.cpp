@@ -16,12 +16,10 @@ using namespace gpu2bs::pg;
 
 namespace {
 
-// SDH parameters of the state (bucket count, explicit or derived width).
-SdhParams sdh_params_of(const PointsState* st, Precision prec) {
-  PointsView v = points_view(st);
-  Bounds box = compute_bounds(v);
-  check_range(box, prec);
-  return make_sdh_params(st->nbuckets, st->has_param ? st->param : 0, st->has_param, box, prec);
+// The SDH problem of the state (bucket count, explicit or derived width), validated.
+SdhProblem sdh_problem_of(const PointsState* st) {
+  return make_sdh(points_view(st), st->nbuckets, st->has_param ? st->param : 0, st->has_param,
+                  current_precision());
 }
 
 }  // namespace
@@ -30,10 +28,7 @@ SdhParams sdh_params_of(const PointsState* st, Precision prec) {
 GPU2BS_FUNCTION(gpu2bs_sdh_final) {
   if (PG_ARGISNULL(0)) PG_RETURN_NULL();
   const PointsState* st = (const PointsState*)PG_GETARG_POINTER(0);
-  SdhProblem prob;
-  prob.prec = current_precision();
-  prob.pts = points_view(st);
-  prob.params = sdh_params_of(st, prob.prec);
+  const SdhProblem prob = sdh_problem_of(st);
   std::string reason;
   Engine* eng = choose_engine(&reason);
   PgControl ctl;
@@ -55,18 +50,14 @@ GPU2BS_FUNCTION(gpu2bs_sdh_final) {
 GPU2BS_FUNCTION(gpu2bs_sdh_width_final) {
   if (PG_ARGISNULL(0)) PG_RETURN_NULL();
   const PointsState* st = (const PointsState*)PG_GETARG_POINTER(0);
-  SdhParams p = sdh_params_of(st, current_precision());
-  PG_RETURN_FLOAT8(p.width);
+  PG_RETURN_FLOAT8(sdh_problem_of(st).params.width);
 }
 
 // gpu_pair_count final: unordered pairs with distance <= r.
 GPU2BS_FUNCTION(gpu2bs_pair_count_final) {
   if (PG_ARGISNULL(0)) PG_RETURN_NULL();
   const PointsState* st = (const PointsState*)PG_GETARG_POINTER(0);
-  Precision prec = current_precision();
-  PointsView v = points_view(st);
-  check_range(compute_bounds(v), prec);
-  PairCountProblem prob = make_pair_count(v, st->param, prec);
+  const PairCountProblem prob = make_pair_count(points_view(st), st->param, current_precision());
   std::string reason;
   Engine* eng = choose_engine(&reason);
   PgControl ctl;

@@ -50,16 +50,16 @@ PointsState* new_state(MemoryContext ctx, int dims, int32 nbuckets, bool has_par
   return st;
 }
 
-// Room for `extra` more points (doubling from 16384, huge allocations allowed; new arrays are
-// huge-page advised and the points so far copied over).
+// Room for `extra` more points (doubling from 16384 up to kMaxPoints, huge allocations
+// allowed; new arrays are huge-page advised and the points so far copied over).
 void reserve(MemoryContext ctx, PointsState* st, int64 extra) {
   if (st->n + extra <= st->cap) return;
+  uint64_t need = uint64_t(st->n + extra);
+  call_at_boundary([](void* n) { check_point_count(*static_cast<uint64_t*>(n), "a gpu2bs aggregate"); },
+                   &need);
   int64 cap = st->cap ? st->cap : 16384;
   while (cap < st->n + extra) cap *= 2;
-  if (cap > (int64)UINT32_MAX)
-    ereport(ERROR, (errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
-                    errmsg("too many points for a gpu2bs aggregate"),
-                    errdetail("At most 4294967295 points are supported.")));
+  cap = Min(cap, int64(kMaxPoints));
   for (int k = 0; k < st->dims; ++k)
     st->coord[k] = (double*)realloc_big(ctx, st->coord[k], Size(st->n) * sizeof(double),
                                         Size(cap) * sizeof(double));
@@ -88,11 +88,7 @@ Datum accumulate(FunctionCallInfo fcinfo, int dims, int nb_arg, int param_arg,
   int32 nbuckets = nb_arg > 0 ? PG_GETARG_INT32(nb_arg) : 0;
   double param = param_arg > 0 ? PG_GETARG_FLOAT8(param_arg) : 0;
   if (!st) {
-    if (nb_arg > 0 && (nbuckets < 1 || nbuckets > kMaxBuckets))
-      ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-                      errmsg("nbuckets must be between 1 and %d", kMaxBuckets),
-                      errdetail("nbuckets is %d.", nbuckets)));
-    st = new_state(ctx, dims, nbuckets, param_arg > 0, param);
+    st = new_state(ctx, dims, nbuckets, param_arg > 0, param);  // validated by the final function
   } else {
     if (nb_arg > 0) check_same(st->nbuckets == nbuckets, "nbuckets");
     if (param_arg > 0)

@@ -163,13 +163,19 @@ char* build_query(Oid relid, ArrayType* coords, const char* id_name, int* dims_o
   return q.data;
 }
 
-// Grows the arrays of `out` (allocated in `ctx`) to hold at least `need` rows.
+// Grows the arrays of `out` (allocated in `ctx`) to hold at least `need` rows (doubling, at
+// most kMaxPoints). PostgreSQL code (may ereport).
 void grow_points(RelPoints* out, MemoryContext ctx, int64 need) {
+  struct Want {
+    uint64_t n;
+    const char* name;
+  } want = {uint64_t(need), out->relname};
+  call_at_boundary([](void* w) {
+    check_point_count(static_cast<Want*>(w)->n, static_cast<Want*>(w)->name);
+  }, &want);
   int64 cap = out->cap ? out->cap : 16384;
   while (cap < need) cap *= 2;
-  if (cap > int64(UINT32_MAX) + 1)
-    ereport(ERROR, (errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
-                    errmsg("too many rows in %s for a similarity join", out->relname)));
+  cap = Min(cap, int64(kMaxPoints));
   out->ids = (int64*)realloc_big(ctx, out->ids, Size(out->n) * sizeof(int64), Size(cap) * sizeof(int64));
   for (int k = 0; k < out->dims; ++k)
     out->coord[k] = (double*)realloc_big(ctx, out->coord[k], Size(out->n) * sizeof(double),
@@ -234,8 +240,10 @@ void read_points(const char* query, MemoryContext ctx, RelPoints* out) {
   recv.pub.mydest = DestNone;
   recv.out = out;
   recv.ctx = ctx;
-  // Room for the rows the catalog expects (plus 1/16): usually one allocation, no copies.
-  if (out->expect > 0) grow_points(out, ctx, std::min<int64>(out->expect + out->expect / 16 + 1024, int64(UINT32_MAX) + 1));
+  // Room for the rows the catalog expects (plus 1/16), at most kExpectRowsCap: usually one
+  // allocation, no copies; a stale estimate costs at most that much before the arrays grow.
+  if (out->expect > 0)
+    grow_points(out, ctx, std::min<int64>(out->expect + out->expect / 16 + 1024, kExpectRowsCap));
   SPIExecuteOptions opts;
   memset(&opts, 0, sizeof opts);
   opts.read_only = true;
@@ -257,6 +265,7 @@ PointsView view_of(const RelPoints& r) {
   PointsView v;
   v.dims = r.dims;
   v.n = size_t(r.n);
+  v.name = r.relname;
   for (int k = 0; k < r.dims; ++k) v.coord[k] = r.coord[k];
   return v;
 }
@@ -296,17 +305,6 @@ class TuplestoreSink final : public PairSink {
   bool self_;
 };
 
-// A float8 as PostgreSQL prints it (shortest exact form: "-1", "1e-300", "-Infinity").
-std::string shortest(double v) {
-  char buf[64];
-  if (std::isinf(v)) return v > 0 ? "Infinity" : "-Infinity";
-  for (int prec = 1; prec <= 17; ++prec) {
-    snprintf(buf, sizeof buf, "%.*g", prec, v);
-    if (strtod(buf, nullptr) == v) break;
-  }
-  return buf;
-}
-
 }  // namespace
 
 namespace gpu2bs {
@@ -325,9 +323,8 @@ bool simjoin_args(FunctionCallInfo fcinfo, int nrel, SimjoinArgs* a) {
 }
 
 void simjoin_read(const SimjoinArgs& a, SimjoinInput* in) {
-  if (std::isnan(a.eps) || a.eps <= 0)
-    throw Error(ErrorCode::InvalidParameter, "eps must be a positive number",
-                std::isnan(a.eps) ? std::string("eps is NaN.") : "eps is " + shortest(a.eps) + ".");
+  in->prec = current_precision();
+  in->eps = make_eps(a.eps, in->prec);  // before reading: a bad eps fails at once
   in->nrel = a.nrel;
   RelPoints* rels = in->rels;
   const auto t0 = std::chrono::steady_clock::now();
@@ -348,16 +345,10 @@ void simjoin_read(const SimjoinArgs& a, SimjoinInput* in) {
 void simjoin_run(const SimjoinArgs& a, SimjoinInput* in, PairSink& sink) {
   const int nrel = a.nrel;
   const RelPoints* rels = in->rels;
-  Precision prec = current_precision();
-  PointsView va = view_of(rels[0]);
-  PointsView vb = nrel == 2 ? view_of(rels[1]) : va;
-  if (nrel == 2 && vb.dims != va.dims)
-    throw Error(ErrorCode::InvalidParameter, "relations have different numbers of coordinates",
-                std::string(rels[0].relname) + " has " + std::to_string(va.dims) + ", " +
-                    rels[1].relname + " has " + std::to_string(vb.dims) + ".");
-  check_range(compute_bounds(va, nrel == 2 ? &vb : nullptr), prec);
-  SimjoinProblem prob = make_simjoin(va, nrel == 2 ? &vb : nullptr, a.eps, prec,
-                                     uint64_t(max_result_rows_setting));
+  const PointsView va = view_of(rels[0]);
+  const PointsView vb = nrel == 2 ? view_of(rels[1]) : va;
+  const SimjoinProblem prob = make_simjoin(va, nrel == 2 ? &vb : nullptr, in->eps, in->prec,
+                                           uint64_t(max_result_rows_setting));
   std::string reason;
   Engine* eng = choose_engine(&reason);
   PgControl ctl;

@@ -13,6 +13,10 @@ extern "C" {
 namespace gpu2bs {
 namespace pg {
 
+// Rows reserved up front from the catalog's estimate (pg_class.reltuples) at most: a stale
+// estimate (4e9 rows on a 2-row table) allocates no more than this before the arrays grow.
+constexpr int64 kExpectRowsCap = 1 << 20;
+
 // One relation's points as read: ids and SoA coordinates in a dedicated memory context.
 struct RelPoints {
   const char* relname;  // qualified, quoted
@@ -35,6 +39,8 @@ struct SimjoinArgs {
 
 // The points read for one call; `ctx` owns them.
 struct SimjoinInput {
+  Precision prec = Precision::Float32;  // gpu2bs.precision when the call began
+  Threshold eps;                        // validated eps
   int nrel = 1;
   RelPoints rels[2] = {};
   MemoryContext ctx = nullptr;

@@ -10,9 +10,9 @@ import time
 
 import psycopg
 import pytest
+from conftest import DEVICE, connect
 
 SOAK_SECONDS = float(os.environ.get("GPU2BS_SOAK_SECONDS", "60"))
-DEVICE = os.environ.get("GPU2BS_TEST_DEVICE", "auto")
 
 # Long-running statements, one per function (each runs for many seconds if not cancelled:
 # on the GPU the aggregates read rel_big ten times over, 4e6 points, 8e12 pairs).
@@ -33,12 +33,6 @@ MIXED = [
     "SELECT count(*), sum(id1 * 7 + id2) FROM gpu_simjoin('rel_small', 0.08)",
     "SELECT count(*) FROM gpu_simjoin('rel_small', 'rel_small2', 0.05)",
 ]
-
-
-def connect():
-    conn = psycopg.connect(autocommit=True)
-    conn.execute(f"SET gpu2bs.device = {DEVICE}")
-    return conn
 
 
 @pytest.fixture(scope="session", autouse=True)

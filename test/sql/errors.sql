@@ -134,6 +134,45 @@ SELECT gpu_sdh(x, y, z, 4, 1e-320) FROM pts3;
 SET gpu2bs.precision = float4;
 SELECT gpu_sdh(x, y, z, 4, 1e-39) FROM pts3;
 \echo :SQLSTATE
+-- eps, r and width whose square underflows or overflows the precision: 22023 with a hint (a pair
+-- then passes by its distance alone, never by rounding that depends on other rows)
+\set VERBOSITY default
+SELECT * FROM gpu_simjoin('pts3', 1e-25);
+\echo :SQLSTATE
+SELECT gpu_pair_count(x, y, z, 1e-20) FROM pts3;
+\echo :SQLSTATE
+SELECT gpu_sdh(x, y, z, 4, 1e-20) FROM pts3;
+\echo :SQLSTATE
+SELECT * FROM gpu_simjoin('pts3', 'pts3', 2e19);
+\echo :SQLSTATE
+SELECT gpu_pair_count(x, y, 1e20) FROM pts2;
+\echo :SQLSTATE
+SELECT gpu_sdh(x, y, 4, 1e20) FROM pts2;
+\echo :SQLSTATE
+SELECT gpu_sdh(x * 1e-30, y * 1e-30, z * 1e-30, 4) FROM pts3;
+\echo :SQLSTATE
+SET gpu2bs.precision = float8;
+SELECT * FROM gpu_simjoin('pts3', 1e-300);
+\echo :SQLSTATE
+SELECT * FROM gpu_simjoin('pts3', 1e-160);
+\echo :SQLSTATE
+SELECT gpu_pair_count(x, y, z, 1e-300) FROM pts3;
+\echo :SQLSTATE
+SELECT gpu_pair_count(x, y, z, 1e300) FROM pts3;
+\echo :SQLSTATE
+SELECT * FROM gpu_simjoin('pts3', 1e300);
+\echo :SQLSTATE
+SELECT gpu_sdh(x, y, z, 4, 1e-160) FROM pts3;
+\echo :SQLSTATE
+SELECT gpu_sdh(x, y, z, 4, 1e200) FROM pts3;
+\echo :SQLSTATE
+-- the smallest accepted values still work (float8: eps 1.5e-154, float4: eps 1.1e-19)
+SELECT count(*) FROM gpu_simjoin('pts3', 1.5e-154);
+SET gpu2bs.precision = float4;
+SELECT count(*) FROM gpu_simjoin('pts3', 1.1e-19);
+SELECT * FROM gpu_simjoin('pts3', 1e-19);
+\echo :SQLSTATE
+\set VERBOSITY terse
 -- coordinates beyond the range of the precision
 SELECT gpu_sdh(x * 1e39, y, z, 4) FROM pts3;
 \echo :SQLSTATE

@@ -33,10 +33,10 @@ SELECT r, gpu_pair_count(x, y, z, r) AS got,
        (SELECT count(*) FROM ref_dists('cloud3') d WHERE abs(d - r) < 1e-9 * r) AS near_r
 FROM cloud3, (VALUES (0.05), (0.1), (0.3), (0.9)) v(r) GROUP BY r ORDER BY r;
 
--- r = 0 counts coincident pairs; r = Infinity and a huge r count every pair
+-- r = 0 counts coincident pairs; r = Infinity and a huge r (square within float8) count every pair
 SELECT gpu_pair_count(x, y, z, 0) AS coincident,
        (SELECT count(*) FROM pts3 a JOIN pts3 b ON a.id < b.id AND (a.x, a.y, a.z) = (b.x, b.y, b.z)) AS want,
-       gpu_pair_count(x, y, z, 'Infinity') AS all_inf, gpu_pair_count(x, y, z, 1e300) AS all_huge,
+       gpu_pair_count(x, y, z, 'Infinity') AS all_inf, gpu_pair_count(x, y, z, 1e150) AS all_huge,
        count(*) * (count(*) - 1) / 2 AS n_pairs
 FROM pts3;
 
@@ -44,7 +44,7 @@ FROM pts3;
 SELECT gpu_pair_count(x, y, z, 0) AS r0, gpu_pair_count(x, y, z, 1) AS r1,
        gpu_pair_count(x, y, 0) AS r0_2d, gpu_pair_count(x, y, z, 'Infinity') AS rinf FROM same3;
 SELECT gpu_pair_count(x, y, z, 0) AS r0, gpu_pair_count(x, y, z, 'Infinity') AS rinf FROM one3;
-SELECT gpu_pair_count(x, y, z, 0) AS r0, gpu_pair_count(x, y, 1e-300) AS r_tiny_2d FROM two3;
+SELECT gpu_pair_count(x, y, z, 0) AS r0, gpu_pair_count(x, y, 1e-150) AS r_tiny_2d FROM two3;
 SELECT gpu_pair_count(x, y, z, 1) AS r1, gpu_pair_count(x, y, 1) AS r1_2d FROM empty3;
 
 -- rows with a NULL coordinate (or a NULL r) are skipped
