@@ -8,7 +8,7 @@ import time
 
 import psycopg
 import pytest
-from conftest import connect
+from conftest import DEVICE, connect
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -113,6 +113,8 @@ PHASES = {
 
 @pytest.mark.parametrize("phase", sorted(PHASES))
 def test_cancel_latency_per_phase(phase):
+    if DEVICE == "gpu" and phase.startswith("sdh"):
+        pytest.skip("the GPU finishes these SDHs within the timeout; test/gpu Cancel.* covers its phases")
     settings, query = PHASES[phase]
     with connect() as c:
         for s in settings:
