@@ -105,15 +105,16 @@ bool geometry_typmod_z(int32 typmod) { return (typmod & 0x00000002) != 0; }
 
 // Appends to `q` the select list that reads the PostGIS point column `col` (schema `nsp`):
 // x, y [, z] (NULL for a non-point), then its SRID and its shape (ST_Zmflag for a point, -1 for
-// any other geometry), so the receiver can refuse what is not a point of the right dimension.
+// any other geometry, NULL for NULL), so the receiver can refuse what is not a point of the
+// right dimension.
 void append_geometry_columns(StringInfo q, const char* nsp, const char* col, int dims) {
   auto fn = [&](const char* f) { return quote_qualified_identifier(nsp, f); };
   const char* is_point = psprintf("%s(%s) = 'ST_Point'", fn("st_geometrytype"), col);
   const char* axes[3] = {"st_x", "st_y", "st_z"};
   for (int k = 0; k < dims; ++k)
     appendStringInfo(q, ", (CASE WHEN %s THEN %s(%s) END)::pg_catalog.float8", is_point, fn(axes[k]), col);
-  appendStringInfo(q, ", %s(%s), (CASE WHEN %s THEN %s(%s) ELSE -1 END)::pg_catalog.int4",
-                   fn("st_srid"), col, is_point, fn("st_zmflag"), col);
+  appendStringInfo(q, ", %s(%s), (CASE WHEN %s IS NULL THEN NULL WHEN %s THEN %s(%s) ELSE -1 END)::pg_catalog.int4",
+                   fn("st_srid"), col, col, is_point, fn("st_zmflag"), col);
 }
 
 // The single-column integer primary key of `rel`, or InvalidAttrNumber.
