@@ -58,7 +58,7 @@ def peak_growth_mb(settings, query):
 # and 22.7 s, the join with 2^24-pair pages on 16 threads 3.9 GB, the stale estimate 53200.
 CASES = [
     (["SET gpu2bs.cpu_threads = 1024"], "SELECT gpu_sdh(x, y, 1048576) FROM mb_tiny", 64),
-    (["SET gpu2bs.cpu_threads = 1024"], "SELECT gpu_sdh(x, y, 1048576, 0.001) FROM mb_tiny", 64),
+    (["SET gpu2bs.cpu_threads = 1024"], "SELECT gpu_sdh_fixed(x, y, 1048576, 0.001) FROM mb_tiny", 64),
     (["SET gpu2bs.cpu_threads = 16", "SET gpu2bs.result_page_pairs = 16777216"],
      "SELECT count(*) FROM gpu_simjoin('mb_twelve', 100)", 32),
     (["SET gpu2bs.cpu_threads = 1024", "SET gpu2bs.result_page_pairs = 16777216"],

@@ -147,7 +147,7 @@ SELECT * FROM gpu_simjoin('pts3', 'pts3', 2e19);
 \echo :SQLSTATE
 SELECT gpu_pair_count(x, y, 1e20) FROM pts2;
 \echo :SQLSTATE
-SELECT gpu_sdh(x, y, 4, 1e20) FROM pts2;
+SELECT gpu_sdh_fixed(x, y, 4, 1e20) FROM pts2;
 \echo :SQLSTATE
 SELECT gpu_sdh(x * 1e-30, y * 1e-30, z * 1e-30, 4) FROM pts3;
 \echo :SQLSTATE
