@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstdio>
 #include <random>
 #include <string>
 #include <tuple>
@@ -96,8 +97,8 @@ inline Case make_case(uint64_t seed) {
   return c;
 }
 
-// What an engine answers for the first `n` points of `pts` (all of them when n = 0 is not
-// used: callers pass the point sets whole).
+// What an engine answers for a case, restricted to pairs among the case's own points (indices
+// below s.n()); pairs that involve a far point are only counted.
 struct Outcome {
   bool refused = false;       // the parameters were refused (22023) before any work
   std::string why;
