@@ -7,6 +7,7 @@
 #include <map>
 #include <random>
 
+#include "core/error.h"
 #include "core/pipeline.h"
 
 using namespace gpu2bs;
