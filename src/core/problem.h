@@ -11,6 +11,8 @@
 
 namespace gpu2bs {
 
+class PairFilter;
+
 enum class Precision { Float32, Float64 };
 
 // Points in structure-of-arrays form: coord[k][i] is coordinate k of point i, as read from SQL.
@@ -118,6 +120,9 @@ struct SimjoinProblem {
   float eps2_f = 0;
   Precision prec = Precision::Float32;
   uint64_t max_pairs = 0;  // 0: unlimited; otherwise Error(ProgramLimit) past it
+  // Pushed-down pair predicate: engines whose applies_pair_filter() is true drop the pairs it
+  // rejects before handing pages over (the caller applies it otherwise).
+  const PairFilter* filter = nullptr;
 };
 
 // Validates the point sets (count, equal dimensions, range) and takes eps from make_eps (the
