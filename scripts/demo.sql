@@ -27,8 +27,8 @@ SELECT id1 AS hip1, id2 AS hip2, round(degrees(2 * asin(dist / 2))::numeric * 36
 CREATE TEMP TABLE atoms_sdh AS SELECT gpu_sdh(x, y, z, 500) AS h, gpu_sdh_width(x, y, z, 500) AS w FROM atoms;
 SELECT w AS bucket_width_angstrom, (SELECT sum(c) FROM unnest(h) c) AS total_pairs,
        132303::bigint * 132302 / 2 AS expected, h[1:8] AS first_buckets FROM atoms_sdh;
-\echo '== angular separations of all 6.96e9 star pairs (SDH over unit vectors, 200 chord buckets of 0.01; tens of seconds on 2 CPU cores)'
-CREATE TEMP TABLE stars_sdh AS SELECT gpu_sdh(x, y, z, 200, 0.01) AS h, 0.01::float8 AS w FROM pts;
+\echo '== angular separations of all 6.96e9 star pairs (SDH over unit vectors, 201 chord buckets of 0.01: chords lie in [0, 2]; tens of seconds on 2 CPU cores)'
+CREATE TEMP TABLE stars_sdh AS SELECT gpu_sdh_fixed(x, y, z, 201, 0.01) AS h, 0.01::float8 AS w FROM pts;
 SELECT (SELECT sum(c) FROM unnest(h) c) AS pairs_counted, 117955::bigint * 117954 / 2 AS all_pairs FROM stars_sdh;
 \echo '== pairs closer than 0.5 degree, per arcminute of separation'
 CREATE TEMP TABLE stars_close AS
@@ -77,5 +77,5 @@ SELECT name, value FROM gpu2bs_info() WHERE name LIKE 'last%';
 
 -- histograms for the plots (scripts/demo_plots.py)
 \copy (SELECT k - 1 AS bucket, w AS width, h[k] AS pairs FROM atoms_sdh, generate_series(1, 500) k ORDER BY k) TO 'build/demo/atoms_sdh.csv' WITH (FORMAT csv, HEADER true)
-\copy (SELECT k - 1 AS bucket, w AS width, h[k] AS pairs FROM stars_sdh, generate_series(1, 200) k ORDER BY k) TO 'build/demo/stars_sdh.csv' WITH (FORMAT csv, HEADER true)
+\copy (SELECT k - 1 AS bucket, w AS width, h[k] AS pairs FROM stars_sdh, generate_series(1, 201) k ORDER BY k) TO 'build/demo/stars_sdh.csv' WITH (FORMAT csv, HEADER true)
 \copy (SELECT g AS arcmin, coalesce(pairs, 0) AS pairs FROM generate_series(0, 30) g LEFT JOIN stars_close ON arcmin = g ORDER BY g) TO 'build/demo/stars_close.csv' WITH (FORMAT csv, HEADER true)
