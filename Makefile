@@ -65,7 +65,7 @@ EXTRA_CLEAN = build test/unit/build
 .PHONY: demo test unit
 demo:      ## command 1: the main job on real data (installs what it needs)
 	bash scripts/demo.sh
-test:      ## command 2: the whole test suite (unit tests, pg_regress, corpus)
+test:      ## command 2: the whole test suite (test/run: unit, asan, regress, upgrade, metadata, reliability)
 	bash test/run
 unit:
 	cmake -S test/unit -B test/unit/build -DCMAKE_BUILD_TYPE=Release >/dev/null
