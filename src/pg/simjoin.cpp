@@ -620,16 +620,19 @@ SimjoinPrepared simjoin_prepare(const SimjoinArgs& a, SimjoinInput* in) {
   return out;
 }
 
-void simjoin_run(const SimjoinArgs& a, SimjoinInput* in, PairSink& sink, const PairFilter* filter) {
+bool simjoin_run(const SimjoinArgs& a, SimjoinInput* in, PairSink& sink, const PairFilter* filter, PairStage* stage) {
   SimjoinPrepared prep = simjoin_prepare(a, in);
   Engine* eng = prep.engine;
-  const bool engine_filters = filter && eng->applies_pair_filter();
+  const bool use_stage = stage && eng->applies_pair_stage();
+  if (use_stage) prep.prob.stage = stage;
+  const bool engine_filters = filter && !use_stage && eng->applies_pair_filter();
   if (engine_filters) prep.prob.filter = filter;
-  FilterSink filtered(engine_filters ? nullptr : filter, sink);
+  FilterSink filtered(engine_filters || use_stage ? nullptr : filter, sink);
   PgControl ctl;
   ctl.stats.scan_s = in->scan_s;
   eng->simjoin(prep.prob, filtered, ctl);
   record_run("gpu_simjoin", eng->name(), ctl.stats);
+  return use_stage;
 }
 
 }  // namespace pg
