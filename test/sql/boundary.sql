@@ -50,6 +50,9 @@ SELECT * FROM gpu_simjoin('bnd', 1, ARRAY['x', repeat('é', 50000)]);
 SELECT * FROM gpu_simjoin('bnd', 1, ARRAY['x', 'y'], repeat('k', 100000));
 SELECT * FROM gpu_simjoin('bnd', 'bnd', 1, ARRAY[repeat('w', 64), 'y']);
 SELECT * FROM gpu_simjoin('bnd', 1, ARRAY[repeat('w', 63), 'y']);  -- 63 bytes: shown whole
+-- a 100 KB relation name: PostgreSQL's regclass input cuts it to 63 bytes itself (42P01)
+SELECT * FROM gpu_simjoin(repeat('r', 100000), 1);
+SELECT * FROM gpu_simjoin('bnd', repeat('s', 100000), 1);
 
 -- gpu2bs_info() after a call that ran in a parallel worker: the whole aggregate below a
 -- single-copy Gather (force_parallel_mode) in a fresh backend that has not loaded gpu2bs
