@@ -5,13 +5,15 @@ MODULE_big  = gpu2bs
 DATA        = sql/gpu2bs--0.1.sql sql/gpu2bs--0.2.sql sql/gpu2bs--0.1--0.2.sql
 PGFILEDESC  = "gpu2bs - two-body statistics on the GPU or every CPU core"
 
-REGRESS      = setup sdh pair_count simjoin errors parallel precision privileges customscan cancel
+REGRESS      = setup sdh pair_count simjoin errors parallel precision privileges customscan cancel pairwise
 REGRESS_OPTS = --inputdir=test --load-extension=gpu2bs
 
 CORE_OBJS = src/core/problem.o src/core/parallel.o src/core/grid.o src/core/cpu_engine.o \
-            src/core/cpu_kernels_generic.o src/core/cpu_kernels_avx2.o
+            src/core/cpu_kernels_generic.o src/core/cpu_kernels_avx2.o \
+            src/core/pairwise.o src/core/pairwise_cpu_generic.o src/core/pairwise_cpu_avx2.o
 PG_OBJS   = src/pg/module.o src/pg/boundary.o src/pg/settings.o src/pg/points_agg.o \
-            src/pg/aggregates.o src/pg/simjoin.o src/pg/simjoin_scan.o src/pg/info.o
+            src/pg/aggregates.o src/pg/simjoin.o src/pg/simjoin_scan.o src/pg/info.o \
+            src/pg/pairwise.o
 
 # CUDA: found on PATH or in /usr/local/cuda; empty NVCC means a CPU-only build.
 NVCC ?= $(shell command -v nvcc 2>/dev/null || ls /usr/local/cuda/bin/nvcc 2>/dev/null)
@@ -42,8 +44,8 @@ PGXS := $(shell $(PG_CONFIG) --pgxs)
 include $(PGXS)
 
 # AVX2+FMA variant of the CPU kernels, chosen at run time.
-src/core/cpu_kernels_avx2.o: override CXXFLAGS += -mavx2 -mfma -DG2_HAVE_AVX2_VARIANT
-src/core/cpu_kernels_generic.o: override CXXFLAGS += -DG2_HAVE_AVX2_VARIANT
+src/core/cpu_kernels_avx2.o src/core/pairwise_cpu_avx2.o: override CXXFLAGS += -mavx2 -mfma -DG2_HAVE_AVX2_VARIANT
+src/core/cpu_kernels_generic.o src/core/pairwise_cpu_generic.o: override CXXFLAGS += -DG2_HAVE_AVX2_VARIANT
 
 kernels/%.o: kernels/%.cu kernels/*.cuh kernels/*.h src/core/*.h
 	$(NVCC) $(NVCCFLAGS) -Isrc -c $< -o $@
@@ -52,7 +54,7 @@ kernels/%.o: kernels/%.cu kernels/*.cuh kernels/*.h src/core/*.h
 kernels/device_link.o: kernels/cuda_engine.o kernels/sdh.o kernels/pair_count.o kernels/simjoin.o
 	$(NVCC) $(CUDA_ARCH) -Xcompiler -fPIC -dlink $^ -o $@
 
-$(CORE_OBJS) $(PG_OBJS): src/core/*.h src/pg/*.h src/core/cpu_kernels.inc
+$(CORE_OBJS) $(PG_OBJS): src/core/*.h src/pg/*.h src/core/cpu_kernels.inc src/core/pairwise_cpu.inc
 
 EXTRA_CLEAN = build test/unit/build
 

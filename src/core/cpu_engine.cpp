@@ -10,6 +10,7 @@
 #include "engine.h"
 #include "error.h"
 #include "grid.h"
+#include "pairwise.h"
 #include "parallel.h"
 
 namespace gpu2bs {
@@ -142,6 +143,10 @@ class CpuEngine final : public Engine {
       join_t<float>(p, p.eps2_f, sink, ctl);
     else
       join_t<double>(p, p.eps2, sink, ctl);
+  }
+
+  void pairwise(const PairwiseProblem& p, PairSink& sink, Control& ctl) override {
+    cpu_pairwise(p, sink, ctl);
   }
 
  private:

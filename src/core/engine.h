@@ -76,6 +76,8 @@ class Control {
   RunStats stats;
 };
 
+struct PairwiseProblem;  // pairwise.h: the all-pairs matrix over float vectors
+
 class Engine {
  public:
   virtual ~Engine() = default;
@@ -83,6 +85,8 @@ class Engine {
   virtual std::vector<uint64_t> sdh(const SdhProblem& p, Control& ctl) = 0;
   virtual uint64_t pair_count(const PairCountProblem& p, Control& ctl) = 0;
   virtual void simjoin(const SimjoinProblem& p, PairSink& sink, Control& ctl) = 0;
+  // All-pairs over float vectors: kNN lists or threshold pairs (PairRecord::dist = the value).
+  virtual void pairwise(const PairwiseProblem& p, PairSink& sink, Control& ctl) = 0;
 };
 
 // The CPU engine (all cores, cache-tiled, grid index for the join).

@@ -30,7 +30,8 @@ extern "C" {
 using namespace gpu2bs;
 using namespace gpu2bs::pg;
 
-namespace {
+namespace gpu2bs {
+namespace pg {
 
 // Integer types accepted for the key column (or domains over them).
 bool is_int_type(Oid t) {
@@ -72,6 +73,11 @@ AttrNumber primary_key_column(Relation rel) {
   if (col > 0 && is_int_type(TupleDescAttr(RelationGetDescr(rel), col - 1)->atttypid)) return col;
   return InvalidAttrNumber;
 }
+
+}  // namespace pg
+}  // namespace gpu2bs
+
+namespace {
 
 // Builds the SELECT that reads `relid` (key and coordinates, schema-qualified and quoted, so
 // names cannot inject SQL and search_path plays no part). `coords` may be NULL (default rule).

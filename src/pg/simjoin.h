@@ -6,6 +6,7 @@
 
 extern "C" {
 #include "utils/array.h"
+#include "utils/rel.h"
 }
 
 #include "../core/engine.h"
@@ -48,6 +49,13 @@ bool simjoin_args(FunctionCallInfo fcinfo, int nrel, SimjoinArgs* a);
 void simjoin_read(const SimjoinArgs& a, SimjoinInput* in);
 // Runs the chosen engine over the points, handing result pages to `sink`. Throws.
 void simjoin_run(const SimjoinArgs& a, SimjoinInput* in, PairSink& sink);
+
+// Relation-reading helpers shared with gpu_pairwise: integer key types (or domains over them);
+// the attribute number of column `name` of `td` (not dropped), else 42703; the single-column
+// integer primary key of `rel`, or InvalidAttrNumber. PostgreSQL code (may ereport).
+bool is_int_type(Oid t);
+AttrNumber find_column(TupleDesc td, const char* name, const char* relname);
+AttrNumber primary_key_column(Relation rel);
 
 // Registers gpu2bs.enable_customscan and the planner hook of the custom scan (_PG_init).
 void register_simjoin_scan();
