@@ -54,10 +54,9 @@ struct RelVectors {
 // qualified). Checks the relation kind, the vector column type (float4[] or float8[]) and the
 // key (as gpu_simjoin chooses it). PostgreSQL code (may ereport).
 char* build_query(Oid relid, const char* vec, const char* id_name, RelVectors* out) {
-  Relation rel = try_relation_open(relid, AccessShareLock);
-  if (!rel)
-    ereport(ERROR, (errcode(ERRCODE_UNDEFINED_TABLE),
-                    errmsg("relation with OID %u does not exist", relid)));
+  // Locked by OID to the end of the transaction (as gpu_simjoin), then described from the
+  // catalog under the lock, so the name in the query stays this relation's.
+  Relation rel = open_locked(relid);
   const char kind = rel->rd_rel->relkind;
   out->expect = rel->rd_rel->reltuples > 0 ? int64(std::min<double>(rel->rd_rel->reltuples, 4e9)) : 0;
   const char* relname = quote_qualified_identifier(get_namespace_name(RelationGetNamespace(rel)),
@@ -100,7 +99,7 @@ char* build_query(Oid relid, const char* vec, const char* id_name, RelVectors* o
   appendStringInfo(&q, "SELECT (%s)::pg_catalog.int8, %s FROM %s",
                    quote_identifier(NameStr(TupleDescAttr(td, key - 1)->attname)),
                    quote_identifier(NameStr(TupleDescAttr(td, col - 1)->attname)), relname);
-  relation_close(rel, AccessShareLock);
+  relation_close(rel, NoLock);
   return q.data;
 }
 

@@ -17,7 +17,12 @@ namespace pg {
 // One relation's points as read: ids and SoA coordinates in a dedicated memory context.
 struct RelPoints {
   const char* relname;  // qualified, quoted
+  Oid relid;            // the relation read (locked)
   int dims;
+  bool geometry;        // the coordinates come from one PostGIS point column
+  const char* geom_col; // its name
+  bool srid_seen;       // a geometry row was read; srid is then the SRID of every row
+  int32 srid;
   int64 n;
   int64 cap;
   int64 expect;         // rows the catalog expects (pg_class.reltuples), 0 when unknown
@@ -56,6 +61,9 @@ void simjoin_run(const SimjoinArgs& a, SimjoinInput* in, PairSink& sink);
 bool is_int_type(Oid t);
 AttrNumber find_column(TupleDesc td, const char* name, const char* relname);
 AttrNumber primary_key_column(Relation rel);
+// Locks relation `relid` (AccessShareLock to the end of the transaction) and opens it; 42P01
+// when it was dropped meanwhile.
+Relation open_locked(Oid relid);
 
 // Registers gpu2bs.enable_customscan and the planner hook of the custom scan (_PG_init).
 void register_simjoin_scan();
