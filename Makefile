@@ -13,7 +13,8 @@ ISOLATION_OPTS = --inputdir=test --load-extension=gpu2bs
 
 CORE_OBJS = src/core/problem.o src/core/parallel.o src/core/grid.o src/core/cpu_engine.o \
             src/core/cpu_kernels_generic.o src/core/cpu_kernels_avx2.o \
-            src/core/pairwise.o src/core/pairwise_cpu_generic.o src/core/pairwise_cpu_avx2.o
+            src/core/pairwise.o src/core/pairwise_cpu_generic.o src/core/pairwise_cpu_avx2.o \
+            src/core/pairwise_cpu_avx512.o
 PG_OBJS   = src/pg/module.o src/pg/boundary.o src/pg/settings.o src/pg/points_agg.o \
             src/pg/aggregates.o src/pg/simjoin.o src/pg/simjoin_scan.o src/pg/info.o \
             src/pg/pairwise.o
@@ -50,6 +51,7 @@ include $(PGXS)
 # AVX2+FMA variant of the CPU kernels, chosen at run time.
 src/core/cpu_kernels_avx2.o src/core/pairwise_cpu_avx2.o: override CXXFLAGS += -mavx2 -mfma -DG2_HAVE_AVX2_VARIANT
 src/core/cpu_kernels_generic.o src/core/pairwise_cpu_generic.o: override CXXFLAGS += -DG2_HAVE_AVX2_VARIANT
+src/core/pairwise_cpu_avx512.o: override CXXFLAGS += -mavx512f -mfma -mprefer-vector-width=512
 
 kernels/%.o: kernels/%.cu kernels/*.cuh kernels/*.h src/core/*.h
 	$(NVCC) $(NVCCFLAGS) -Isrc -c $< -o $@

@@ -497,8 +497,10 @@ void exact_knn(Call& call, const PairwiseProblem& p, const float* dA, size_t row
     call.poll();
     const size_t nr = std::min(chunk, rows - r0);
     const size_t tiles = (nr + kBM - 1) / kBM;
-    const int splits =
-        int(std::min<size_t>(col_tiles, std::max<size_t>(1, (size_t(4 * sms) + tiles - 1) / tiles)));
+    // Splits for about 4 blocks per SM, within the list buffer (sized for the first chunk).
+    const int splits = int(std::min<size_t>(
+        std::min<size_t>(col_tiles, std::max<size_t>(1, (size_t(4 * sms) + tiles - 1) / tiles)),
+        chunk * size_t(max_splits) / nr));
     const size_t cps = (col_tiles + size_t(splits) - 1) / size_t(splits) * kBN;
     const dim3 grid{unsigned(tiles), unsigned(splits), 1u};
     KernelTimer tm(call);

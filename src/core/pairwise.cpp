@@ -269,13 +269,14 @@ namespace {
 // Rows of a per work item, and the register tile of the kernels.
 constexpr size_t kRowsPerItem = 32;
 
-// Columns of b per transposed slab: about 4 MB of float32, a multiple of the tile width.
+// Columns of b per transposed slab: about 4 MB of float32, a multiple of every tile width.
 size_t slab_columns(int d, size_t nb) {
+  constexpr size_t W = kPwMaxTileCols;
   size_t c = (size_t(4) << 20) / (sizeof(float) * size_t(std::max(d, 1)));
-  c = std::max<size_t>(kPwTileCols, c / kPwTileCols * kPwTileCols);
+  c = std::max<size_t>(W, c / W * W);
   c = std::min<size_t>(c, 65536);
-  const size_t need = (nb + kPwTileCols - 1) / kPwTileCols * kPwTileCols;
-  return std::min(c, std::max<size_t>(need, kPwTileCols));
+  const size_t need = (nb + W - 1) / W * W;
+  return std::min(c, std::max<size_t>(need, W));
 }
 
 // Per-row kNN state: a max-heap (worst on top) of at most k entries, in lists[i * k ...].
@@ -313,7 +314,9 @@ void cpu_pairwise(const PairwiseProblem& p, PairSink& sink, Control& ctl) {
   const bool knn = p.k > 0;
   const size_t row_k = knn ? pairwise_row_k(p) : 0;
   if (na == 0 || nb == 0 || (knn && row_k == 0) || (!knn && p.none_pass)) return;
-  const PwBlockFn block = cpu_pairwise_kernels().block[int(p.metric.kind)];
+  const PairwiseKernels& kern = cpu_pairwise_kernels();
+  const PwBlockFn block = kern.block[int(p.metric.kind)];
+  const size_t TR = size_t(kern.rows), TC = size_t(kern.cols);
   const int nt = std::max(1, ctl.threads);
   const size_t slab = slab_columns(d, nb);
   const size_t items = (na + kRowsPerItem - 1) / kRowsPerItem;
@@ -324,7 +327,7 @@ void cpu_pairwise(const PairwiseProblem& p, PairSink& sink, Control& ctl) {
   ctl.stats.prepare_s += seconds_since(t0);
   for (size_t c0 = 0; c0 < nb; c0 += slab) {
     const size_t cols = std::min(slab, nb - c0);
-    const size_t padded = (cols + kPwTileCols - 1) / kPwTileCols * kPwTileCols;
+    const size_t padded = (cols + kPwMaxTileCols - 1) / kPwMaxTileCols * kPwMaxTileCols;
     // Transpose the slab: bt[k * slab + c] = b[c0 + c][k]; padding columns are zero.
     t0 = Clock::now();
     parallel_for(ctl, (padded + 255) / 256, [&](size_t blk, int) {
@@ -346,7 +349,7 @@ void cpu_pairwise(const PairwiseProblem& p, PairSink& sink, Control& ctl) {
         [&](int, WorkerGroup& g) {
           WorkerGroup::Page page;
           page.reserve(page_pairs);
-          float keys[kPwTileRows * kPwTileCols];
+          float keys[kPwMaxTileRows * kPwMaxTileCols];
           for (;;) {
             if (g.stopping()) return;
             const size_t it = next.fetch_add(1, std::memory_order_relaxed);
@@ -356,19 +359,19 @@ void cpu_pairwise(const PairwiseProblem& p, PairSink& sink, Control& ctl) {
             size_t cstart = 0;
             if (p.self && !knn) {
               if (c0 + cols <= r0 + 1) continue;
-              cstart = r0 + 1 > c0 ? (r0 + 1 - c0) / kPwTileCols * kPwTileCols : 0;
+              cstart = r0 + 1 > c0 ? (r0 + 1 - c0) / TC * TC : 0;
             }
-            for (size_t cb = cstart; cb < padded; cb += kPwTileCols) {
+            for (size_t cb = cstart; cb < padded; cb += TC) {
               if ((cb & 1023) == 0 && g.stopping()) return;
-              for (size_t i0 = r0; i0 < r1; i0 += kPwTileRows) {
-                const int rows = int(std::min<size_t>(kPwTileRows, r1 - i0));
-                const float* arow[kPwTileRows];
-                for (int r = 0; r < int(kPwTileRows); ++r) arow[r] = p.a->row(i0 + size_t(std::min(r, rows - 1)));
+              for (size_t i0 = r0; i0 < r1; i0 += TR) {
+                const int rows = int(std::min<size_t>(TR, r1 - i0));
+                const float* arow[kPwMaxTileRows];
+                for (int r = 0; r < int(TR); ++r) arow[r] = p.a->row(i0 + size_t(std::min(r, rows - 1)));
                 block(arow, bt.data() + cb, slab, d, p.metric.p, keys);
-                const size_t cend = std::min<size_t>(kPwTileCols, cols - std::min(cols, cb));
+                const size_t cend = std::min<size_t>(TC, cols - std::min(cols, cb));
                 for (int r = 0; r < rows; ++r) {
                   const size_t i = i0 + size_t(r);
-                  const float* kr = keys + size_t(r) * kPwTileCols;
+                  const float* kr = keys + size_t(r) * TC;
                   if (knn) {
                     float bound = state.bound(i);
                     for (size_t c = 0; c < cend; ++c) {

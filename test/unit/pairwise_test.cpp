@@ -362,22 +362,29 @@ TEST(Pairwise, Errors) {
 }
 
 TEST(Pairwise, IsaVariantsBitIdentical) {
-  if (cpu_pairwise_kernels().isa == cpu_pairwise_kernels_generic().isa) GTEST_SKIP() << "no AVX2";
-  Data a = normal(4, 300, 9), b = normal(16, 300, 10);
-  for (int mk = 0; mk < 6; ++mk) {
-    VectorSet va, vb;
-    PairwiseMetric m;
-    m.kind = PairMetric(mk);
-    m.p = 3.5;
-    prepare_vectors(m, a.v.data(), 4, 300, &va);
-    prepare_vectors(m, b.v.data(), 16, 300, &vb);
-    std::vector<float> bt(300 * 16);
-    for (int c = 0; c < 16; ++c)
-      for (int k = 0; k < 300; ++k) bt[size_t(k) * 16 + size_t(c)] = vb.row(size_t(c))[k];
-    const float* rows[4] = {va.row(0), va.row(1), va.row(2), va.row(3)};
-    float k1[64], k2[64];
-    cpu_pairwise_kernels_generic().block[mk](rows, bt.data(), 16, 300, m.p, k1);
-    cpu_pairwise_kernels_avx2().block[mk](rows, bt.data(), 16, 300, m.p, k2);
-    EXPECT_EQ(std::memcmp(k1, k2, sizeof k1), 0) << mk;
+  // Every variant the processor runs gives the same lists and pairs (different tile shapes).
+  const bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+  const bool avx512 = avx2 && __builtin_cpu_supports("avx512f");
+  Data a = normal(45, 300, 9), b = normal(70, 300, 10);
+  for (const char* metric : kMetrics) {
+    std::vector<std::vector<PairRecord>> knn, thr;
+    PwRun r0;
+    run(r0, metric, a, &b, 6, 0);
+    const double t = r0.out[40].dist;  // a value of the data: some pairs pass, some do not
+    for (int isa : {1, 2, 3}) {
+      if ((isa == 2 && !avx2) || (isa == 3 && !avx512)) continue;
+      set_cpu_pairwise_isa(isa);
+      PwRun r1, r2;
+      run(r1, metric, a, &b, 6, 0);
+      run(r2, metric, a, nullptr, 0, t);
+      knn.push_back(r1.out);
+      thr.push_back(r2.out);
+    }
+    set_cpu_pairwise_isa(0);
+    for (size_t v = 1; v < knn.size(); ++v) {
+      SCOPED_TRACE(std::string(metric) + " variant " + std::to_string(v));
+      expect_same(knn[0], knn[v], false);
+      expect_same(thr[0], thr[v], true);
+    }
   }
 }
