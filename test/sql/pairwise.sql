@@ -126,5 +126,17 @@ SET gpu2bs.max_result_rows = 10;
 SELECT count(*) FROM gpu_pairwise('pw_a', 'pw_a', 'e', 'l2', k => 2);
 SELECT count(*) FROM gpu_pairwise('pw_a', 'pw_a', 'e', 'l2', threshold => 100);
 RESET gpu2bs.max_result_rows;
+-- read as the calling user: no SELECT privilege is 42501, row-level security applies
+CREATE ROLE regress_gpu2bs_pw;
+GRANT SELECT ON pw_a TO regress_gpu2bs_pw;
+ALTER TABLE pw_a ENABLE ROW LEVEL SECURITY;
+CREATE POLICY pw_few ON pw_a FOR SELECT USING (id <= 5);
+SET ROLE regress_gpu2bs_pw;
+SELECT count(*), max(id1), max(id2) FROM gpu_pairwise('pw_a', 'pw_a', 'e', 'l2', k => 10);
+SELECT count(*) FROM gpu_pairwise('pw_a', 'pw_b', 'e', 'l2', k => 1);
+RESET ROLE;
+DROP POLICY pw_few ON pw_a;
+REVOKE ALL ON pw_a FROM regress_gpu2bs_pw;
+DROP ROLE regress_gpu2bs_pw;
 DROP TABLE pw_a, pw_b, pw_d, pw_empty;
 DROP FUNCTION pw_ref;
