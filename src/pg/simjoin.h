@@ -52,8 +52,15 @@ struct SimjoinInput {
 bool simjoin_args(FunctionCallInfo fcinfo, int nrel, SimjoinArgs* a);
 // Validates eps and reads the relations as the calling user. Throws.
 void simjoin_read(const SimjoinArgs& a, SimjoinInput* in);
-// Runs the chosen engine over the points, handing result pages to `sink`. Throws.
-void simjoin_run(const SimjoinArgs& a, SimjoinInput* in, PairSink& sink);
+// The problem over the points read and the engine chosen for it (checks the inputs). Throws.
+struct SimjoinPrepared {
+  SimjoinProblem prob;
+  Engine* engine = nullptr;
+};
+SimjoinPrepared simjoin_prepare(const SimjoinArgs& a, SimjoinInput* in);
+// Runs the chosen engine over the points, handing result pages to `sink`; with `filter`, only
+// the pairs it keeps (applied by the engine when it can, else on each page). Throws.
+void simjoin_run(const SimjoinArgs& a, SimjoinInput* in, PairSink& sink, const PairFilter* filter = nullptr);
 
 // Relation-reading helpers shared with gpu_pairwise: integer key types (or domains over them);
 // the attribute number of column `name` of `td` (not dropped), else 42703; the single-column
