@@ -26,6 +26,15 @@ COMMENT ON AGGREGATE gpu_sdh_fixed(float8, float8, float8, int4, float8) IS
 COMMENT ON AGGREGATE gpu_sdh_fixed(float8, float8, int4, float8) IS
 'Spatial distance histogram of 2-D points (x, y) with explicit bucket width: as gpu_sdh_fixed(x, y, z, nbuckets, width) in the plane.';
 
+COMMENT ON FUNCTION gpu2bs_info() IS
+'Which engine answers now and why (gpu2bs.device), CPU instruction set and threads, precision, whether the library was built with CUDA, the bytes the backend''s C allocator has in use, the GPU (name, SMs, memory in use and free, driver and runtime versions) when one is usable, and the timings of this session''s last gpu2bs call.';
+
+-- gpu_simjoin reads PostGIS point columns and locks the relation it resolved to.
+COMMENT ON FUNCTION gpu_simjoin(regclass, float8, text[], text) IS
+'Distance similarity self-join: every unordered pair of rows of rel whose Euclidean distance is <= eps (inclusive, coordinate units), once, as (id1, id2, dist) with id1 < id2. Coordinates: the columns named in coords (a one-dimensional array; 2 to 6 columns of any numeric type, or one PostGIS geometry(Point) column for 2-D or geometry(PointZ) for 3-D, every row with the same SRID), else every float8 column except the key, in column order. Key (id): the named integer column, else the single-column integer primary key, else an integer column named id. Rows with a NULL key or coordinate are skipped. Errors: eps <= 0 or NaN, NaN/infinite coordinates, mixed SRIDs, non-point geometries, geography columns (22023); missing relation (42P01) or column (42703); non-numeric column (42804); no SELECT privilege (42501); more than gpu2bs.max_result_rows pairs (54000); the relation rewritten by a transaction that committed after this REPEATABLE READ transaction''s snapshot (40001). The relation is the one the regclass resolved to, locked with AccessShareLock before its columns are read. Method: 2-BS framework Type-III (direct output buffer), grid index with a unidirectional cell pattern (similarity-join load-imbalance paper).';
+COMMENT ON FUNCTION gpu_simjoin(regclass, regclass, float8, text[], text) IS
+'Distance similarity join of two relations: every pair (a row, b row) with distance <= eps, as (id1 from a, id2 from b, dist). Columns as in gpu_simjoin(rel, eps); both relations must have the same number of coordinates and, for PostGIS columns, the same SRID (22023). Same errors and method as the self-join.';
+
 ------------------------------------------------------------------------------------------------
 -- All-pairs vectors
 ------------------------------------------------------------------------------------------------
