@@ -11,6 +11,8 @@
 #   7. pushdown: the pushdown targets on u2, eps 0.01, pushdown on vs off (test/gpu/bench_pushdown.sh)
 #   8. engine: test/gpu's metamorphic, memory and cancel tests (builds test/gpu/build/test_gpu;
 #      the whole test_gpu with test/gpu/device_run.sh)
+#   9. pairwise: gpu_pairwise kNN / threshold / SQL benchmark beside PyTorch (test/gpu/bench_pairwise.sh;
+#      needs test/gpu/build/bench_pairwise, built here with make -C test/gpu all bench, carried)
 # Usage: bash test/gpu/device_suite.sh [steps, default "regress pytest diff bench"]
 set -uo pipefail
 steps=${1:-"regress pytest diff bench"}
@@ -100,6 +102,10 @@ if [[ $steps == *engine* ]]; then
   make -C test/gpu -j"$(nproc)" all > "$OUT/test_gpu-build.log" 2>&1
   test/gpu/build/test_gpu --gtest_filter='Metamorphic.*:Memory.*:Cancel.*' > "$OUT/test_gpu-engine.log" 2>&1
   summary+="engine (metamorphic, memory, cancel): $(grep -E '^\[  (PASSED|FAILED) ' "$OUT/test_gpu-engine.log" | tr '\n' ' ')\n"
+fi
+if [[ $steps == *pairwise* ]]; then
+  timeout 300 bash test/gpu/bench_pairwise.sh > "$OUT/bench_pairwise.md" 2>&1
+  summary+="pairwise: see bench_pairwise.md\n"
 fi
 grep -c 'terminated by signal' /tmp/pg.log | sed 's/^/server log "terminated by signal" lines: /' | tee -a "$OUT/gpu.txt"
 cp /tmp/pg.log "$OUT/server.log"
