@@ -5,10 +5,11 @@ MODULE_big  = gpu2bs
 DATA        = sql/gpu2bs--0.1.sql sql/gpu2bs--0.2.sql sql/gpu2bs--0.1--0.2.sql
 PGFILEDESC  = "gpu2bs - two-body statistics on the GPU or every CPU core"
 
-REGRESS      = setup sdh pair_count simjoin errors parallel precision privileges customscan cancel
+REGRESS      = setup sdh pair_count simjoin errors parallel precision privileges customscan cancel resolve
 REGRESS_OPTS = --inputdir=test --load-extension=gpu2bs
 
 CORE_OBJS = src/core/problem.o src/core/parallel.o src/core/grid.o src/core/cpu_engine.o \
+            src/core/density_map.o src/core/resolve_cpu.o \
             src/core/cpu_kernels_generic.o src/core/cpu_kernels_avx2.o
 PG_OBJS   = src/pg/module.o src/pg/boundary.o src/pg/settings.o src/pg/points_agg.o \
             src/pg/aggregates.o src/pg/simjoin.o src/pg/simjoin_scan.o src/pg/info.o
@@ -17,7 +18,8 @@ PG_OBJS   = src/pg/module.o src/pg/boundary.o src/pg/settings.o src/pg/points_ag
 NVCC ?= $(shell command -v nvcc 2>/dev/null || ls /usr/local/cuda/bin/nvcc 2>/dev/null)
 ifneq ($(and $(strip $(NVCC)),$(wildcard kernels/cuda_engine.cu)),)
 CUDA_HOME   ?= $(patsubst %/bin/nvcc,%,$(NVCC))
-CUDA_OBJS    = kernels/cuda_engine.o kernels/sdh.o kernels/pair_count.o kernels/simjoin.o kernels/device_link.o
+CUDA_OBJS    = kernels/cuda_engine.o kernels/sdh.o kernels/pair_count.o kernels/simjoin.o kernels/resolve.o \
+               kernels/device_link.o
 CUDA_ARCH   ?= -gencode=arch=compute_80,code=sm_80 -gencode=arch=compute_90,code=sm_90 \
                -gencode=arch=compute_90,code=compute_90
 NVCCFLAGS   ?= -O3 -std=c++17 $(CUDA_ARCH) --fmad=false -Xcompiler -fPIC,-ffp-contract=off \
@@ -49,7 +51,7 @@ kernels/%.o: kernels/%.cu kernels/*.cuh kernels/*.h src/core/*.h
 	$(NVCC) $(NVCCFLAGS) -Isrc -c $< -o $@
 
 # Device link step for relocatable device code, so the .so needs no nvcc at load time.
-kernels/device_link.o: kernels/cuda_engine.o kernels/sdh.o kernels/pair_count.o kernels/simjoin.o
+kernels/device_link.o: kernels/cuda_engine.o kernels/sdh.o kernels/pair_count.o kernels/simjoin.o kernels/resolve.o
 	$(NVCC) $(CUDA_ARCH) -Xcompiler -fPIC -dlink $^ -o $@
 
 $(CORE_OBJS) $(PG_OBJS): src/core/*.h src/pg/*.h src/core/cpu_kernels.inc

@@ -374,16 +374,36 @@ PrivChoice choose_privatization(int nbuckets, int threads, size_t tile_bytes, do
 namespace {
 
 class CudaEngine final : public Engine {
+  // Resolution (resolve.cu) for 2-D and 3-D sets of 2 .. 2^32 - 1 points when the setting
+  // forces it or the cost model `wins` prefers it.
+  template <class W>
+  static bool use_resolve(const Control& ctl, const PointsView& pts, W wins) {
+    if ((pts.dims != 2 && pts.dims != 3) || pts.n < 2 || pts.n > 0xFFFFFFFFull) return false;
+    if (ctl.sdh_method == SdhMethod::Brute) return false;
+    return ctl.sdh_method == SdhMethod::Resolve || wins();
+  }
+
  public:
   std::string name() const override { return "cuda (" + g_facts.name + ")"; }
 
   std::vector<uint64_t> sdh(const SdhProblem& p, Control& ctl) override {
     last_run() = LastRun();
+    if (use_resolve(ctl, p.pts, [&] {
+          return resolve_sdh_wins(p.pts.n, p.pts.dims, p.params.nbuckets);
+        }))
+      return resolve_sdh(p, ctl);
     return cuda::sdh(p, ctl);
   }
 
   uint64_t pair_count(const PairCountProblem& p, Control& ctl) override {
     last_run() = LastRun();
+    if (use_resolve(ctl, p.pts, [&] {
+          const Bounds box = compute_bounds(p.pts);
+          double extent = 0;
+          for (int k = 0; k < box.dims; ++k) extent = std::max(extent, box.hi[k] - box.lo[k]);
+          return extent > 0 && resolve_count_wins(p.pts.n, p.pts.dims, p.r / extent);
+        }))
+      return resolve_pair_count(p, ctl);
     return cuda::pair_count(p, ctl);
   }
 

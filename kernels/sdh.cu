@@ -33,6 +33,7 @@
 #include <vector>
 
 #include "common.cuh"
+#include "sdh_bucket.cuh"
 #include "tiles.cuh"
 
 namespace gpu2bs {
@@ -44,31 +45,6 @@ constexpr int kB = cuda_tuning::kSdhThreads;
 constexpr int kRT = cuda_tuning::kSdhRegPoints;
 constexpr int kFB = cuda_tuning::kSdhFastThreads;
 constexpr int kFRT = cuda_tuning::kSdhFastRegPoints;
-
-// Correctly rounded float32 square root for bit patterns in [0x0d000000, 0x7f7fffff] (x >= 2^-101,
-// finite): the instruction sequence of the compiler's own __fsqrt_rn for that range (MUFU.RSQ,
-// two FMUL, two FFMA; its other inputs go to a called slow path, and the branch, call and
-// reconvergence cost about 4 instructions per pair in the SDH loop).
-__device__ __forceinline__ float sqrt_rn_inrange(float x) {
-  float y;
-  asm("rsqrt.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
-  const float s = __fmul_rn(x, y);
-  const float h = __fmul_rn(y, 0.5f);
-  const float r = __fmaf_rn(-s, s, x);
-  return __fmaf_rn(r, h, s);
-}
-
-// sdh_bucket<float> without the slow path, for the d2 that sq_dist returns (+0, positive, +inf,
-// NaN) and 0 <= inv_w <= 2^40: below 2^-101 the exact bucket is 0 (sqrt < 2^-50, times inv_w
-// < 2^-10) and s = 0 gives 0; for +inf and NaN the square root is x itself. The test
-// SdhFastBucket.EveryFloat compares it with sdh_bucket for every bit pattern.
-__device__ __forceinline__ int sdh_bucket_nocall(float d2, float inv_w, float nbt, float beyond) {
-  const unsigned b = __float_as_uint(d2);
-  float s = sqrt_rn_inrange(d2);
-  if (b - 0x0d000000u > 0x727fffffu) s = b < 0x0d000000u ? 0.0f : d2;
-  const float q = __fmul_rn(s, inv_w);
-  return static_cast<int>(q < nbt ? q : beyond);
-}
 
 template <typename T, bool GLOBAL, bool NOCALL = false>
 struct SdhOp {

@@ -7,10 +7,12 @@
 #include <cstring>
 
 #include "cpu_kernels.h"
+#include "density_map.h"
 #include "engine.h"
 #include "error.h"
 #include "grid.h"
 #include "parallel.h"
+#include "resolve_cpu.h"
 
 namespace gpu2bs {
 
@@ -185,6 +187,13 @@ class CpuEngine final : public Engine {
   std::vector<uint64_t> sdh_t(const SdhProblem& p, Control& ctl) {
     const auto& kern = cpu_kernels();
     auto t0 = Clock::now();
+    if (use_resolve(ctl, p.pts, [&] {
+          return cpu_resolve_sdh_wins(p.pts.n, p.pts.dims, p.params.nbuckets);
+        }))
+      return resolve_t<T>(p.pts, p.prec, ctl, [&](const DensityMap<T>& m, const T* const* c,
+                                                  ResolveStats* st) {
+        return cpu_resolve_sdh<T>(m, c, p.params, ctl, st);
+      });
     TypedPoints<T> pts(p.pts);
     const int nt = threads(ctl);
     const size_t tile = tile_for(pts.n, nt);
@@ -213,6 +222,42 @@ class CpuEngine final : public Engine {
     return hist;
   }
 
+  // Resolution applies to 2-D and 3-D sets of at least 2 points; forced by the setting, else
+  // chosen by the cost model `wins`.
+  template <class W>
+  static bool use_resolve(const Control& ctl, const PointsView& pts, W wins) {
+    if ((pts.dims != 2 && pts.dims != 3) || pts.n < 2 || pts.n > UINT32_MAX) return false;
+    if (ctl.sdh_method == SdhMethod::Brute) return false;
+    return ctl.sdh_method == SdhMethod::Resolve || wins();
+  }
+
+  // Builds the density map of the points in precision T, sorts the points by it and runs
+  // `walk` (the SDH or pair count resolution); time and counters go to the stats.
+  template <typename T, class F>
+  static auto resolve_t(const PointsView& v, Precision prec, Control& ctl, F walk) {
+    (void)prec;
+    auto t0 = Clock::now();
+    ResolveStats local;
+    ResolveStats* st = ctl.resolve_stats ? ctl.resolve_stats : &local;
+    DensityMap<T> map;
+    {
+      TypedPoints<T> raw(v);
+      map = build_density_map<T>(v.dims, v.n, raw.c, cpu_resolve_tuning(v.dims).leaf_points, ctl);
+    }
+    TypedPoints<T> sorted(v, &map.order);
+    const double build = seconds_since(t0);
+    ctl.stats.prepare_s += build;
+    st->build_s += build;
+    t0 = Clock::now();
+    const uint64_t before = st->examined_pairs;
+    auto out = walk(map, sorted.c, st);
+    const double walk_s = seconds_since(t0);
+    ctl.stats.kernel_s += walk_s;
+    st->walk_s += walk_s;
+    ctl.stats.pairs_examined += st->examined_pairs - before;
+    return out;
+  }
+
   // Pair count: through the grid when it examines fewer pairs than all-pairs tiles.
   template <typename T>
   uint64_t count_t(const PairCountProblem& p, T r2, Control& ctl) {
@@ -221,6 +266,16 @@ class CpuEngine final : public Engine {
     const size_t n = p.pts.n;
     const uint64_t all_pairs = uint64_t(n) * (n ? n - 1 : 0) / 2;
     const int nt = threads(ctl);
+    if (use_resolve(ctl, p.pts, [&] {
+          const Bounds box = compute_bounds(p.pts);
+          double extent = 0;
+          for (int k = 0; k < box.dims; ++k) extent = std::max(extent, box.hi[k] - box.lo[k]);
+          return extent > 0 && cpu_resolve_count_wins(n, p.pts.dims, p.r / extent);
+        }))
+      return resolve_t<T>(p.pts, p.prec, ctl, [&](const DensityMap<T>& m, const T* const* c,
+                                                  ResolveStats* st) {
+        return cpu_resolve_count<T>(m, c, r2, ctl, st);
+      });
     std::vector<uint64_t> partial(size_t(nt), 0);
     if (n >= 2 && std::isfinite(p.r) && p.r > 0) {
       Bounds box = compute_bounds(p.pts);

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "problem.h"
+#include "resolve.h"
 
 namespace gpu2bs {
 
@@ -73,6 +74,11 @@ class Control {
   // GPU join: lanes sharing one query point (k of the paper's section III-A: 1, 2, 4, 8, 16 or
   // 32; 32 / k points per warp step); 0 = automatic (kernels/tuning.h). The CPU ignores it.
   int join_threads_per_point = 0;
+  // SDH and pair count: brute force or resolution of whole cell pairs (both engines); Auto
+  // follows each engine's cost model (resolve_cpu.h, kernels/tuning.h).
+  SdhMethod sdh_method = SdhMethod::Auto;
+  // When set, a resolution run adds its per-level counters here (benchmarks, tests).
+  ResolveStats* resolve_stats = nullptr;
   RunStats stats;
 };
 
