@@ -363,6 +363,15 @@ __global__ void expand_kernel(DevMap<T> map, int level, const uint2* in, uint32_
   }
 }
 
+// Adds v to bucket k of the block's shared histogram or of the global one.
+template <bool SMEM>
+__device__ __forceinline__ void hist_add(u64* sh, u64* global, int k, u64 v) {
+  if (SMEM)
+    atomicAdd(&sh[k], v);
+  else
+    atomicAdd(&global[k], v);
+}
+
 // Unresolved point ranges, one warp per entry {i0, i1, j0, j1} (i0 == j0: one cell, pairs
 // i < j): lanes take rows, every lane walks the columns.
 template <typename T, int D, bool SDH, bool SMEM, bool NOCALL>
@@ -384,6 +393,11 @@ __global__ void work_kernel(Coords<T> s, const uint4* work, size_t m, SdhWalkOp<
       T a[D];
       for (int k = 0; k < D; ++k) a[k] = s.p[k][i];
       uint32_t c = 0;
+      // SDH: the pairs of an unresolved cell pair fall in a few adjacent buckets, so each row
+      // counts the 4 buckets from `base` in registers and adds them to the histogram once;
+      // other buckets go to it pair by pair.
+      int base = -1;
+      uint32_t r0 = 0, r1 = 0, r2 = 0, r3 = 0;
       for (uint32_t j = self ? i + 1 : w.z; j < w.w; ++j) {
         T b[D];
         for (int k = 0; k < D; ++k) b[k] = __ldg(&s.p[k][j]);
@@ -394,15 +408,23 @@ __global__ void work_kernel(Coords<T> s, const uint4* work, size_t m, SdhWalkOp<
             kb = sdh_bucket_nocall(d2, sdh.inv_w, sdh.nbt, sdh.beyond);
           else
             kb = sdh_bucket<T>(d2, sdh.inv_w, sdh.nbt, sdh.beyond);
-          if (kb >= 0) {
-            if (SMEM)
-              atomicAdd(&sh[kb], u64(1));
-            else
-              atomicAdd(&sdh.hist[kb], u64(1));
-          }
+          if (base < 0) base = kb > 0 ? kb - 1 : 0;
+          const int off = kb - base;
+          r0 += off == 0;
+          r1 += off == 1;
+          r2 += off == 2;
+          r3 += off == 3;
+          if (kb >= 0 && (off < 0 || off > 3)) hist_add<SMEM>(sh, sdh.hist, kb, 1);
         } else {
           c += d2 <= cnt.r2 ? 1u : 0u;
         }
+      }
+      if (SDH && base >= 0) {
+        // base >= 0 and base + 3 may pass the last bucket only with zero counts there
+        if (r0) hist_add<SMEM>(sh, sdh.hist, base, r0);
+        if (r1) hist_add<SMEM>(sh, sdh.hist, base + 1, r1);
+        if (r2) hist_add<SMEM>(sh, sdh.hist, base + 2, r2);
+        if (r3) hist_add<SMEM>(sh, sdh.hist, base + 3, r3);
       }
       counted += c;
     }
@@ -606,7 +628,7 @@ uint64_t resolve_count_t(const PairCountProblem& p, Control& ctl, ResolveStats* 
 bool resolve_sdh_wins(size_t n, int dims, int nbuckets) {
   using namespace cuda_tuning;
   if ((dims != 2 && dims != 3) || n < kResolveMinPoints) return false;
-  const double s = std::pow(kResolveLeafPoints / double(n), 1.0 / dims);
+  const double s = std::pow(kResolveStopPoints / double(n), 1.0 / dims);
   const double frac = kResolveUnresolvedCoef[dims - 2] * s * nbuckets / std::sqrt(double(dims));
   return frac < kResolveWinFraction;
 }
@@ -614,7 +636,7 @@ bool resolve_sdh_wins(size_t n, int dims, int nbuckets) {
 bool resolve_count_wins(size_t n, int dims, double r_rel) {
   using namespace cuda_tuning;
   if ((dims != 2 && dims != 3) || n < kResolveMinPoints || !(r_rel > 0)) return false;
-  const double s = std::pow(kResolveLeafPoints / double(n), 1.0 / dims);
+  const double s = std::pow(kResolveStopPoints / double(n), 1.0 / dims);
   const double shell = (dims == 2 ? 2 * M_PI * r_rel : 4 * M_PI * r_rel * r_rel) * 2 * s;
   const double grid = std::pow(std::min(1.0, 3 * r_rel), dims);
   return shell * kResolveUnresolvedCoef[dims - 2] < grid * kResolveWinFraction;

@@ -51,7 +51,8 @@ struct ResolveStats {
 };
 
 // Range [lo, hi] of |fl(a - b)| over a in [alo, ahi], b in [blo, bhi] (op_sub is monotone:
-// fl(alo - bhi) <= fl(a - b) <= fl(ahi - blo)).
+// fl(alo - bhi) <= fl(a - b) <= fl(ahi - blo)). A periodic box (minimum-image distances)
+// would replace this per-axis range (and the pairwise difference) and nothing else.
 template <typename T>
 G2_HD void abs_diff_range(T alo, T ahi, T blo, T bhi, T* lo, T* hi) {
   const T l = op_sub(alo, bhi);

@@ -13,10 +13,14 @@
 
 namespace gpu2bs {
 
-// 2-core EPYC, AVX2, float32 (test/bench/results/2026-11-23-cpu-2core-resolve.md, "tuning"):
-// 2-D uniform N = 1e6, 100 buckets, the walk is fastest with about 8 points per leaf and
-// direct tiles up to 256 pairs (2-D: 16 child pairs cost about as much as 256 pair distances),
-// 3-D with 8 points per leaf and 1024 pairs (64 child pairs).
+// 2-core dev machine, AVX2, float32, 2-D uniform, derived width (bench_resolve and a tuning
+// driver; CPU seconds, the machine being shared): N = 2e5, 20 buckets, 32 points per leaf
+// resolves 76% of the pairs in 6.7 CPU s against ~20 CPU s of brute force, while 8 points per
+// leaf visit 16x more cell pairs (1.6e9 at N = 2e5, 100 buckets: slower than brute force) and
+// 64 resolve more (88% at N = 1e6) at a coarser walk. A visit costs about as much as 100-250
+// pair distances in the tile kernel, so leaves must hold tens of points. The map itself is
+// built deeper (4 points per leaf for uniform data) and the walk stops splitting at 1024 point
+// pairs (32 x 32): uniform data stops at ~32-point cells, dense clusters go deeper.
 namespace {
 CpuResolveTuning g_override[2];
 bool g_overridden[2] = {false, false};
@@ -30,26 +34,28 @@ void set_cpu_resolve_tuning(int dims, const CpuResolveTuning* t) {
 
 CpuResolveTuning cpu_resolve_tuning(int dims) {
   if ((dims == 2 || dims == 3) && g_overridden[dims - 2]) return g_override[dims - 2];
-  if (dims == 2) return {8.0, 16, 256, uint64_t(1) << 22};
-  return {8.0, 16, 1024, uint64_t(1) << 22};
+  if (dims == 2) return {4.0, 1024, 4096, uint64_t(1) << 22};
+  return {4.0, 1024, 16384, uint64_t(1) << 22};
 }
 
-// Fraction of point pairs left unresolved, about c * s * nbuckets / D for leaf cells of side s
-// and bounding-box diagonal D (a pair straddles a bucket edge with probability ~ its distance
-// range over the bucket width); with s = (leaf_points / n)^(1/d) per unit extent. Resolution
-// also costs the build (~n log n) and the walk; it wins when the unresolved fraction is below
-// kCpuResolveWinFraction and n is past the crossover kCpuResolveMinPoints (figures in
-// test/bench/results/2026-11-23-cpu-2core-resolve.md).
+// Fraction of point pairs left unresolved, about c * s * nbuckets / sqrt(d) for leaf cells of
+// side s (unit extent; a pair straddles a bucket edge with probability ~ its distance range
+// over the bucket width), with s = (leaf_points / n)^(1/d). Measured: 2-D, N = 2e5, 20 buckets,
+// s = 0.0126: 24% unresolved, c = 1.35; the 3-D coefficient is taken larger (wider ranges
+// along the diagonal). Unresolved pairs cost about twice a tile pair (short ranges) and the
+// walk adds its visits, so resolution wins below about a third unresolved; below
+// kCpuResolveMinPoints brute force takes milliseconds and keeps the simpler path
+// (test/bench/results/2026-11-23-cpu-2core-resolve.md).
 namespace {
-constexpr double kCpuUnresolvedCoef[2] = {1.6, 2.2};  // 2-D, 3-D (measured on uniform data)
-constexpr double kCpuResolveWinFraction = 0.5;
-constexpr size_t kCpuResolveMinPoints = 20000;
+constexpr double kCpuUnresolvedCoef[2] = {1.6, 2.2};  // 2-D, 3-D
+constexpr double kCpuResolveWinFraction = 0.35;
+constexpr size_t kCpuResolveMinPoints = 50000;
+constexpr double kCpuLeafPairsSide = 32.0;  // points of the cells where uniform walks stop
 }  // namespace
 
 bool cpu_resolve_sdh_wins(size_t n, int dims, int nbuckets) {
   if ((dims != 2 && dims != 3) || n < kCpuResolveMinPoints) return false;
-  const auto t = cpu_resolve_tuning(dims);
-  const double s = std::pow(t.leaf_points / double(n), 1.0 / dims);
+  const double s = std::pow(kCpuLeafPairsSide / double(n), 1.0 / dims);
   const double frac = kCpuUnresolvedCoef[dims - 2] * s * nbuckets / std::sqrt(double(dims));
   return frac < kCpuResolveWinFraction;
 }
@@ -60,8 +66,7 @@ bool cpu_resolve_count_wins(size_t n, int dims, double r_rel) {
   // leaf cells straddle the sphere of radius r: area ~ 2 pi r (2-D) or 4 pi r^2 (3-D) times
   // the leaf side s, plus the walk. Resolution wins when the shell is thinner than the grid's
   // neighbourhood by the coefficient's margin.
-  const auto t = cpu_resolve_tuning(dims);
-  const double s = std::pow(t.leaf_points / double(n), 1.0 / dims);
+  const double s = std::pow(kCpuLeafPairsSide / double(n), 1.0 / dims);
   const double shell = (dims == 2 ? 2 * M_PI * r_rel : 4 * M_PI * r_rel * r_rel) * 2 * s;
   const double grid = std::pow(std::min(1.0, 3 * r_rel), dims);
   return shell * kCpuUnresolvedCoef[dims - 2] < grid * kCpuResolveWinFraction;
