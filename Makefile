@@ -5,8 +5,11 @@ MODULE_big  = gpu2bs
 DATA        = sql/gpu2bs--0.1.sql sql/gpu2bs--0.2.sql sql/gpu2bs--0.1--0.2.sql
 PGFILEDESC  = "gpu2bs - two-body statistics on the GPU or every CPU core"
 
-REGRESS      = setup sdh pair_count simjoin errors parallel precision privileges customscan cancel resolve
+REGRESS      = setup sdh pair_count simjoin errors parallel precision privileges customscan customscan_shapes cancel literals boundary postgis resolve
 REGRESS_OPTS = --inputdir=test --load-extension=gpu2bs
+# isolationtester specs (test/specs/*.spec, expected output in test/expected): concurrent sessions
+ISOLATION      = concurrent_ddl
+ISOLATION_OPTS = --inputdir=test --load-extension=gpu2bs
 
 CORE_OBJS = src/core/problem.o src/core/parallel.o src/core/grid.o src/core/cpu_engine.o \
             src/core/density_map.o src/core/resolve_cpu.o \

@@ -16,7 +16,12 @@ namespace pg {
 // One relation's points as read: ids and SoA coordinates in a dedicated memory context.
 struct RelPoints {
   const char* relname;  // qualified, quoted
+  Oid relid;            // the relation read (locked)
   int dims;
+  bool geometry;        // the coordinates come from one PostGIS point column
+  const char* geom_col; // its name
+  bool srid_seen;       // a geometry row was read; srid is then the SRID of every row
+  int32 srid;
   int64 n;
   int64 cap;
   int64 expect;         // rows the catalog expects (pg_class.reltuples), 0 when unknown
