@@ -1319,7 +1319,9 @@ void resolve_sdh_case(const ref::Points& pts, Precision prec, int nb, double wid
   ResolveStats st;
   const auto r = sdh_with(gpu(), pts, prec, nb, width, SdhMethod::Resolve, &st);
   EXPECT_EQ(r, sdh_with(gpu(), pts, prec, nb, width, SdhMethod::Brute)) << what;
-  if (cpu_too) EXPECT_EQ(r, sdh_with(cpu(), pts, prec, nb, width, SdhMethod::Resolve)) << what;
+  if (cpu_too) {
+    EXPECT_EQ(r, sdh_with(cpu(), pts, prec, nb, width, SdhMethod::Resolve)) << what;
+  }
   const uint64_t n = pts.n();
   EXPECT_EQ(st.resolved_pairs + st.examined_pairs, n * (n - 1) / 2) << what;
 }
@@ -1328,7 +1330,9 @@ void resolve_count_case(const ref::Points& pts, Precision prec, double r, bool c
                         const char* what) {
   const uint64_t c = count_with(gpu(), pts, prec, r, SdhMethod::Resolve);
   EXPECT_EQ(c, count_with(gpu(), pts, prec, r, SdhMethod::Brute)) << what;
-  if (cpu_too) EXPECT_EQ(c, count_with(cpu(), pts, prec, r, SdhMethod::Resolve)) << what;
+  if (cpu_too) {
+    EXPECT_EQ(c, count_with(cpu(), pts, prec, r, SdhMethod::Resolve)) << what;
+  }
 }
 
 }  // namespace
