@@ -145,4 +145,4 @@ COMMENT ON FUNCTION gpu_simjoin(regclass, regclass, float8, text[], text) IS
 CREATE FUNCTION gpu2bs_info() RETURNS TABLE(name text, value text)
   AS 'MODULE_PATHNAME', 'gpu2bs_info' LANGUAGE C VOLATILE PARALLEL RESTRICTED;
 COMMENT ON FUNCTION gpu2bs_info() IS
-'Which engine answers now and why (gpu2bs.device), CPU instruction set and threads, precision, the GPU (name, SMs, memory in use and free, driver and runtime versions) when one is usable, and the timings of this session''s last gpu2bs call.';
+'Which engine answers now and why (gpu2bs.device), CPU instruction set and threads, precision, whether the library was built with CUDA, the bytes the backend''s C allocator has in use, the GPU (name, SMs, memory in use and free, driver and runtime versions) when one is usable, and the timings of this session''s last gpu2bs call.';

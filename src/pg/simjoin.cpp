@@ -35,6 +35,7 @@ extern "C" {
 #include <cmath>
 
 #include "../core/error.h"
+#include "../core/pipeline.h"
 #include "settings.h"
 #include "simjoin.h"
 
@@ -595,7 +596,7 @@ void simjoin_read(const SimjoinArgs& a, SimjoinInput* in) {
   in->scan_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
 
-void simjoin_run(const SimjoinArgs& a, SimjoinInput* in, PairSink& sink) {
+SimjoinPrepared simjoin_prepare(const SimjoinArgs& a, SimjoinInput* in) {
   const int nrel = a.nrel;
   const RelPoints* rels = in->rels;
   Precision prec = current_precision();
@@ -611,13 +612,22 @@ void simjoin_run(const SimjoinArgs& a, SimjoinInput* in, PairSink& sink) {
                 std::string(rels[0].relname) + " has " + std::to_string(va.dims) + ", " +
                     rels[1].relname + " has " + std::to_string(vb.dims) + ".");
   check_range(compute_bounds(va, nrel == 2 ? &vb : nullptr), prec);
-  SimjoinProblem prob = make_simjoin(va, nrel == 2 ? &vb : nullptr, a.eps, prec,
-                                     uint64_t(max_result_rows_setting));
+  SimjoinPrepared out;
+  out.prob = make_simjoin(va, nrel == 2 ? &vb : nullptr, a.eps, prec, uint64_t(max_result_rows_setting));
   std::string reason;
-  Engine* eng = choose_engine(&reason);
+  out.engine = choose_engine(&reason);
+  return out;
+}
+
+void simjoin_run(const SimjoinArgs& a, SimjoinInput* in, PairSink& sink, const PairFilter* filter) {
+  SimjoinPrepared prep = simjoin_prepare(a, in);
+  Engine* eng = prep.engine;
+  const bool engine_filters = filter && eng->applies_pair_filter();
+  if (engine_filters) prep.prob.filter = filter;
+  FilterSink filtered(engine_filters ? nullptr : filter, sink);
   PgControl ctl;
   ctl.stats.scan_s = in->scan_s;
-  eng->simjoin(prob, sink, ctl);
+  eng->simjoin(prep.prob, filtered, ctl);
   record_run("gpu_simjoin", eng->name(), ctl.stats);
 }
 

@@ -25,12 +25,12 @@ BEGIN
   PERFORM set_config('gpu2bs.sdh_method', m, true);
   PERFORM set_config('gpu2bs.precision', p, true);
   INSERT INTO runs SELECT m, p, 'r2 sdh 20', gpu_sdh(x, y, 20) FROM r2;
-  INSERT INTO runs SELECT m, p, 'r2 sdh 5 w 0.1', gpu_sdh(x, y, 5, 0.1::float8) FROM r2;
+  INSERT INTO runs SELECT m, p, 'r2 sdh 5 w 0.1', gpu_sdh_fixed(x, y, 5, 0.1::float8) FROM r2;
   INSERT INTO runs SELECT m, p, 'r3 sdh 50', gpu_sdh(x, y, z, 50) FROM r3;
   INSERT INTO runs SELECT m, p, 'c3 sdh 30', gpu_sdh(x, y, z, 30) FROM c3;
-  INSERT INTO runs SELECT m, p, 'l2 sdh 10 w 1', gpu_sdh(x, y, 10, 1.0::float8) FROM l2;
+  INSERT INTO runs SELECT m, p, 'l2 sdh 10 w 1', gpu_sdh_fixed(x, y, 10, 1.0::float8) FROM l2;
   INSERT INTO runs SELECT m, p, 'l2 sdh 21', gpu_sdh(x, y, 21) FROM l2;
-  INSERT INTO runs SELECT m, p, 'l3 sdh 6 w 1', gpu_sdh(x, y, z, 6, 1.0::float8) FROM l3;
+  INSERT INTO runs SELECT m, p, 'l3 sdh 6 w 1', gpu_sdh_fixed(x, y, z, 6, 1.0::float8) FROM l3;
   INSERT INTO runs SELECT m, p, 'r2 count 0.05', ARRAY[gpu_pair_count(x, y, 0.05::float8)] FROM r2;
   INSERT INTO runs SELECT m, p, 'c3 count 0.03', ARRAY[gpu_pair_count(x, y, z, 0.03::float8)] FROM c3;
   INSERT INTO runs SELECT m, p, 'l2 count 2', ARRAY[gpu_pair_count(x, y, 2.0::float8)] FROM l2;
