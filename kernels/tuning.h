@@ -192,7 +192,7 @@ constexpr double kResolveLeafPoints = 4.0;
 // whose distance range spans two bucket edges, go to the work list instead of being split
 // (2-D: 16 child pairs, 3-D: 64 child pairs per split).
 constexpr unsigned long long kResolveMinPairs = 1024;
-constexpr unsigned long long kResolveDirectPairs[2] = {4096, 16384};
+constexpr unsigned long long kResolveDirectPairs[2] = {1ull << 16, 1ull << 16};
 // Walk buffers: cell pairs per level queue, work-list entries between work kernel launches
 // (16 bytes each: 64 MB; a launch computes a few ms of pairs, so cancel is seen promptly).
 constexpr size_t kResolveQueuePairs = size_t(1) << 22;
