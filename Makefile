@@ -8,7 +8,7 @@ PGFILEDESC  = "gpu2bs - two-body statistics on the GPU or every CPU core"
 REGRESS      = setup sdh pair_count simjoin errors parallel precision privileges customscan customscan_shapes pushdown cancel literals boundary postgis resolve
 REGRESS_OPTS = --inputdir=test --load-extension=gpu2bs
 # isolationtester specs (test/specs/*.spec, expected output in test/expected): concurrent sessions
-ISOLATION      = concurrent_ddl
+ISOLATION      = concurrent_ddl concurrent_ddl_views
 ISOLATION_OPTS = --inputdir=test --load-extension=gpu2bs
 
 CORE_OBJS = src/core/problem.o src/core/parallel.o src/core/grid.o src/core/cpu_engine.o \
