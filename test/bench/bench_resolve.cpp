@@ -110,25 +110,38 @@ void one(int dims, const std::string& dist, size_t n, bool sdh, int nb, double r
     fclose(f);
     exit(0);
   }
-  Run r = run(pts, sdh, nb, r_rel, SdhMethod::Resolve);
   double brute_s, brute_cpu;
   const char* how;
   bool equal;
+  Run b;
   if (n <= brute_max) {
-    Run b = run(pts, sdh, nb, r_rel, SdhMethod::Brute);
+    b = run(pts, sdh, nb, r_rel, SdhMethod::Brute);
+    how = "measured";
+  } else {
+    // The subset first, printed at once: its row stands even if the full run is stopped.
+    auto sub = prefix(pts, brute_max);
+    b = run(sub, sdh, nb, r_rel, SdhMethod::Brute);
+    Run rs = run(sub, sdh, nb, r_rel, SdhMethod::Resolve);
+    equal = b.out == rs.out;
+    printf("| %s | %d-D | %s | %zu (subset) | %s | %.3f | %.3f (measured) | %.2fx | %.2f | %.2f | "
+           "%.2fx | %s | %.4f | %.3f | %.3f | %s |\n",
+           g_engine->name().c_str(), dims, dist.c_str(), brute_max,
+           sdh ? std::to_string(nb).c_str() : ("r=" + std::to_string(r_rel)).c_str(),
+           rs.seconds, b.seconds, b.seconds / rs.seconds, rs.cpu, b.cpu,
+           b.cpu / std::max(rs.cpu, 1e-9), equal ? "equal" : "DIFFERENT",
+           rs.st.resolved_fraction(), rs.st.build_s, rs.st.walk_s, levels(rs.st).c_str());
+    fflush(stdout);
+    how = "extrapolated";
+  }
+  Run r = run(pts, sdh, nb, r_rel, SdhMethod::Resolve);
+  if (n <= brute_max) {
     brute_s = b.seconds;
     brute_cpu = b.cpu;
     equal = b.out == r.out;
-    how = "measured";
   } else {
-    auto sub = prefix(pts, brute_max);
-    Run b = run(sub, sdh, nb, r_rel, SdhMethod::Brute);
-    Run rs = run(sub, sdh, nb, r_rel, SdhMethod::Resolve);
-    equal = b.out == rs.out;
     const double f = double(n) / double(brute_max);
     brute_s = b.seconds * f * f;
     brute_cpu = b.cpu * f * f;
-    how = "extrapolated";
   }
   printf("| %s | %d-D | %s | %zu | %s | %.3f | %.3f (%s) | %.2fx | %.2f | %.2f | %.2fx | %s | "
          "%.4f | %.3f | %.3f | %s |\n",
