@@ -8,11 +8,23 @@
 #   4. end-to-end SQL benchmark (test/gpu/bench_sql.sh)
 #   5. paper: synthetic sets like the load-imbalance paper's (test/gpu/bench_join_paper.sh)
 #   6. join1e9: a self-join of ~1e9 pairs with memory bounded by settings (test/gpu/join_1e9.sh)
+#   7. sliding: builds and runs test/gpu/build/test_sliding (in-place data sliding vs CUB and std)
+#      and test/gpu/build/bench_sliding (writes $OUT/2026-11-23-h100-sliding.txt, to be stored in
+#      test/bench/results/); needs no PostgreSQL, and runs alone when it is the only step
 # Usage: bash test/gpu/device_suite.sh [steps, default "regress pytest diff bench"]
 set -uo pipefail
 steps=${1:-"regress pytest diff bench"}
 OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | tee "$OUT/gpu.txt"
+if [[ $steps == *sliding* ]]; then
+  make -C test/gpu -j16 sliding > "$OUT/sliding-build.log" 2>&1 || tail -30 "$OUT/sliding-build.log"
+  timeout ${SLIDING_TIMEOUT:-300} test/gpu/build/test_sliding > "$OUT/test_sliding.log" 2>&1
+  echo "test_sliding: $(grep -E '^\[  (PASSED|FAILED)' "$OUT/test_sliding.log" | tr '\n' ' ')"
+  { echo "# $(date -u +%F) $(head -1 "$OUT/gpu.txt"), command: test/gpu/build/bench_sliding 5"
+    timeout ${SLIDING_TIMEOUT:-300} test/gpu/build/bench_sliding 5; } > "$OUT/2026-11-23-h100-sliding.txt" 2>&1
+  tail -5 "$OUT/2026-11-23-h100-sliding.txt"
+  [[ $steps == sliding ]] && exit 0
+fi
 export PG_OPTS="-c shared_buffers=4GB -c work_mem=256MB -c max_parallel_workers_per_gather=8"
 # a server left by an earlier call on a warm machine is stopped first
 if [ -f /tmp/pgdata/postmaster.pid ]; then
