@@ -5,7 +5,7 @@ MODULE_big  = gpu2bs
 DATA        = sql/gpu2bs--0.1.sql sql/gpu2bs--0.2.sql sql/gpu2bs--0.1--0.2.sql
 PGFILEDESC  = "gpu2bs - two-body statistics on the GPU or every CPU core"
 
-REGRESS      = setup sdh pair_count simjoin errors parallel precision privileges customscan cancel
+REGRESS      = setup sdh pair_count simjoin errors parallel precision privileges customscan customscan_shapes cancel
 REGRESS_OPTS = --inputdir=test --load-extension=gpu2bs
 
 CORE_OBJS = src/core/problem.o src/core/parallel.o src/core/grid.o src/core/cpu_engine.o \

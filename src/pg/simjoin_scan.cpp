@@ -12,10 +12,13 @@ extern "C" {
 #include "catalog/pg_proc.h"
 #include "catalog/pg_type.h"
 #include "executor/executor.h"
+#include "executor/tuptable.h"
+#include "funcapi.h"
 #include "nodes/extensible.h"
 #include "nodes/makefuncs.h"
 #include "nodes/nodeFuncs.h"
 #include "optimizer/optimizer.h"
+#include "optimizer/tlist.h"
 #include "optimizer/pathnode.h"
 #include "optimizer/paths.h"
 #include "optimizer/restrictinfo.h"
@@ -74,7 +77,10 @@ struct SimjoinScanState {
   CustomScanState css;
   int form;
   int ncols;        // columns of the scan tuple
-  int attno[3];     // which output column (1 id1, 2 id2, 3 dist) each scan column holds
+  int attno[4];     // which output column (1 id1, 2 id2, 3 dist, 0 the whole row) each holds
+  Index rti;        // the function's range table index (whole-row names, EvalPlanQual)
+  TupleDesc row_desc;  // (id1, id2, dist) under the query's column aliases, blessed
+  bool epq_done;    // EvalPlanQual: the test row was returned
   List* arg_states;
   bool started;
   bool self;
@@ -191,6 +197,24 @@ void release(SimjoinScanState* st) {
   st->started = false;
 }
 
+// Fills the scan slot's columns from one pair; a whole-row column gets a composite datum
+// (allocated in the per-tuple memory, like the function scan's projection).
+void store_row(SimjoinScanState* st, TupleTableSlot* slot, int64 a, int64 b, double dist) {
+  for (int c = 0; c < st->ncols; ++c) {
+    const int att = st->attno[c];
+    slot->tts_isnull[c] = false;
+    if (att == 0) {
+      Datum v[3] = {Int64GetDatum(a), Int64GetDatum(b), Float8GetDatum(dist)};
+      bool n[3] = {false, false, false};
+      MemoryContext old = MemoryContextSwitchTo(st->css.ss.ps.ps_ExprContext->ecxt_per_tuple_memory);
+      slot->tts_values[c] = HeapTupleGetDatum(heap_form_tuple(st->row_desc, v, n));
+      MemoryContextSwitchTo(old);
+    } else {
+      slot->tts_values[c] = att == 1 ? Int64GetDatum(a) : att == 2 ? Int64GetDatum(b) : Float8GetDatum(dist);
+    }
+  }
+}
+
 // The next pair as a virtual tuple (id1, id2, dist), or an empty slot at the end.
 TupleTableSlot* scan_next(ScanState* ss) {
   SimjoinScanState* st = (SimjoinScanState*)ss;
@@ -231,20 +255,55 @@ TupleTableSlot* scan_next(ScanState* ss) {
   }
   int64 a = st->ids_a[r->i], b = st->ids_b[r->j];
   if (st->self && a > b) std::swap(a, b);
-  for (int c = 0; c < st->ncols; ++c) {
-    const int att = st->attno[c];
-    slot->tts_values[c] = att == 1 ? Int64GetDatum(a) : att == 2 ? Int64GetDatum(b) : Float8GetDatum(r->dist);
-    slot->tts_isnull[c] = false;
-  }
+  store_row(st, slot, a, b, r->dist);
   return ExecStoreVirtualTuple(slot);
 }
 
-bool scan_recheck(ScanState*, TupleTableSlot*) { return true; }
+// EvalPlanQual recheck (a row lock or UPDATE in the same query met a concurrently updated
+// row): the scan returns once the row it returned before, saved by the ROW_MARK_COPY row mark
+// as a whole-row value, then ends. The scan has no relation of its own (scanrelid 0), so
+// PostgreSQL leaves this to the scan.
+bool scan_recheck(ScanState* ss, TupleTableSlot* slot) {
+  SimjoinScanState* st = (SimjoinScanState*)ss;
+  EPQState* epq = ss->ps.state->es_epq_active;
+  if (!epq || st->epq_done) return false;
+  st->epq_done = true;
+  const Index rti = st->rti;
+  TupleTableSlot* src = nullptr;
+  if (epq->relsubs_slot && epq->relsubs_slot[rti - 1]) {
+    src = epq->relsubs_slot[rti - 1];
+  } else if (epq->relsubs_rowmark && epq->relsubs_rowmark[rti - 1]) {
+    src = MakeSingleTupleTableSlot(st->row_desc, &TTSOpsHeapTuple);
+    if (!EvalPlanQualFetchRowMark(epq, rti, src)) return false;
+  } else {
+    return false;
+  }
+  if (TupIsNull(src)) return false;
+  slot_getallattrs(src);
+  if (src->tts_isnull[0] || src->tts_isnull[1] || src->tts_isnull[2]) return false;
+  ExecClearTuple(slot);
+  store_row(st, slot, DatumGetInt64(src->tts_values[0]), DatumGetInt64(src->tts_values[1]),
+            DatumGetFloat8(src->tts_values[2]));
+  ExecStoreVirtualTuple(slot);
+  return true;
+}
 
-void begin_scan(CustomScanState* node, EState*, int) {
+void begin_scan(CustomScanState* node, EState* estate, int) {
   SimjoinScanState* st = (SimjoinScanState*)node;
   CustomScan* cs = (CustomScan*)node->ss.ps.plan;
   st->arg_states = ExecInitExprList(cs->custom_exprs, &node->ss.ps);
+  // The row type of whole-row references: RECORD with the range table entry's column names
+  // (aliases included), as a function scan's whole-row Var has.
+  RangeTblEntry* rte = exec_rt_fetch(st->rti, estate);
+  TupleDesc desc = CreateTemplateTupleDesc(3);
+  const Oid types[3] = {INT8OID, INT8OID, FLOAT8OID};
+  const char* names[3] = {"id1", "id2", "dist"};
+  for (int k = 0; k < 3; ++k) {
+    const char* name = names[k];
+    if (rte->eref && list_length(rte->eref->colnames) > k) name = strVal(list_nth(rte->eref->colnames, k));
+    TupleDescInitEntry(desc, AttrNumber(k + 1), name, types[k], -1, 0);
+  }
+  st->row_desc = BlessTupleDesc(desc);
 }
 
 TupleTableSlot* exec_scan(CustomScanState* node) {
@@ -256,6 +315,7 @@ void end_scan(CustomScanState* node) { release((SimjoinScanState*)node); }
 // Rescan: new parameter values run the join again; otherwise the spool is read again.
 void rescan(CustomScanState* node) {
   SimjoinScanState* st = (SimjoinScanState*)node;
+  st->epq_done = false;
   if (node->ss.ps.chgParam != nullptr || !st->started) {
     release(st);
     return;
@@ -274,8 +334,9 @@ Node* create_state(CustomScan* cs) {
   SimjoinScanState* st = (SimjoinScanState*)newNode(sizeof(SimjoinScanState), T_CustomScanState);
   st->css.methods = &exec_methods;
   st->form = intVal(linitial(cs->custom_private));
+  st->rti = Index(intVal(lsecond(cs->custom_private)));
   ListCell* lc;
-  for_each_from(lc, cs->custom_private, 1) st->attno[st->ncols++] = intVal(lfirst(lc));
+  for_each_from(lc, cs->custom_private, 2) st->attno[st->ncols++] = intVal(lfirst(lc));
   return (Node*)st;
 }
 
@@ -296,15 +357,26 @@ Plan* plan_path(PlannerInfo* root, RelOptInfo* rel, CustomPath* path, List* tlis
   cs->custom_exprs = (List*)copyObjectImpl(fe->args);
   // The scan tuple holds just the columns the query needs (none for count(*)), in the order
   // of the target list when that is a list of distinct plain columns and there is no qual:
-  // then no projection step runs per row. Otherwise all three columns.
+  // then no projection step runs per row. Otherwise all three columns, plus the whole row
+  // when the query references it (SELECT g, row_to_json(g), count(g), and the row marks of
+  // UPDATE/DELETE/MERGE ... FROM and FOR UPDATE, which copy each joined row whole).
   const Oid types[3] = {INT8OID, INT8OID, FLOAT8OID};
   const char* names[3] = {"id1", "id2", "dist"};
   List* cols = NIL;
   bool plain = clauses == NIL;  // quals may read columns the target list does not
+  Var* whole = nullptr;
   ListCell* lc;
+  List* vars = pull_var_clause((Node*)list_concat(list_copy(tlist), extract_actual_clauses(clauses, false)),
+                               PVC_RECURSE_AGGREGATES | PVC_RECURSE_WINDOWFUNCS | PVC_RECURSE_PLACEHOLDERS);
+  foreach (lc, vars) {
+    Var* v = (Var*)lfirst(lc);
+    if (v->varno == int(rel->relid) && v->varattno == 0 && !whole) {
+      whole = (Var*)copyObjectImpl(v);
+    }
+  }
   foreach (lc, tlist) {
     Node* e = (Node*)((TargetEntry*)lfirst(lc))->expr;
-    if (!IsA(e, Var) || ((Var*)e)->varno != rel->relid || ((Var*)e)->varattno < 1 ||
+    if (!IsA(e, Var) || ((Var*)e)->varno != int(rel->relid) || ((Var*)e)->varattno < 1 ||
         ((Var*)e)->varattno > 3 || list_member_int(cols, ((Var*)e)->varattno)) {
       plain = false;
       break;
@@ -313,13 +385,17 @@ Plan* plan_path(PlannerInfo* root, RelOptInfo* rel, CustomPath* path, List* tlis
   }
   if (!plain) cols = list_make3_int(1, 2, 3);
   List* scan_tlist = NIL;
-  List* priv = list_make1(makeInteger(intVal(linitial(path->custom_private))));
+  List* priv = list_make2(makeInteger(intVal(linitial(path->custom_private))), makeInteger(int(rel->relid)));
   int resno = 1;
   foreach (lc, cols) {
     const int k = lfirst_int(lc) - 1;
     scan_tlist = lappend(scan_tlist, makeTargetEntry((Expr*)makeVar(rel->relid, AttrNumber(k + 1), types[k], -1, InvalidOid, 0),
                                                      AttrNumber(resno++), pstrdup(names[k]), false));
     priv = lappend(priv, makeInteger(k + 1));
+  }
+  if (whole) {
+    scan_tlist = lappend(scan_tlist, makeTargetEntry((Expr*)whole, AttrNumber(resno++), pstrdup("row"), false));
+    priv = lappend(priv, makeInteger(0));
   }
   cs->custom_scan_tlist = scan_tlist;
   cs->custom_private = priv;
