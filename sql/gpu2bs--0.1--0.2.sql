@@ -2,3 +2,26 @@
 -- Every object that 0.2 adds or changes relative to 0.1 is created or replaced here, in the same
 -- form as in gpu2bs--0.2.sql, so that a fresh 0.2 install and an upgraded 0.1 install are equal.
 \echo Use "ALTER EXTENSION gpu2bs UPDATE TO '0.2'" to load this file. \quit
+
+-- Explicit bucket width under its own name, gpu_sdh_fixed: gpu_sdh(x, y, nbuckets, width) and
+-- gpu_sdh(x, y, z, nbuckets) both took four arguments, and a call with integer literals
+-- (gpu_sdh(x, y, 0, 10)) matched both (42725). The 2-D explicit-width gpu_sdh is dropped; a view
+-- or function that uses it stops this update with a dependency error: re-create it with
+-- gpu_sdh_fixed first (docs/upgrading.md).
+CREATE AGGREGATE gpu_sdh_fixed(x float8, y float8, z float8, nbuckets int4, width float8) (
+  SFUNC = gpu2bs_sdh3w_sfunc, STYPE = internal, FINALFUNC = gpu2bs_sdh_final,
+  COMBINEFUNC = gpu2bs_points_combine, SERIALFUNC = gpu2bs_points_serialize,
+  DESERIALFUNC = gpu2bs_points_deserialize, PARALLEL = SAFE);
+CREATE AGGREGATE gpu_sdh_fixed(x float8, y float8, nbuckets int4, width float8) (
+  SFUNC = gpu2bs_sdh2w_sfunc, STYPE = internal, FINALFUNC = gpu2bs_sdh_final,
+  COMBINEFUNC = gpu2bs_points_combine, SERIALFUNC = gpu2bs_points_serialize,
+  DESERIALFUNC = gpu2bs_points_deserialize, PARALLEL = SAFE);
+DROP AGGREGATE gpu_sdh(float8, float8, int4, float8);
+COMMENT ON FUNCTION gpu2bs_sdh3w_sfunc(internal, float8, float8, float8, int4, float8) IS 'transition function of gpu_sdh_fixed(x, y, z, nbuckets, width); internal';
+COMMENT ON FUNCTION gpu2bs_sdh2w_sfunc(internal, float8, float8, int4, float8) IS 'transition function of gpu_sdh_fixed(x, y, nbuckets, width); internal';
+COMMENT ON AGGREGATE gpu_sdh(float8, float8, float8, int4, float8) IS
+'Spatial distance histogram of 3-D points with explicit bucket width: the same as gpu_sdh_fixed(x, y, z, nbuckets, width), kept under this name for compatibility (a five-argument call is never ambiguous).';
+COMMENT ON AGGREGATE gpu_sdh_fixed(float8, float8, float8, int4, float8) IS
+'Spatial distance histogram of 3-D points with explicit bucket width (same unit as the coordinates): bigint[nbuckets], element k+1 counts pairs with d in [k*width, (k+1)*width); pairs with d >= nbuckets*width are not counted. Rows with a NULL argument are skipped; NaN or infinite coordinates raise 22023; nbuckets must be 1..1048576 and width positive and finite (22023). NULL for no rows. Method: 2-BS framework, Type-II.';
+COMMENT ON AGGREGATE gpu_sdh_fixed(float8, float8, int4, float8) IS
+'Spatial distance histogram of 2-D points (x, y) with explicit bucket width: as gpu_sdh_fixed(x, y, z, nbuckets, width) in the plane.';

@@ -34,9 +34,9 @@ CREATE FUNCTION gpu2bs_pair_count_final(internal) RETURNS bigint
   AS 'MODULE_PATHNAME' LANGUAGE C STABLE PARALLEL SAFE;
 
 COMMENT ON FUNCTION gpu2bs_sdh3_sfunc(internal, float8, float8, float8, int4) IS 'transition function of gpu_sdh(x, y, z, nbuckets); internal';
-COMMENT ON FUNCTION gpu2bs_sdh3w_sfunc(internal, float8, float8, float8, int4, float8) IS 'transition function of gpu_sdh(x, y, z, nbuckets, width); internal';
+COMMENT ON FUNCTION gpu2bs_sdh3w_sfunc(internal, float8, float8, float8, int4, float8) IS 'transition function of gpu_sdh_fixed(x, y, z, nbuckets, width); internal';
 COMMENT ON FUNCTION gpu2bs_sdh2_sfunc(internal, float8, float8, int4) IS 'transition function of gpu_sdh(x, y, nbuckets); internal';
-COMMENT ON FUNCTION gpu2bs_sdh2w_sfunc(internal, float8, float8, int4, float8) IS 'transition function of gpu_sdh(x, y, nbuckets, width); internal';
+COMMENT ON FUNCTION gpu2bs_sdh2w_sfunc(internal, float8, float8, int4, float8) IS 'transition function of gpu_sdh_fixed(x, y, nbuckets, width); internal';
 COMMENT ON FUNCTION gpu2bs_count3_sfunc(internal, float8, float8, float8, float8) IS 'transition function of gpu_pair_count(x, y, z, r); internal';
 COMMENT ON FUNCTION gpu2bs_count2_sfunc(internal, float8, float8, float8) IS 'transition function of gpu_pair_count(x, y, r); internal';
 COMMENT ON FUNCTION gpu2bs_points_combine(internal, internal) IS 'combine function of the gpu2bs aggregates: concatenates point buffers (a histogram of a union is not the sum of the parts); internal';
@@ -62,19 +62,28 @@ CREATE AGGREGATE gpu_sdh(x float8, y float8, nbuckets int4) (
   SFUNC = gpu2bs_sdh2_sfunc, STYPE = internal, FINALFUNC = gpu2bs_sdh_final,
   COMBINEFUNC = gpu2bs_points_combine, SERIALFUNC = gpu2bs_points_serialize,
   DESERIALFUNC = gpu2bs_points_deserialize, PARALLEL = SAFE);
-CREATE AGGREGATE gpu_sdh(x float8, y float8, nbuckets int4, width float8) (
-  SFUNC = gpu2bs_sdh2w_sfunc, STYPE = internal, FINALFUNC = gpu2bs_sdh_final,
-  COMBINEFUNC = gpu2bs_points_combine, SERIALFUNC = gpu2bs_points_serialize,
-  DESERIALFUNC = gpu2bs_points_deserialize, PARALLEL = SAFE);
-
 COMMENT ON AGGREGATE gpu_sdh(float8, float8, float8, int4) IS
 'Spatial distance histogram of 3-D points: bigint[nbuckets], element k+1 counts the unordered pairs {i, j}, i <> j, with distance d in [k*w, (k+1)*w), w = bounding-box diagonal / nbuckets (gpu_sdh_width gives w); a pair at d = diagonal counts in the last bucket, so the counts sum to N(N-1)/2. Rows with a NULL argument are skipped; NaN or infinite coordinates raise 22023; nbuckets must be 1..1048576 (22023). NULL for no rows. Method: 2-BS framework (Type-II output, tiling, output privatization).';
 COMMENT ON AGGREGATE gpu_sdh(float8, float8, float8, int4, float8) IS
-'Spatial distance histogram of 3-D points with explicit bucket width (same unit as the coordinates): bigint[nbuckets], element k+1 counts pairs with d in [k*width, (k+1)*width); pairs with d >= nbuckets*width are not counted. width must be positive and finite (22023). Method: 2-BS framework, Type-II.';
+'Spatial distance histogram of 3-D points with explicit bucket width: the same as gpu_sdh_fixed(x, y, z, nbuckets, width), kept under this name for compatibility (a five-argument call is never ambiguous).';
 COMMENT ON AGGREGATE gpu_sdh(float8, float8, int4) IS
 'Spatial distance histogram of 2-D points (x, y): as gpu_sdh(x, y, z, nbuckets) in the plane.';
-COMMENT ON AGGREGATE gpu_sdh(float8, float8, int4, float8) IS
-'Spatial distance histogram of 2-D points with explicit bucket width: as gpu_sdh(x, y, z, nbuckets, width) in the plane.';
+
+-- Explicit bucket width under its own name: every gpu_sdh, gpu_sdh_fixed, gpu_sdh_width and
+-- gpu_pair_count has one form per number of arguments, so a call with literal arguments
+-- (gpu_sdh(x, y, 0, 10): 3-D with z = 0) never matches two forms.
+CREATE AGGREGATE gpu_sdh_fixed(x float8, y float8, z float8, nbuckets int4, width float8) (
+  SFUNC = gpu2bs_sdh3w_sfunc, STYPE = internal, FINALFUNC = gpu2bs_sdh_final,
+  COMBINEFUNC = gpu2bs_points_combine, SERIALFUNC = gpu2bs_points_serialize,
+  DESERIALFUNC = gpu2bs_points_deserialize, PARALLEL = SAFE);
+CREATE AGGREGATE gpu_sdh_fixed(x float8, y float8, nbuckets int4, width float8) (
+  SFUNC = gpu2bs_sdh2w_sfunc, STYPE = internal, FINALFUNC = gpu2bs_sdh_final,
+  COMBINEFUNC = gpu2bs_points_combine, SERIALFUNC = gpu2bs_points_serialize,
+  DESERIALFUNC = gpu2bs_points_deserialize, PARALLEL = SAFE);
+COMMENT ON AGGREGATE gpu_sdh_fixed(float8, float8, float8, int4, float8) IS
+'Spatial distance histogram of 3-D points with explicit bucket width (same unit as the coordinates): bigint[nbuckets], element k+1 counts pairs with d in [k*width, (k+1)*width); pairs with d >= nbuckets*width are not counted. Rows with a NULL argument are skipped; NaN or infinite coordinates raise 22023; nbuckets must be 1..1048576 and width positive and finite (22023). NULL for no rows. Method: 2-BS framework, Type-II.';
+COMMENT ON AGGREGATE gpu_sdh_fixed(float8, float8, int4, float8) IS
+'Spatial distance histogram of 2-D points (x, y) with explicit bucket width: as gpu_sdh_fixed(x, y, z, nbuckets, width) in the plane.';
 
 CREATE AGGREGATE gpu_sdh_width(x float8, y float8, z float8, nbuckets int4) (
   SFUNC = gpu2bs_sdh3_sfunc, STYPE = internal, FINALFUNC = gpu2bs_sdh_width_final,

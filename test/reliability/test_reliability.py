@@ -28,7 +28,7 @@ CANCEL_AFTER_S = 2.5 if DEVICE == "gpu" else 0.5
 # Mixed workload for the concurrency soak, with the results fixed by a serial run first.
 MIXED = [
     "SELECT gpu_sdh(x, y, z, 64) FROM rel_small",
-    "SELECT gpu_sdh(x, y, 32, 0.05) FROM rel_small",
+    "SELECT gpu_sdh_fixed(x, y, 32, 0.05) FROM rel_small",
     "SELECT gpu_pair_count(x, y, z, 0.1) FROM rel_small",
     "SELECT count(*), sum(id1 * 7 + id2) FROM gpu_simjoin('rel_small', 0.08)",
     "SELECT count(*) FROM gpu_simjoin('rel_small', 'rel_small2', 0.05)",
