@@ -8,7 +8,7 @@ PGFILEDESC  = "gpu2bs - two-body statistics on the GPU or every CPU core"
 REGRESS      = setup sdh pair_count simjoin errors parallel precision privileges customscan customscan_shapes pushdown cancel literals boundary postgis
 REGRESS_OPTS = --inputdir=test --load-extension=gpu2bs
 # isolationtester specs (test/specs/*.spec, expected output in test/expected): concurrent sessions
-ISOLATION      = concurrent_ddl
+ISOLATION      = concurrent_ddl concurrent_ddl_views
 ISOLATION_OPTS = --inputdir=test --load-extension=gpu2bs
 
 CORE_OBJS = src/core/problem.o src/core/parallel.o src/core/grid.o src/core/cpu_engine.o \
@@ -73,7 +73,7 @@ EXTRA_CLEAN = build test/unit/build
 .PHONY: demo test unit
 demo:      ## command 1: the main job on real data (installs what it needs)
 	bash scripts/demo.sh
-test:      ## command 2: the whole test suite (unit tests, pg_regress, corpus)
+test:      ## command 2: the whole test suite (test/run: unit, asan, regress, upgrade, metadata, reliability)
 	bash test/run
 unit:
 	cmake -S test/unit -B test/unit/build -DCMAKE_BUILD_TYPE=Release >/dev/null

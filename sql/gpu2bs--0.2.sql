@@ -129,14 +129,14 @@ CREATE FUNCTION gpu_simjoin(rel regclass, eps float8, coords text[] DEFAULT NULL
   AS 'MODULE_PATHNAME', 'gpu2bs_simjoin_self' LANGUAGE C STABLE PARALLEL RESTRICTED ROWS 100000
   SUPPORT gpu2bs_simjoin_support;
 COMMENT ON FUNCTION gpu_simjoin(regclass, float8, text[], text) IS
-'Distance similarity self-join: every unordered pair of rows of rel whose Euclidean distance is <= eps (inclusive, coordinate units), once, as (id1, id2, dist) with id1 < id2. Coordinates: the columns named in coords (2 to 6, any numeric type), else every float8 column except the key, in column order. Key (id): the named integer column, else the single-column integer primary key, else an integer column named id. Rows with a NULL key or coordinate are skipped. Errors: eps <= 0 or NaN, NaN/infinite coordinates (22023); missing relation (42P01) or column (42703); non-numeric column (42804); no SELECT privilege (42501); more than gpu2bs.max_result_rows pairs (54000). Method: 2-BS framework Type-III (direct output buffer), grid index with a unidirectional cell pattern (similarity-join load-imbalance paper).';
+'Distance similarity self-join: every unordered pair of rows of rel whose Euclidean distance is <= eps (inclusive, coordinate units), once, as (id1, id2, dist) with id1 < id2. Coordinates: the columns named in coords (a one-dimensional array; 2 to 6 columns of any numeric type, or one PostGIS geometry(Point) column for 2-D or geometry(PointZ) for 3-D, every row with the same SRID), else every float8 column except the key, in column order. Key (id): the named integer column, else the single-column integer primary key, else an integer column named id. Rows with a NULL key or coordinate are skipped. Errors: eps <= 0 or NaN, NaN/infinite coordinates, mixed SRIDs, non-point geometries, geography columns (22023); missing relation (42P01) or column (42703); non-numeric column (42804); no SELECT privilege (42501); more than gpu2bs.max_result_rows pairs (54000); the relation rewritten by a transaction that committed after this REPEATABLE READ transaction''s snapshot (40001). The relation is the one the regclass resolved to, locked with AccessShareLock before its columns are read. Method: 2-BS framework Type-III (direct output buffer), grid index with a unidirectional cell pattern (similarity-join load-imbalance paper).';
 
 CREATE FUNCTION gpu_simjoin(a regclass, b regclass, eps float8, coords text[] DEFAULT NULL, id text DEFAULT NULL)
   RETURNS TABLE(id1 bigint, id2 bigint, dist float8)
   AS 'MODULE_PATHNAME', 'gpu2bs_simjoin_two' LANGUAGE C STABLE PARALLEL RESTRICTED ROWS 100000
   SUPPORT gpu2bs_simjoin_support;
 COMMENT ON FUNCTION gpu_simjoin(regclass, regclass, float8, text[], text) IS
-'Distance similarity join of two relations: every pair (a row, b row) with distance <= eps, as (id1 from a, id2 from b, dist). Columns as in gpu_simjoin(rel, eps); both relations must have the same number of coordinates (22023). Same errors and method as the self-join.';
+'Distance similarity join of two relations: every pair (a row, b row) with distance <= eps, as (id1 from a, id2 from b, dist). Columns as in gpu_simjoin(rel, eps); both relations must have the same number of coordinates and, for PostGIS columns, the same SRID (22023). Same errors and method as the self-join.';
 
 ------------------------------------------------------------------------------------------------
 -- Introspection
@@ -145,4 +145,4 @@ COMMENT ON FUNCTION gpu_simjoin(regclass, regclass, float8, text[], text) IS
 CREATE FUNCTION gpu2bs_info() RETURNS TABLE(name text, value text)
   AS 'MODULE_PATHNAME', 'gpu2bs_info' LANGUAGE C VOLATILE PARALLEL RESTRICTED;
 COMMENT ON FUNCTION gpu2bs_info() IS
-'Which engine answers now and why (gpu2bs.device), CPU instruction set and threads, precision, the GPU (name, SMs, memory in use and free, driver and runtime versions) when one is usable, and the timings of this session''s last gpu2bs call.';
+'Which engine answers now and why (gpu2bs.device), CPU instruction set and threads, precision, whether the library was built with CUDA, the bytes the backend''s C allocator has in use, the GPU (name, SMs, memory in use and free, driver and runtime versions) when one is usable, and the timings of this session''s last gpu2bs call.';

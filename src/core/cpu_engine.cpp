@@ -139,6 +139,7 @@ class CpuEngine final : public Engine {
   }
 
   bool applies_pair_filter() const override { return true; }
+  bool applies_pair_stage() const override { return true; }
   void simjoin(const SimjoinProblem& p, PairSink& sink, Control& ctl) override {
     if (p.prec == Precision::Float32)
       join_t<float>(p, p.eps2_f, sink, ctl);
@@ -437,9 +438,10 @@ class CpuEngine final : public Engine {
     t0 = Clock::now();
     std::atomic<size_t> next{0};
     uint64_t emitted = 0;
+    if (p.stage) p.stage->start(nt);
     WorkerGroup group(
         nt,
-        [&](int, WorkerGroup& g) {
+        [&](int worker, WorkerGroup& g) {
           WorkerGroup::Page page(page_pairs);
           PageWriter out;
           out.buf = page.data();
@@ -447,6 +449,11 @@ class CpuEngine final : public Engine {
           // Maps sorted positions back to input indices, keeps the pairs the pushed-down
           // predicate accepts (in place, on this worker) and hands the page over.
           auto hand_over = [&](size_t n) -> bool {
+            if (p.stage) {
+              // A reduction over dist: consumed here, in the engine's own indices.
+              p.stage->consume(page.data(), n, worker);
+              return true;
+            }
             WorkerGroup::Page full(page.begin(), page.begin() + long(n));
             for (auto& r : full) {
               r.i = order_a[r.i];

@@ -59,7 +59,10 @@ struct SimjoinPrepared {
 SimjoinPrepared simjoin_prepare(const SimjoinArgs& a, SimjoinInput* in);
 // Runs the chosen engine over the points, handing result pages to `sink`; with `filter`, only
 // the pairs it keeps (applied by the engine when it can, else on each page). Throws.
-void simjoin_run(const SimjoinArgs& a, SimjoinInput* in, PairSink& sink, const PairFilter* filter = nullptr);
+// With `stage`, an engine that runs stages in its workers reduces the pages there and hands
+// nothing to `sink`; returns true when it did.
+bool simjoin_run(const SimjoinArgs& a, SimjoinInput* in, PairSink& sink, const PairFilter* filter = nullptr,
+                 PairStage* stage = nullptr);
 
 // Registers gpu2bs.enable_customscan and the planner hook of the custom scan (_PG_init).
 void register_simjoin_scan();

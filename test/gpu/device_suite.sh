@@ -2,7 +2,7 @@
 # Runs on the GPU machine (device tool), from the repository root, with .device (PostgreSQL
 # bundle + the extension staged by `make install DESTDIR=$PWD/.device/stage`), .devdata (real
 # data: stars3d.csv.gz, atoms.csv.gz from build/data) and .whl (psycopg wheels) carried. Steps, each logged under $OUT:
-#   1. pg_regress suite with gpu2bs.device = gpu
+#   1. pg_regress suite and isolationtester specs with gpu2bs.device = gpu
 #   2. reliability tests (pytest) with gpu2bs.device = gpu
 #   3. CPU vs GPU differential test inside PostgreSQL on random and real data
 #   4. end-to-end SQL benchmark (test/gpu/bench_sql.sh)
@@ -43,6 +43,17 @@ if [[ $steps == *regress* ]]; then
     --outputdir=/tmp/regress-gpu --user=pgdev $tests > "$OUT/regress-gpu.log" 2>&1
   [ -f /tmp/regress-gpu/regression.diffs ] && cp /tmp/regress-gpu/regression.diffs "$OUT/regress-gpu.diffs"
   summary+="regress(gpu): $(grep -E 'tests (passed|failed)' "$OUT/regress-gpu.log" | tr -d '=')\n"
+  # isolationtester specs (concurrent DDL while a call waits), on the GPU engine
+  iso="$(dirname "$PG_REGRESS")/../isolation/pg_isolation_regress"
+  if [ -x "$iso" ]; then
+    specs=$(sed -nE 's/^ISOLATION *= *//p' Makefile)
+    PGOPTIONS="-c gpu2bs.device=gpu" "$iso" --bindir="$PGBIN" --inputdir=test --load-extension=gpu2bs \
+      --outputdir=/tmp/isolation-gpu --user=pgdev $specs > "$OUT/isolation-gpu.log" 2>&1
+    [ -f /tmp/isolation-gpu/regression.diffs ] && cp /tmp/isolation-gpu/regression.diffs "$OUT/isolation-gpu.diffs"
+    summary+="isolation(gpu): $(grep -E 'tests (passed|failed)' "$OUT/isolation-gpu.log" | tr -d '=')\n"
+  else
+    summary+="isolation(gpu): pg_isolation_regress not in the bundle\n"
+  fi
 fi
 if [[ $steps == *pytest* ]]; then
   python3 -m pip install -q --no-index --no-deps --target /tmp/site .whl/*.whl >/dev/null 2>&1
