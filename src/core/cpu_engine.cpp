@@ -11,6 +11,7 @@
 #include "error.h"
 #include "grid.h"
 #include "pair_ir.h"
+#include "pairwise.h"
 #include "parallel.h"
 
 namespace gpu2bs {
@@ -145,6 +146,10 @@ class CpuEngine final : public Engine {
       join_t<float>(p, p.eps2_f, sink, ctl);
     else
       join_t<double>(p, p.eps2, sink, ctl);
+  }
+
+  void pairwise(const PairwiseProblem& p, PairSink& sink, Control& ctl) override {
+    cpu_pairwise(p, sink, ctl);
   }
 
  private:

@@ -102,6 +102,8 @@ class Control {
   RunStats stats;
 };
 
+struct PairwiseProblem;  // pairwise.h: the all-pairs matrix over float vectors
+
 class Engine {
  public:
   virtual ~Engine() = default;
@@ -113,6 +115,8 @@ class Engine {
   virtual bool applies_pair_filter() const { return false; }
   // True when simjoin() runs SimjoinProblem::stage in its workers.
   virtual bool applies_pair_stage() const { return false; }
+  // All-pairs over float vectors: kNN lists or threshold pairs (PairRecord::dist = the value).
+  virtual void pairwise(const PairwiseProblem& p, PairSink& sink, Control& ctl) = 0;
 };
 
 // The CPU engine (all cores, cache-tiled, grid index for the join).

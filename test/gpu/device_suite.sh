@@ -9,7 +9,9 @@
 #   5. paper: synthetic sets like the load-imbalance paper's (test/gpu/bench_join_paper.sh)
 #   6. join1e9: a self-join of ~1e9 pairs with memory bounded by settings (test/gpu/join_1e9.sh)
 #   7. pushdown: the pushdown targets on u2, eps 0.01, pushdown on vs off (test/gpu/bench_pushdown.sh)
-#   8. sliding: builds and runs test/gpu/build/test_sliding (in-place data sliding vs CUB and std)
+#   8. pairwise: gpu_pairwise kNN / threshold / SQL benchmark beside PyTorch (test/gpu/bench_pairwise.sh;
+#      needs test/gpu/build/bench_pairwise, built here with make -C test/gpu all bench, carried)
+#   9. sliding: builds and runs test/gpu/build/test_sliding (in-place data sliding vs CUB and std)
 #      and test/gpu/build/bench_sliding (writes $OUT/2026-11-23-h100-sliding.txt, to be stored in
 #      test/bench/results/); needs no PostgreSQL, and runs alone when it is the only step
 # Usage: bash test/gpu/device_suite.sh [steps, default "regress pytest diff bench"]
@@ -105,6 +107,10 @@ fi
 if [[ $steps == *join1e9* ]]; then
   bash test/gpu/join_1e9.sh > "$OUT/join_1e9.txt" 2>&1
   summary+="1e9-pair join: see join_1e9.txt\n"
+fi
+if [[ $steps == *pairwise* ]]; then
+  timeout 300 bash test/gpu/bench_pairwise.sh > "$OUT/bench_pairwise.md" 2>&1
+  summary+="pairwise: see bench_pairwise.md\n"
 fi
 grep -c 'terminated by signal' /tmp/pg.log | sed 's/^/server log "terminated by signal" lines: /' | tee -a "$OUT/gpu.txt"
 cp /tmp/pg.log "$OUT/server.log"
