@@ -12,6 +12,7 @@
 #include "error.h"
 #include "grid.h"
 #include "pair_ir.h"
+#include "pairwise.h"
 #include "parallel.h"
 #include "resolve_cpu.h"
 
@@ -147,6 +148,10 @@ class CpuEngine final : public Engine {
       join_t<float>(p, p.eps2_f, sink, ctl);
     else
       join_t<double>(p, p.eps2, sink, ctl);
+  }
+
+  void pairwise(const PairwiseProblem& p, PairSink& sink, Control& ctl) override {
+    cpu_pairwise(p, sink, ctl);
   }
 
  private:

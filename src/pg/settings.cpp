@@ -31,6 +31,7 @@ int gpu_memory_limit_setting = 0;
 int result_page_setting = 16384;
 int join_balance_setting = int(JoinBalance::Auto);
 int join_threads_per_point_setting = 0;
+int pairwise_precision_setting = 0;
 int sdh_method_setting = int(SdhMethod::Auto);
 
 namespace {
@@ -51,6 +52,8 @@ const struct config_enum_entry balance_options[] = {
     {"sortbywl", int(JoinBalance::SortByWorkload), false},
     {nullptr, 0, false}};
 
+const struct config_enum_entry pairwise_precision_options[] = {
+    {"exact", 0, false}, {"fast", 1, false}, {nullptr, 0, false}};
 const struct config_enum_entry sdh_method_options[] = {
     {"auto", int(SdhMethod::Auto), false},
     {"brute", int(SdhMethod::Brute), false},
@@ -170,6 +173,16 @@ void define_settings() {
                           "0 picks k from the workload estimate (kernels/tuning.h).",
                           &join_threads_per_point_setting, 0, 0, 32, PGC_USERSET, 0,
                           check_threads_per_point, nullptr, nullptr);
+  DefineCustomEnumVariable("gpu2bs.pairwise_precision",
+                           "gpu_pairwise arithmetic on the GPU: exact or fast.",
+                           "exact computes every pair in float32 in a fixed order (the same bits "
+                           "on the CPU and the GPU); fast (l2, sqeuclidean, cosine, dot on a GPU "
+                           "with cuBLAS) ranks by a TF32 tensor-core GEMM, re-ranks the candidates "
+                           "with the exact arithmetic and recomputes exactly every row whose "
+                           "candidate set an error bound cannot certify, so it returns what exact "
+                           "returns. The CPU engine always computes exactly.",
+                           &pairwise_precision_setting, 0, pairwise_precision_options, PGC_USERSET,
+                           0, nullptr, nullptr, nullptr);
   DefineCustomEnumVariable("gpu2bs.sdh_method",
                            "Method of gpu_sdh and gpu_pair_count: auto, brute or resolve.",
                            "brute computes every pair (all-pairs tiles; the pair count may use "

@@ -42,7 +42,8 @@ extern "C" {
 using namespace gpu2bs;
 using namespace gpu2bs::pg;
 
-namespace {
+namespace gpu2bs {
+namespace pg {
 
 // Integer types accepted for the key column (or domains over them).
 bool is_int_type(Oid t) {
@@ -150,6 +151,11 @@ Relation open_locked(Oid relid) {
   }
   return relation_open(relid, NoLock);
 }
+
+}  // namespace pg
+}  // namespace gpu2bs
+
+namespace {
 
 // Builds the SELECT that reads the locked relation `rel` (key and coordinates, schema-qualified
 // and quoted from the catalog under the lock, so names cannot inject SQL and search_path plays
