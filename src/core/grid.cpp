@@ -116,7 +116,7 @@ double grid_occupancy(int dims, size_t n, const double* const* coord, const doub
                       double side, bool round_f32) {
   if (n == 0) return 0;
   const double inv = inverse_side(side);
-  int64_t ext[kMaxDims];
+  int64_t ext[kMaxDims] = {};
   uint64_t lattice = 0;
   double sq = 0;
   if (lattice_extents(dims, n, coord, lo, inv, round_f32, ext, &lattice)) {

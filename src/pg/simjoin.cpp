@@ -75,8 +75,9 @@ AttrNumber primary_key_column(Relation rel) {
 
 // Builds the SELECT that reads `relid` (key and coordinates, schema-qualified and quoted, so
 // names cannot inject SQL and search_path plays no part). `coords` may be NULL (default rule).
+// `keyless`: no key column is looked up; the query's first column is the constant 0.
 char* build_query(Oid relid, ArrayType* coords, const char* id_name, int* dims_out,
-                  const char** relname_out, int64* expect_out) {
+                  const char** relname_out, int64* expect_out, bool keyless = false) {
   // try_relation_open: a stale OID (a dropped relation) is 42P01, not an internal error.
   Relation rel = try_relation_open(relid, AccessShareLock);
   if (!rel)
@@ -92,7 +93,9 @@ char* build_query(Oid relid, ArrayType* coords, const char* id_name, int* dims_o
                     errmsg("%s is not a table, view or materialized view", relname)));
   TupleDesc td = RelationGetDescr(rel);
   AttrNumber key = InvalidAttrNumber;
-  if (id_name) {
+  if (keyless) {
+    // no key: coordinates only
+  } else if (id_name) {
     key = find_column(td, id_name, relname);
     if (!is_int_type(TupleDescAttr(td, key - 1)->atttypid))
       ereport(ERROR, (errcode(ERRCODE_DATATYPE_MISMATCH),
@@ -151,8 +154,11 @@ char* build_query(Oid relid, ArrayType* coords, const char* id_name, int* dims_o
   }
   StringInfoData q;
   initStringInfo(&q);
-  appendStringInfo(&q, "SELECT (%s)::pg_catalog.int8",
-                   quote_identifier(NameStr(TupleDescAttr(td, key - 1)->attname)));
+  if (keyless)
+    appendStringInfoString(&q, "SELECT 0::pg_catalog.int8");
+  else
+    appendStringInfo(&q, "SELECT (%s)::pg_catalog.int8",
+                     quote_identifier(NameStr(TupleDescAttr(td, key - 1)->attname)));
   for (int k = 0; k < dims; ++k)
     appendStringInfo(&q, ", (%s)::pg_catalog.float8",
                      quote_identifier(NameStr(TupleDescAttr(td, cols[k] - 1)->attname)));
@@ -169,8 +175,10 @@ void grow_points(RelPoints* out, MemoryContext ctx, int64 need) {
   while (cap < need) cap *= 2;
   if (cap > int64(UINT32_MAX) + 1)
     ereport(ERROR, (errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
-                    errmsg("too many rows in %s for a similarity join", out->relname)));
-  out->ids = (int64*)realloc_big(ctx, out->ids, Size(out->n) * sizeof(int64), Size(cap) * sizeof(int64));
+                    errmsg("too many rows in %s for %s", out->relname,
+                           out->keyless ? "gpu2bs" : "a similarity join")));
+  if (!out->keyless)
+    out->ids = (int64*)realloc_big(ctx, out->ids, Size(out->n) * sizeof(int64), Size(cap) * sizeof(int64));
   for (int k = 0; k < out->dims; ++k)
     out->coord[k] = (double*)realloc_big(ctx, out->coord[k], Size(out->n) * sizeof(double),
                                          Size(cap) * sizeof(double));
@@ -210,7 +218,7 @@ bool receive_point(TupleTableSlot* slot, DestReceiver* self) {
       return false;
     }
   if (out->n == out->cap) grow_points(out, r->ctx, out->n + 1);
-  out->ids[out->n] = DatumGetInt64(slot->tts_values[0]);
+  if (!out->keyless) out->ids[out->n] = DatumGetInt64(slot->tts_values[0]);
   for (int k = 0; k < out->dims; ++k) out->coord[k][out->n] = v[k];
   out->n++;
   return true;
@@ -246,6 +254,12 @@ void read_points(const char* query, MemoryContext ctx, RelPoints* out) {
   if (rc != SPI_OK_SELECT && rc != SPI_OK_UTILITY)
     elog(ERROR, "SPI_execute_plan_extended failed for \"%s\": %s", query, SPI_result_code_string(rc));
   SPI_freeplan(plan);
+  if (recv.bad && out->keyless)
+    ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+                    errmsg("column \"%s\" of %s has a non-finite value", recv.bad_col, out->relname),
+                    errdetail("A row has %s; NaN and infinite coordinates are not accepted.",
+                              recv.bad_nan ? "NaN" : "an infinite value"),
+                    errhint("Filter the rows through a view, for example WHERE %s <> 'NaN'.", recv.bad_col)));
   if (recv.bad)
     ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
                     errmsg("column \"%s\" of %s has a non-finite value", recv.bad_col, out->relname),
@@ -340,6 +354,21 @@ void simjoin_read(const SimjoinArgs& a, SimjoinInput* in) {
                                &rels[r].expect);
     if (SPI_connect() != SPI_OK_CONNECT) elog(ERROR, "SPI_connect failed");
     for (int r = 0; r < a.nrel; ++r) read_points(queries[r], in->ctx, &rels[r]);
+    SPI_finish();
+  });
+  in->scan_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+void read_coordinates(Oid relid, ArrayType* coords, SimjoinInput* in) {
+  in->nrel = 1;
+  RelPoints* rel = &in->rels[0];
+  rel->keyless = true;
+  const auto t0 = std::chrono::steady_clock::now();
+  pg_guard([&] {
+    in->ctx = AllocSetContextCreate(CurrentMemoryContext, "gpu2bs relation points", ALLOCSET_DEFAULT_SIZES);
+    const char* query = build_query(relid, coords, nullptr, &rel->dims, &rel->relname, &rel->expect, true);
+    if (SPI_connect() != SPI_OK_CONNECT) elog(ERROR, "SPI_connect failed");
+    read_points(query, in->ctx, rel);
     SPI_finish();
   });
   in->scan_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
