@@ -8,6 +8,8 @@
 #   4. end-to-end SQL benchmark (test/gpu/bench_sql.sh)
 #   5. paper: synthetic sets like the load-imbalance paper's (test/gpu/bench_join_paper.sh)
 #   6. join1e9: a self-join of ~1e9 pairs with memory bounded by settings (test/gpu/join_1e9.sh)
+#   7. prep: non-engine share of gpu_sdh / gpu_pair_count at 1e6 rows, aggregate and relation
+#      forms (test/gpu/paircount_prep.sh)
 # Usage: bash test/gpu/device_suite.sh [steps, default "regress pytest diff bench"]
 set -uo pipefail
 steps=${1:-"regress pytest diff bench"}
@@ -76,6 +78,10 @@ fi
 if [[ $steps == *join1e9* ]]; then
   bash test/gpu/join_1e9.sh > "$OUT/join_1e9.txt" 2>&1
   summary+="1e9-pair join: see join_1e9.txt\n"
+fi
+if [[ $steps == *prep* ]]; then
+  bash test/gpu/paircount_prep.sh gpu > "$OUT/paircount_prep.md" 2>&1
+  summary+="prep: see paircount_prep.md\n"
 fi
 grep -c 'terminated by signal' /tmp/pg.log | sed 's/^/server log "terminated by signal" lines: /' | tee -a "$OUT/gpu.txt"
 cp /tmp/pg.log "$OUT/server.log"
