@@ -5,14 +5,18 @@ MODULE_big  = gpu2bs
 DATA        = sql/gpu2bs--0.1.sql sql/gpu2bs--0.2.sql sql/gpu2bs--0.1--0.2.sql
 PGFILEDESC  = "gpu2bs - two-body statistics on the GPU or every CPU core"
 
-REGRESS      = setup sdh pair_count relation_forms simjoin errors parallel precision privileges customscan cancel
+REGRESS      = setup sdh pair_count relation_forms simjoin errors parallel precision privileges customscan customscan_shapes pushdown cancel literals boundary postgis
 REGRESS_OPTS = --inputdir=test --load-extension=gpu2bs
+# isolationtester specs (test/specs/*.spec, expected output in test/expected): concurrent sessions
+ISOLATION      = concurrent_ddl
+ISOLATION_OPTS = --inputdir=test --load-extension=gpu2bs
 
 CORE_OBJS = src/core/problem.o src/core/parallel.o src/core/grid.o src/core/cpu_engine.o \
+            src/core/pair_ir.o src/core/pipeline.o \
             src/core/cpu_kernels_generic.o src/core/cpu_kernels_avx2.o
 PG_OBJS   = src/pg/module.o src/pg/boundary.o src/pg/settings.o src/pg/points_agg.o \
             src/pg/aggregates.o src/pg/simjoin.o src/pg/simjoin_scan.o src/pg/info.o \
-            src/pg/relation_stats.o
+            src/pg/planner/pair_quals.o src/pg/relation_stats.o
 
 # CUDA: found on PATH or in /usr/local/cuda; empty NVCC means a CPU-only build.
 NVCC ?= $(shell command -v nvcc 2>/dev/null || ls /usr/local/cuda/bin/nvcc 2>/dev/null)
@@ -53,7 +57,7 @@ kernels/%.o: kernels/%.cu kernels/*.cuh kernels/*.h src/core/*.h
 kernels/device_link.o: kernels/cuda_engine.o kernels/sdh.o kernels/pair_count.o kernels/simjoin.o
 	$(NVCC) $(CUDA_ARCH) -Xcompiler -fPIC -dlink $^ -o $@
 
-$(CORE_OBJS) $(PG_OBJS): src/core/*.h src/pg/*.h src/core/cpu_kernels.inc
+$(CORE_OBJS) $(PG_OBJS): src/core/*.h src/pg/*.h src/pg/planner/*.h src/core/cpu_kernels.inc
 
 EXTRA_CLEAN = build test/unit/build
 
@@ -61,7 +65,7 @@ EXTRA_CLEAN = build test/unit/build
 .PHONY: demo test unit
 demo:      ## command 1: the main job on real data (installs what it needs)
 	bash scripts/demo.sh
-test:      ## command 2: the whole test suite (unit tests, pg_regress, corpus)
+test:      ## command 2: the whole test suite (test/run: unit, asan, regress, upgrade, metadata, reliability)
 	bash test/run
 unit:
 	cmake -S test/unit -B test/unit/build -DCMAKE_BUILD_TYPE=Release >/dev/null

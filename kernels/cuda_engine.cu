@@ -58,7 +58,7 @@ __global__ void probe_kernel(int* out) {
                     cudaGetErrorString(e) + ") in " + expr + " at " + short_path(file) + ":" +
                     std::to_string(line);
   ErrorCode code = e == cudaErrorMemoryAllocation ? ErrorCode::OutOfMemory : ErrorCode::DeviceError;
-  throw Error(code, msg);
+  throw Error(code, msg, {}, {}, file, line, nullptr);  // located at the failing CUDA call
 }
 
 const DeviceFacts& device_facts() { return g_facts; }

@@ -23,10 +23,18 @@ SELECT id1 AS hip1, id2 AS hip2, round(degrees(2 * asin(dist / 2))::numeric * 36
   FROM gpu_simjoin('pts', 0.0001) ORDER BY dist, id1 LIMIT 5;
 
 \echo
-\echo '== spatial distance histogram of 132,303 atoms, 500 buckets'
-SELECT gpu_sdh_width(x, y, z, 500) AS bucket_width_angstrom FROM atoms;
-SELECT (SELECT sum(c) FROM unnest(h) c) AS total_pairs, 132303::bigint * 132302 / 2 AS expected,
-       h[1:8] AS first_buckets FROM (SELECT gpu_sdh(x, y, z, 500) AS h FROM atoms) s;
+\echo '== spatial distance histogram of 132,303 atoms, 500 buckets (8.75e9 pairs; tens of seconds on 2 CPU cores)'
+CREATE TEMP TABLE atoms_sdh AS SELECT gpu_sdh(x, y, z, 500) AS h, gpu_sdh_width(x, y, z, 500) AS w FROM atoms;
+SELECT w AS bucket_width_angstrom, (SELECT sum(c) FROM unnest(h) c) AS total_pairs,
+       132303::bigint * 132302 / 2 AS expected, h[1:8] AS first_buckets FROM atoms_sdh;
+\echo '== angular separations of all 6.96e9 star pairs (SDH over unit vectors, 201 chord buckets of 0.01: chords lie in [0, 2]; tens of seconds on 2 CPU cores)'
+CREATE TEMP TABLE stars_sdh AS SELECT gpu_sdh_fixed(x, y, z, 201, 0.01) AS h, 0.01::float8 AS w FROM pts;
+SELECT (SELECT sum(c) FROM unnest(h) c) AS pairs_counted, 117955::bigint * 117954 / 2 AS all_pairs FROM stars_sdh;
+\echo '== pairs closer than 0.5 degree, per arcminute of separation'
+CREATE TEMP TABLE stars_close AS
+  SELECT floor(degrees(2 * asin(dist / 2)) * 60)::int AS arcmin, count(*) AS pairs
+    FROM gpu_simjoin('pts', 0.0087265) GROUP BY 1 ORDER BY 1;
+SELECT sum(pairs) AS pairs, (SELECT pairs FROM stars_close WHERE arcmin = 0) AS within_1_arcmin FROM stars_close;
 \echo '== pair count within 3 Angstrom, 1,000,000 atoms'
 SELECT gpu_pair_count(x, y, z, 3.0) AS pairs_within_3A FROM atoms_big;
 \echo '== similarity self-join of 1,000,000 atoms within 1.2 Angstrom (O-H bonds)'
@@ -66,3 +74,8 @@ RESET gpu2bs.precision;
 \echo
 \echo '== where the time of the last call went'
 SELECT name, value FROM gpu2bs_info() WHERE name LIKE 'last%';
+
+-- histograms for the plots (scripts/demo_plots.py)
+\copy (SELECT k - 1 AS bucket, w AS width, h[k] AS pairs FROM atoms_sdh, generate_series(1, 500) k ORDER BY k) TO 'build/demo/atoms_sdh.csv' WITH (FORMAT csv, HEADER true)
+\copy (SELECT k - 1 AS bucket, w AS width, h[k] AS pairs FROM stars_sdh, generate_series(1, 201) k ORDER BY k) TO 'build/demo/stars_sdh.csv' WITH (FORMAT csv, HEADER true)
+\copy (SELECT g AS arcmin, coalesce(pairs, 0) AS pairs FROM generate_series(0, 30) g LEFT JOIN stars_close ON arcmin = g ORDER BY g) TO 'build/demo/stars_close.csv' WITH (FORMAT csv, HEADER true)

@@ -34,9 +34,9 @@ CREATE FUNCTION gpu2bs_pair_count_final(internal) RETURNS bigint
   AS 'MODULE_PATHNAME' LANGUAGE C STABLE PARALLEL SAFE;
 
 COMMENT ON FUNCTION gpu2bs_sdh3_sfunc(internal, float8, float8, float8, int4) IS 'transition function of gpu_sdh(x, y, z, nbuckets); internal';
-COMMENT ON FUNCTION gpu2bs_sdh3w_sfunc(internal, float8, float8, float8, int4, float8) IS 'transition function of gpu_sdh(x, y, z, nbuckets, width); internal';
+COMMENT ON FUNCTION gpu2bs_sdh3w_sfunc(internal, float8, float8, float8, int4, float8) IS 'transition function of gpu_sdh_fixed(x, y, z, nbuckets, width); internal';
 COMMENT ON FUNCTION gpu2bs_sdh2_sfunc(internal, float8, float8, int4) IS 'transition function of gpu_sdh(x, y, nbuckets); internal';
-COMMENT ON FUNCTION gpu2bs_sdh2w_sfunc(internal, float8, float8, int4, float8) IS 'transition function of gpu_sdh(x, y, nbuckets, width); internal';
+COMMENT ON FUNCTION gpu2bs_sdh2w_sfunc(internal, float8, float8, int4, float8) IS 'transition function of gpu_sdh_fixed(x, y, nbuckets, width); internal';
 COMMENT ON FUNCTION gpu2bs_count3_sfunc(internal, float8, float8, float8, float8) IS 'transition function of gpu_pair_count(x, y, z, r); internal';
 COMMENT ON FUNCTION gpu2bs_count2_sfunc(internal, float8, float8, float8) IS 'transition function of gpu_pair_count(x, y, r); internal';
 COMMENT ON FUNCTION gpu2bs_points_combine(internal, internal) IS 'combine function of the gpu2bs aggregates: concatenates point buffers (a histogram of a union is not the sum of the parts); internal';
@@ -62,19 +62,28 @@ CREATE AGGREGATE gpu_sdh(x float8, y float8, nbuckets int4) (
   SFUNC = gpu2bs_sdh2_sfunc, STYPE = internal, FINALFUNC = gpu2bs_sdh_final,
   COMBINEFUNC = gpu2bs_points_combine, SERIALFUNC = gpu2bs_points_serialize,
   DESERIALFUNC = gpu2bs_points_deserialize, PARALLEL = SAFE);
-CREATE AGGREGATE gpu_sdh(x float8, y float8, nbuckets int4, width float8) (
-  SFUNC = gpu2bs_sdh2w_sfunc, STYPE = internal, FINALFUNC = gpu2bs_sdh_final,
-  COMBINEFUNC = gpu2bs_points_combine, SERIALFUNC = gpu2bs_points_serialize,
-  DESERIALFUNC = gpu2bs_points_deserialize, PARALLEL = SAFE);
-
 COMMENT ON AGGREGATE gpu_sdh(float8, float8, float8, int4) IS
 'Spatial distance histogram of 3-D points: bigint[nbuckets], element k+1 counts the unordered pairs {i, j}, i <> j, with distance d in [k*w, (k+1)*w), w = bounding-box diagonal / nbuckets (gpu_sdh_width gives w); a pair at d = diagonal counts in the last bucket, so the counts sum to N(N-1)/2. Rows with a NULL argument are skipped; NaN or infinite coordinates raise 22023; nbuckets must be 1..1048576 (22023). NULL for no rows. Method: 2-BS framework (Type-II output, tiling, output privatization).';
 COMMENT ON AGGREGATE gpu_sdh(float8, float8, float8, int4, float8) IS
-'Spatial distance histogram of 3-D points with explicit bucket width (same unit as the coordinates): bigint[nbuckets], element k+1 counts pairs with d in [k*width, (k+1)*width); pairs with d >= nbuckets*width are not counted. width must be positive and finite (22023). Method: 2-BS framework, Type-II.';
+'Spatial distance histogram of 3-D points with explicit bucket width: the same as gpu_sdh_fixed(x, y, z, nbuckets, width), kept under this name for compatibility (a five-argument call is never ambiguous).';
 COMMENT ON AGGREGATE gpu_sdh(float8, float8, int4) IS
 'Spatial distance histogram of 2-D points (x, y): as gpu_sdh(x, y, z, nbuckets) in the plane.';
-COMMENT ON AGGREGATE gpu_sdh(float8, float8, int4, float8) IS
-'Spatial distance histogram of 2-D points with explicit bucket width: as gpu_sdh(x, y, z, nbuckets, width) in the plane.';
+
+-- Explicit bucket width under its own name: every gpu_sdh, gpu_sdh_fixed, gpu_sdh_width and
+-- gpu_pair_count has one form per number of arguments, so a call with literal arguments
+-- (gpu_sdh(x, y, 0, 10): 3-D with z = 0) never matches two forms.
+CREATE AGGREGATE gpu_sdh_fixed(x float8, y float8, z float8, nbuckets int4, width float8) (
+  SFUNC = gpu2bs_sdh3w_sfunc, STYPE = internal, FINALFUNC = gpu2bs_sdh_final,
+  COMBINEFUNC = gpu2bs_points_combine, SERIALFUNC = gpu2bs_points_serialize,
+  DESERIALFUNC = gpu2bs_points_deserialize, PARALLEL = SAFE);
+CREATE AGGREGATE gpu_sdh_fixed(x float8, y float8, nbuckets int4, width float8) (
+  SFUNC = gpu2bs_sdh2w_sfunc, STYPE = internal, FINALFUNC = gpu2bs_sdh_final,
+  COMBINEFUNC = gpu2bs_points_combine, SERIALFUNC = gpu2bs_points_serialize,
+  DESERIALFUNC = gpu2bs_points_deserialize, PARALLEL = SAFE);
+COMMENT ON AGGREGATE gpu_sdh_fixed(float8, float8, float8, int4, float8) IS
+'Spatial distance histogram of 3-D points with explicit bucket width (same unit as the coordinates): bigint[nbuckets], element k+1 counts pairs with d in [k*width, (k+1)*width); pairs with d >= nbuckets*width are not counted. Rows with a NULL argument are skipped; NaN or infinite coordinates raise 22023; nbuckets must be 1..1048576 and width positive and finite (22023). NULL for no rows. Method: 2-BS framework, Type-II.';
+COMMENT ON AGGREGATE gpu_sdh_fixed(float8, float8, int4, float8) IS
+'Spatial distance histogram of 2-D points (x, y) with explicit bucket width: as gpu_sdh_fixed(x, y, z, nbuckets, width) in the plane.';
 
 CREATE AGGREGATE gpu_sdh_width(x float8, y float8, z float8, nbuckets int4) (
   SFUNC = gpu2bs_sdh3_sfunc, STYPE = internal, FINALFUNC = gpu2bs_sdh_width_final,
@@ -89,11 +98,16 @@ COMMENT ON AGGREGATE gpu_sdh_width(float8, float8, float8, int4) IS
 COMMENT ON AGGREGATE gpu_sdh_width(float8, float8, int4) IS
 'Bucket width w that gpu_sdh(x, y, nbuckets) uses on the same rows (2-D).';
 
-CREATE FUNCTION gpu_sdh(rel regclass, nbuckets int4, coords text[] DEFAULT NULL, width float8 DEFAULT NULL)
+CREATE FUNCTION gpu_sdh(rel regclass, nbuckets int4, coords text[] DEFAULT NULL)
   RETURNS bigint[]
   AS 'MODULE_PATHNAME', 'gpu2bs_sdh_rel' LANGUAGE C STABLE PARALLEL RESTRICTED;
-COMMENT ON FUNCTION gpu_sdh(regclass, int4, text[], float8) IS
-'Spatial distance histogram of the rows of rel, read as gpu_simjoin reads them (one query as the calling user, no per-row aggregate calls): bigint[nbuckets], element k+1 counts the unordered pairs with distance d in [k*w, (k+1)*w). Coordinates: the columns named in coords (2 to 6, any numeric type), else every float8 column in column order. width NULL (default): w = bounding-box diagonal / nbuckets and a pair at d = diagonal counts in the last bucket, as gpu_sdh(x, y, z, nbuckets); width given by name (width => w, coordinate units, positive and finite): pairs with d >= nbuckets*w are not counted, as gpu_sdh(x, y, z, nbuckets, width). Rows with a NULL coordinate are skipped; NULL for no rows or a NULL rel or nbuckets. Errors: nbuckets outside 1..1048576, bad width, NaN/infinite coordinates, fewer than 2 or more than 6 coordinates (22023); missing relation (42P01) or column (42703); non-numeric column (42804); no SELECT privilege (42501). Method: 2-BS framework (Type-II output, tiling, output privatization).';
+COMMENT ON FUNCTION gpu_sdh(regclass, int4, text[]) IS
+'Spatial distance histogram of the rows of rel, read as gpu_simjoin reads them (one query as the calling user, no per-row aggregate calls): bigint[nbuckets], element k+1 counts the unordered pairs with distance d in [k*w, (k+1)*w), w = bounding-box diagonal / nbuckets; a pair at d = diagonal counts in the last bucket; as gpu_sdh(x, y, z, nbuckets) over the same rows. Coordinates: the columns named in coords (2 to 6, any numeric type), else every float8 column in column order. Rows with a NULL coordinate are skipped; NULL for no rows or a NULL rel or nbuckets. Errors: nbuckets outside 1..1048576, NaN/infinite coordinates, fewer than 2 or more than 6 coordinates (22023); missing relation (42P01) or column (42703); non-numeric column (42804); not a table or view (42809); no SELECT privilege (42501). Method: 2-BS framework (Type-II output, tiling, output privatization).';
+CREATE FUNCTION gpu_sdh_fixed(rel regclass, nbuckets int4, width float8, coords text[] DEFAULT NULL)
+  RETURNS bigint[]
+  AS 'MODULE_PATHNAME', 'gpu2bs_sdh_fixed_rel' LANGUAGE C STABLE PARALLEL RESTRICTED;
+COMMENT ON FUNCTION gpu_sdh_fixed(regclass, int4, float8, text[]) IS
+'Spatial distance histogram of the rows of rel with explicit bucket width (coordinate units, positive and finite), read as gpu_simjoin reads them: bigint[nbuckets], element k+1 counts pairs with d in [k*width, (k+1)*width); pairs with d >= nbuckets*width are not counted; as gpu_sdh_fixed(x, y, z, nbuckets, width) over the same rows. Coordinates, rows and errors as gpu_sdh(rel, nbuckets, coords); a bad width is 22023; NULL for a NULL width. Method: 2-BS framework, Type-II.';
 
 ------------------------------------------------------------------------------------------------
 -- Pair count / two-point correlation count (2-BS Type-I)
@@ -148,4 +162,4 @@ COMMENT ON FUNCTION gpu_simjoin(regclass, regclass, float8, text[], text) IS
 CREATE FUNCTION gpu2bs_info() RETURNS TABLE(name text, value text)
   AS 'MODULE_PATHNAME', 'gpu2bs_info' LANGUAGE C VOLATILE PARALLEL RESTRICTED;
 COMMENT ON FUNCTION gpu2bs_info() IS
-'Which engine answers now and why (gpu2bs.device), CPU instruction set and threads, precision, the GPU (name, SMs, memory in use and free, driver and runtime versions) when one is usable, and the timings of this session''s last gpu2bs call.';
+'Which engine answers now and why (gpu2bs.device), CPU instruction set and threads, precision, whether the library was built with CUDA, the bytes the backend''s C allocator has in use, the GPU (name, SMs, memory in use and free, driver and runtime versions) when one is usable, and the timings of this session''s last gpu2bs call.';

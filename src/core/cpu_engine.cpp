@@ -10,6 +10,7 @@
 #include "engine.h"
 #include "error.h"
 #include "grid.h"
+#include "pair_ir.h"
 #include "parallel.h"
 
 namespace gpu2bs {
@@ -194,6 +195,7 @@ class CpuEngine final : public Engine {
                                         : count_t<double>(p, p.r2, ctl);
   }
 
+  bool applies_pair_filter() const override { return true; }
   void simjoin(const SimjoinProblem& p, PairSink& sink, Control& ctl) override {
     if (p.prec == Precision::Float32)
       join_t<float>(p, p.eps2_f, sink, ctl);
@@ -443,12 +445,17 @@ class CpuEngine final : public Engine {
           PageWriter out;
           out.buf = page.data();
           out.cap = page_pairs;
-          // Maps sorted positions back to input indices and hands the page over.
+          // Maps sorted positions back to input indices, keeps the pairs the pushed-down
+          // predicate accepts (in place, on this worker) and hands the page over.
           auto hand_over = [&](size_t n) -> bool {
             WorkerGroup::Page full(page.begin(), page.begin() + long(n));
             for (auto& r : full) {
               r.i = order_a[r.i];
               r.j = order_b[r.j];
+            }
+            if (p.filter) {
+              full.resize(p.filter->select(full.data(), full.size()));
+              if (full.empty()) return true;
             }
             return g.push_page(std::move(full));
           };

@@ -83,6 +83,8 @@ class Engine {
   virtual std::vector<uint64_t> sdh(const SdhProblem& p, Control& ctl) = 0;
   virtual uint64_t pair_count(const PairCountProblem& p, Control& ctl) = 0;
   virtual void simjoin(const SimjoinProblem& p, PairSink& sink, Control& ctl) = 0;
+  // True when simjoin() applies SimjoinProblem::filter itself.
+  virtual bool applies_pair_filter() const { return false; }
 };
 
 // The CPU engine (all cores, cache-tiled, grid index for the join).

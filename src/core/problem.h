@@ -11,6 +11,8 @@
 
 namespace gpu2bs {
 
+class PairFilter;
+
 enum class Precision { Float32, Float64 };
 
 // Points in structure-of-arrays form: coord[k][i] is coordinate k of point i, as read from SQL.
@@ -82,6 +84,9 @@ struct SimjoinProblem {
   float eps2_f = 0;
   Precision prec = Precision::Float32;
   uint64_t max_pairs = 0;  // 0: unlimited; otherwise Error(ProgramLimit) past it
+  // Pushed-down pair predicate: engines whose applies_pair_filter() is true drop the pairs it
+  // rejects before handing pages over (the caller applies it otherwise).
+  const PairFilter* filter = nullptr;
 };
 
 // Validates eps (finite or +inf, > 0) and derives eps2. Throws Error(InvalidParameter).

@@ -35,6 +35,9 @@ struct ErrorText {
   char msg[512] = {};
   char detail[1024] = {};
   char hint[512] = {};
+  const char* file = nullptr;  // where the engine threw (static strings), else the boundary
+  int line = 0;
+  const char* function = nullptr;
 };
 
 void copy_text(char* dst, size_t cap, const char* src) { snprintf(dst, cap, "%s", src ? src : ""); }
@@ -51,6 +54,9 @@ ErrorData* describe_current(ErrorText* out) {
     copy_text(out->msg, sizeof out->msg, e.what());
     copy_text(out->detail, sizeof out->detail, e.detail().c_str());
     copy_text(out->hint, sizeof out->hint, e.hint().c_str());
+    out->file = e.file();
+    out->line = e.line();
+    out->function = e.function();
   } catch (const std::bad_alloc&) {
     out->sqlstate = ERRCODE_OUT_OF_MEMORY;
     copy_text(out->msg, sizeof out->msg, "out of memory in gpu2bs");
@@ -75,9 +81,17 @@ namespace {
     CHECK_FOR_INTERRUPTS();
     ereport(ERROR, (errcode(ERRCODE_QUERY_CANCELED), errmsg("canceling statement due to user request")));
   }
-  ereport(ERROR, (errcode(err.sqlstate), errmsg("%s", err.msg),
-                  err.detail[0] ? errdetail("%s", err.detail) : 0,
-                  err.hint[0] ? errhint("%s", err.hint) : 0));
+  // ereport with the location of the throw site (an engine Error) instead of this line's.
+  if (errstart(ERROR, TEXTDOMAIN)) {
+    errcode(err.sqlstate);
+    errmsg("%s", err.msg);
+    if (err.detail[0]) errdetail("%s", err.detail);
+    if (err.hint[0]) errhint("%s", err.hint);
+    if (err.file)
+      errfinish(err.file, err.line, err.function);
+    else
+      errfinish(__FILE__, __LINE__, PG_FUNCNAME_MACRO);
+  }
   pg_unreachable();
 }
 

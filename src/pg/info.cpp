@@ -9,6 +9,10 @@ extern "C" {
 
 #include <thread>
 
+#ifdef __GLIBC__
+#include <malloc.h>
+#endif
+
 #include "../core/cpu_kernels.h"
 #include "../core/error.h"
 #include "settings.h"
@@ -19,7 +23,7 @@ using namespace gpu2bs::pg;
 // gpu2bs_info() RETURNS TABLE(name text, value text)
 GPU2BS_FUNCTION(gpu2bs_info) {
   InfoRows rows;
-  rows.emplace_back("version", "0.1");
+  rows.emplace_back("version", "0.2");
   std::string reason;
   try {
     Engine* eng = choose_engine(&reason);
@@ -35,6 +39,12 @@ GPU2BS_FUNCTION(gpu2bs_info) {
   rows.emplace_back("cpu_cores", std::to_string(std::thread::hardware_concurrency()));
   rows.emplace_back("precision", current_precision() == Precision::Float32 ? "float4" : "float8");
   for (auto& r : cuda_info()) rows.push_back(r);
+#ifdef __GLIBC__
+  // Bytes the C allocator has handed out and not taken back in this backend (every arena,
+  // mmapped chunks included; free memory the allocator keeps for reuse excluded).
+  struct mallinfo2 mi = mallinfo2();
+  rows.emplace_back("backend_malloc_in_use_bytes", std::to_string(mi.uordblks + mi.hblkhd));
+#endif
   for (auto& r : last_run_rows()) rows.push_back(r);
   ReturnSetInfo* rsinfo = (ReturnSetInfo*)fcinfo->resultinfo;
   const auto* data = rows.data();

@@ -34,16 +34,10 @@ void drop_points(SimjoinInput* in) {
   if (ctx) pg_guard([&] { MemoryContextDelete(ctx); });
 }
 
-}  // namespace
-
-// gpu_sdh(rel, nbuckets, coords, width): the histogram as bigint[nbuckets], NULL for no rows.
-GPU2BS_FUNCTION(gpu2bs_sdh_rel) {
-  if (PG_ARGISNULL(0) || PG_ARGISNULL(1)) PG_RETURN_NULL();
-  const Oid relid = PG_GETARG_OID(0);
-  const int32 nbuckets = PG_GETARG_INT32(1);
-  ArrayType* coords = PG_ARGISNULL(2) ? nullptr : PG_GETARG_ARRAYTYPE_P(2);
-  const bool explicit_width = !PG_ARGISNULL(3);
-  const double width = explicit_width ? PG_GETARG_FLOAT8(3) : 0;
+// The histogram of relation `relid` as bigint[nbuckets] (width <= 0 when derived from the
+// data), or NULL for no rows.
+Datum sdh_relation(FunctionCallInfo fcinfo, Oid relid, int32 nbuckets, ArrayType* coords,
+                   bool explicit_width, double width) {
   const Precision prec = current_precision();
   make_sdh_params(nbuckets, width, explicit_width, Bounds(), prec);  // arguments, before reading
   SimjoinInput in;
@@ -63,7 +57,7 @@ GPU2BS_FUNCTION(gpu2bs_sdh_rel) {
   PgControl ctl;
   ctl.stats.scan_s = in.scan_s;
   std::vector<uint64_t> hist = eng->sdh(prob, ctl);
-  record_run("gpu_sdh", eng->name(), ctl.stats);
+  record_run(explicit_width ? "gpu_sdh_fixed" : "gpu_sdh", eng->name(), ctl.stats);
   drop_points(&in);
   ArrayType* result = nullptr;
   const uint64_t* h = hist.data();
@@ -74,6 +68,23 @@ GPU2BS_FUNCTION(gpu2bs_sdh_rel) {
     result = construct_array(elems, nb, INT8OID, 8, FLOAT8PASSBYVAL, TYPALIGN_DOUBLE);
   });
   PG_RETURN_ARRAYTYPE_P(result);
+}
+
+}  // namespace
+
+// gpu_sdh(rel, nbuckets, coords): the histogram with the width derived from the data.
+GPU2BS_FUNCTION(gpu2bs_sdh_rel) {
+  if (PG_ARGISNULL(0) || PG_ARGISNULL(1)) PG_RETURN_NULL();
+  return sdh_relation(fcinfo, PG_GETARG_OID(0), PG_GETARG_INT32(1),
+                      PG_ARGISNULL(2) ? nullptr : PG_GETARG_ARRAYTYPE_P(2), false, 0);
+}
+
+// gpu_sdh_fixed(rel, nbuckets, width, coords): the histogram with an explicit bucket width.
+GPU2BS_FUNCTION(gpu2bs_sdh_fixed_rel) {
+  if (PG_ARGISNULL(0) || PG_ARGISNULL(1) || PG_ARGISNULL(2)) PG_RETURN_NULL();
+  return sdh_relation(fcinfo, PG_GETARG_OID(0), PG_GETARG_INT32(1),
+                      PG_ARGISNULL(3) ? nullptr : PG_GETARG_ARRAYTYPE_P(3), true,
+                      PG_GETARG_FLOAT8(2));
 }
 
 // gpu_pair_count(rel, r, coords): unordered pairs with distance <= r, NULL for no rows.

@@ -2,9 +2,18 @@
 #include "pg.h"
 
 extern "C" {
+#include "access/parallel.h"
+#include "pgstat.h"
+#include "storage/proc.h"
 #include "utils/guc.h"
+#include "utils/timestamp.h"
 }
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cmath>
 #include <cstdio>
 #include <thread>
 
@@ -50,12 +59,60 @@ bool check_threads_per_point(int* newval, void** /*extra*/, GucSource /*source*/
   return false;
 }
 
+// GUC check hook of gpu2bs.max_result_rows: a whole number of rows (a fraction such as 0.5 would
+// truncate to 0, which means no limit).
+bool check_max_result_rows(double* newval, void** /*extra*/, GucSource /*source*/) {
+  if (*newval == std::floor(*newval)) return true;
+  GUC_check_errdetail("gpu2bs.max_result_rows must be a whole number of rows (0 means no limit).");
+  return false;
+}
+
 struct LastRun {
   char function[64];
   char engine[128];
   RunStats stats;
+  TimestampTz at;  // when the run ended
   bool valid;
 } last_run = {};
+
+// A run in a parallel worker (the whole aggregate below a single-copy Gather, or a sub-plan run
+// by workers) is handed to the leader through a small file in the data directory, named after
+// the leader's PID: the worker exits with the query and has no other channel back that does not
+// need the library preloaded. The leader's gpu2bs_info() adopts it when it is newer than its own
+// last run and not older than the leader itself (a file left by an earlier backend with the same
+// PID), and removes it. Plain POSIX calls: nothing here raises a PostgreSQL error.
+void worker_record_path(char* buf, size_t cap, int leader_pid) {
+  snprintf(buf, cap, "%s/gpu2bs-last-run.%d", PG_STAT_TMP_DIR, leader_pid);
+}
+
+// In a parallel worker: writes `run` for the leader (write to a temporary name, then rename).
+void hand_to_leader(const LastRun& run) {
+  if (!IsParallelWorker() || !MyProc || !MyProc->lockGroupLeader) return;
+  char path[MAXPGPATH], tmp[MAXPGPATH + 16];
+  worker_record_path(path, sizeof path, MyProc->lockGroupLeader->pid);
+  snprintf(tmp, sizeof tmp, "%s.%d", path, MyProcPid);
+  const int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC, S_IRUSR | S_IWUSR);
+  if (fd < 0) return;
+  const bool ok = write(fd, &run, sizeof run) == ssize_t(sizeof run);
+  close(fd);
+  if (!ok || rename(tmp, path) != 0) unlink(tmp);
+}
+
+// In the leader: adopts a worker's run handed over since this backend's own last run.
+void adopt_from_workers() {
+  char path[MAXPGPATH];
+  worker_record_path(path, sizeof path, MyProcPid);
+  const int fd = open(path, O_RDONLY);
+  if (fd < 0) return;
+  LastRun run;
+  const bool ok = read(fd, &run, sizeof run) == ssize_t(sizeof run);
+  close(fd);
+  unlink(path);
+  if (!ok || !run.valid || run.at < MyStartTimestamp || (last_run.valid && run.at <= last_run.at)) return;
+  run.function[sizeof run.function - 1] = '\0';
+  run.engine[sizeof run.engine - 1] = '\0';
+  last_run = run;
+}
 
 }  // namespace
 
@@ -75,8 +132,9 @@ void define_settings() {
                           nullptr, nullptr);
   DefineCustomRealVariable("gpu2bs.max_result_rows",
                            "Largest similarity join result before it is stopped with an error (0: no limit).",
-                           nullptr, &max_result_rows_setting, 1e9, 0, 1e15, PGC_USERSET, 0,
-                           nullptr, nullptr, nullptr);
+                           "A whole number of rows from 0 to 1e15; 0 means no limit.",
+                           &max_result_rows_setting, 1e9, 0, 1e15, PGC_USERSET, 0,
+                           check_max_result_rows, nullptr, nullptr);
   DefineCustomIntVariable("gpu2bs.gpu_memory_limit",
                           "Device memory the GPU engine may allocate per query (0: 90% of free memory).",
                           nullptr, &gpu_memory_limit_setting, 0, 0, 16 * 1024 * 1024, PGC_USERSET,
@@ -150,11 +208,14 @@ void record_run(const std::string& function, const std::string& engine, const Ru
   snprintf(last_run.function, sizeof last_run.function, "%s", function.c_str());
   snprintf(last_run.engine, sizeof last_run.engine, "%s", engine.c_str());
   last_run.stats = stats;
+  last_run.at = GetCurrentTimestamp();
   last_run.valid = true;
+  hand_to_leader(last_run);
 }
 
 InfoRows last_run_rows() {
   InfoRows rows;
+  adopt_from_workers();
   if (!last_run.valid) return rows;
   char buf[64];
   auto ms = [&](double s) {

@@ -5,25 +5,37 @@
 
 extern "C" {
 #include "access/genam.h"
+#include "access/htup_details.h"
+#include "access/transam.h"
+#include "access/xact.h"
 #include "access/relation.h"
 #include "access/table.h"
+#include "catalog/dependency.h"
 #include "catalog/pg_class.h"
+#include "catalog/pg_inherits.h"
 #include "catalog/pg_type.h"
+#include "commands/extension.h"
 #include "executor/spi.h"
 #include "funcapi.h"
 #include "lib/stringinfo.h"
+#include "mb/pg_wchar.h"
 #include "nodes/pg_list.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
+#include "storage/lmgr.h"
 #include "utils/lsyscache.h"
+#include "utils/plancache.h"
 #include "utils/rel.h"
 #include "utils/relcache.h"
+#include "utils/snapmgr.h"
+#include "utils/syscache.h"
 }
 
 #include <chrono>
 #include <cmath>
 
 #include "../core/error.h"
+#include "../core/pipeline.h"
 #include "settings.h"
 #include "simjoin.h"
 
@@ -44,6 +56,15 @@ bool is_numeric_type(Oid t) {
   return is_int_type(t) || t == FLOAT4OID || t == FLOAT8OID || t == NUMERICOID;
 }
 
+// A user-supplied name as shown in messages: at most NAMEDATALEN - 1 bytes (whole characters,
+// "..." when cut), so a huge name does not flood the message.
+const char* shown_name(const char* s) {
+  const int len = int(strlen(s));
+  if (len < NAMEDATALEN) return s;
+  const int keep = pg_mbcliplen(s, len, NAMEDATALEN - 4);
+  return psprintf("%.*s...", keep, s);
+}
+
 // Attribute number of column `name` (not dropped, not system), or an error.
 AttrNumber find_column(TupleDesc td, const char* name, const char* relname) {
   for (int a = 0; a < td->natts; ++a) {
@@ -51,8 +72,50 @@ AttrNumber find_column(TupleDesc td, const char* name, const char* relname) {
     if (!att->attisdropped && strcmp(NameStr(att->attname), name) == 0) return AttrNumber(a + 1);
   }
   ereport(ERROR, (errcode(ERRCODE_UNDEFINED_COLUMN),
-                  errmsg("column \"%s\" of relation %s does not exist", name, relname)));
+                  errmsg("column \"%s\" of relation %s does not exist", shown_name(name), relname)));
   return InvalidAttrNumber;
+}
+
+enum PostgisKind { NOT_POSTGIS = 0, PG_GEOMETRY = 1, PG_GEOGRAPHY = 2 };
+
+// PostGIS type of `typid` (domains resolved). The type is recognised by its name and by being a
+// member of the extension postgis, never through search_path; `nsp` receives its schema, where
+// PostGIS's functions are too.
+PostgisKind postgis_kind(Oid typid, const char** nsp) {
+  typid = getBaseType(typid);
+  if (typid < FirstNormalObjectId) return NOT_POSTGIS;
+  HeapTuple tup = SearchSysCache1(TYPEOID, ObjectIdGetDatum(typid));
+  if (!HeapTupleIsValid(tup)) return NOT_POSTGIS;
+  Form_pg_type t = (Form_pg_type)GETSTRUCT(tup);
+  const PostgisKind kind = strcmp(NameStr(t->typname), "geometry") == 0    ? PG_GEOMETRY
+                           : strcmp(NameStr(t->typname), "geography") == 0 ? PG_GEOGRAPHY
+                                                                           : NOT_POSTGIS;
+  const Oid typnsp = t->typnamespace;
+  ReleaseSysCache(tup);
+  if (kind == NOT_POSTGIS) return NOT_POSTGIS;
+  const Oid ext = getExtensionOfObject(TypeRelationId, typid);
+  const char* extname = OidIsValid(ext) ? get_extension_name(ext) : nullptr;
+  if (!extname || strcmp(extname, "postgis") != 0) return NOT_POSTGIS;
+  *nsp = get_namespace_name(typnsp);
+  return kind;
+}
+
+// PostGIS's typmod of geometry(type, srid): the geometry type (0 any, 1 point), Z flag.
+int geometry_typmod_type(int32 typmod) { return (typmod & 0x000000FC) >> 2; }
+bool geometry_typmod_z(int32 typmod) { return (typmod & 0x00000002) != 0; }
+
+// Appends to `q` the select list that reads the PostGIS point column `col` (schema `nsp`):
+// x, y [, z] (NULL for a non-point), then its SRID and its shape (ST_Zmflag for a point, -1 for
+// any other geometry, NULL for NULL), so the receiver can refuse what is not a point of the
+// right dimension.
+void append_geometry_columns(StringInfo q, const char* nsp, const char* col, int dims) {
+  auto fn = [&](const char* f) { return quote_qualified_identifier(nsp, f); };
+  const char* is_point = psprintf("%s(%s) = 'ST_Point'", fn("st_geometrytype"), col);
+  const char* axes[3] = {"st_x", "st_y", "st_z"};
+  for (int k = 0; k < dims; ++k)
+    appendStringInfo(q, ", (CASE WHEN %s THEN %s(%s) END)::pg_catalog.float8", is_point, fn(axes[k]), col);
+  appendStringInfo(q, ", %s(%s), (CASE WHEN %s IS NULL THEN NULL WHEN %s THEN %s(%s) ELSE -1 END)::pg_catalog.int4",
+                   fn("st_srid"), col, col, is_point, fn("st_zmflag"), col);
 }
 
 // The single-column integer primary key of `rel`, or InvalidAttrNumber.
@@ -73,33 +136,46 @@ AttrNumber primary_key_column(Relation rel) {
   return InvalidAttrNumber;
 }
 
-// Builds the SELECT that reads `relid` (key and coordinates, schema-qualified and quoted, so
-// names cannot inject SQL and search_path plays no part). `coords` may be NULL (default rule).
-// `keyless`: no key column is looked up; the query's first column is the constant 0.
-char* build_query(Oid relid, ArrayType* coords, const char* id_name, int* dims_out,
-                  const char** relname_out, int64* expect_out, bool keyless = false) {
-  // try_relation_open: a stale OID (a dropped relation) is 42P01, not an internal error.
-  Relation rel = try_relation_open(relid, AccessShareLock);
-  if (!rel)
+// Locks relation `relid` (AccessShareLock, as any scan, kept to the end of the transaction) and
+// opens it. Waits for a concurrent ALTER, DROP or rewrite to finish; the relation is then read
+// as it is after that change: a relation dropped meanwhile is 42P01.
+Relation open_locked(Oid relid) {
+  LockRelationOid(relid, AccessShareLock);  // also processes the invalidations it waited for
+  if (!SearchSysCacheExists1(RELOID, ObjectIdGetDatum(relid))) {
+    UnlockRelationOid(relid, AccessShareLock);
     ereport(ERROR, (errcode(ERRCODE_UNDEFINED_TABLE),
-                    errmsg("relation with OID %u does not exist", relid)));
+                    errmsg("relation with OID %u does not exist", relid),
+                    errdetail("The relation was dropped, possibly by a concurrent transaction."),
+                    errhint("Run the query again: a relation re-created under the same name has a new OID.")));
+  }
+  return relation_open(relid, NoLock);
+}
+
+// Builds the SELECT that reads the locked relation `rel` (key and coordinates, schema-qualified
+// and quoted from the catalog under the lock, so names cannot inject SQL and search_path plays
+// no part). The columns are looked up in the descriptor as it is under the lock. `coords` may be
+// NULL (default rule). With out->keyless no key column is looked up and the query's first
+// column is the constant 0.
+char* build_query(Relation rel, ArrayType* coords, const char* id_name, RelPoints* out) {
   char kind = rel->rd_rel->relkind;
-  *expect_out = rel->rd_rel->reltuples > 0 ? int64(std::min<double>(rel->rd_rel->reltuples, 4e9)) : 0;
+  out->relid = RelationGetRelid(rel);
+  out->expect = rel->rd_rel->reltuples > 0 ? int64(std::min<double>(rel->rd_rel->reltuples, 4e9)) : 0;
   const char* relname = quote_qualified_identifier(get_namespace_name(RelationGetNamespace(rel)),
                                                    RelationGetRelationName(rel));
+  out->relname = relname;
   if (kind != RELKIND_RELATION && kind != RELKIND_VIEW && kind != RELKIND_MATVIEW &&
       kind != RELKIND_PARTITIONED_TABLE && kind != RELKIND_FOREIGN_TABLE)
     ereport(ERROR, (errcode(ERRCODE_WRONG_OBJECT_TYPE),
                     errmsg("%s is not a table, view or materialized view", relname)));
   TupleDesc td = RelationGetDescr(rel);
   AttrNumber key = InvalidAttrNumber;
-  if (keyless) {
-    // no key: coordinates only
+  if (out->keyless) {
+    // coordinates only
   } else if (id_name) {
     key = find_column(td, id_name, relname);
     if (!is_int_type(TupleDescAttr(td, key - 1)->atttypid))
       ereport(ERROR, (errcode(ERRCODE_DATATYPE_MISMATCH),
-                      errmsg("key column \"%s\" must be of type smallint, integer or bigint", id_name)));
+                      errmsg("key column \"%s\" must be of type smallint, integer or bigint", shown_name(id_name))));
   } else {
     key = primary_key_column(rel);
     if (key == InvalidAttrNumber) {
@@ -117,25 +193,70 @@ char* build_query(Oid relid, ArrayType* coords, const char* id_name, int* dims_o
   }
   AttrNumber cols[kMaxDims];
   int dims = 0;
+  const char* geom_nsp = nullptr;  // set when the coordinates come from a PostGIS point column
   if (coords) {
+    if (ARR_NDIM(coords) > 1)
+      ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+                      errmsg("coords must be a one-dimensional array of column names"),
+                      errdetail("The array has %d dimensions.", ARR_NDIM(coords))));
     Datum* elems;
     bool* nulls;
     int nelems;
     deconstruct_array(coords, TEXTOID, -1, false, TYPALIGN_INT, &elems, &nulls, &nelems);
-    if (nelems < 2 || nelems > kMaxDims)
-      ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-                      errmsg("coords must name 2 to %d columns", kMaxDims),
-                      errdetail("%d columns were named.", nelems)));
-    for (int e = 0; e < nelems; ++e) {
+    for (int e = 0; e < nelems; ++e)
       if (nulls[e])
         ereport(ERROR, (errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED), errmsg("coords must not contain NULL")));
-      char* name = text_to_cstring(DatumGetTextPP(elems[e]));
+    if (nelems == 1) {
+      // One column: a PostGIS point column (x, y from geometry(Point), x, y, z from PointZ).
+      char* name = text_to_cstring(DatumGetTextPP(elems[0]));
       AttrNumber c = find_column(td, name, relname);
-      if (!is_numeric_type(TupleDescAttr(td, c - 1)->atttypid))
-        ereport(ERROR, (errcode(ERRCODE_DATATYPE_MISMATCH),
-                        errmsg("coordinate column \"%s\" is not numeric", name),
-                        errdetail("Column \"%s\" has type %s.", name, format_type_be(TupleDescAttr(td, c - 1)->atttypid))));
-      cols[dims++] = c;
+      Form_pg_attribute att = TupleDescAttr(td, c - 1);
+      const char* nsp = nullptr;
+      const PostgisKind pk = postgis_kind(att->atttypid, &nsp);
+      if (pk == PG_GEOGRAPHY)
+        ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+                        errmsg("column \"%s\" of %s is of type geography", shown_name(name), relname),
+                        errdetail("gpu2bs computes Euclidean distances in the units of the coordinates; geography distances are on the spheroid."),
+                        errhint("Project the points to a planar SRID and pass geometry, for example a view with ST_Transform(%s::geometry, 3857) AS geom.",
+                                quote_identifier(shown_name(name)))));
+      if (pk != PG_GEOMETRY)
+        ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+                        errmsg("coords must name 2 to %d columns, or one geometry column", kMaxDims),
+                        errdetail("Column \"%s\" has type %s; a single coordinate column must be a PostGIS geometry(Point) or geometry(PointZ).",
+                                  shown_name(name), format_type_be(att->atttypid))));
+      int32 typmod = att->atttypmod;
+      if (typmod < 0 && att->atttypid != getBaseType(att->atttypid))
+        getBaseTypeAndTypmod(att->atttypid, &typmod);
+      const int gtype = typmod >= 0 ? geometry_typmod_type(typmod) : 0;
+      if (gtype != 0 && gtype != 1)
+        ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+                        errmsg("geometry column \"%s\" of %s is not a point column", shown_name(name), relname),
+                        errdetail("Its type is %s; only points are accepted.",
+                                  format_type_with_typemod(att->atttypid, att->atttypmod))));
+      dims = typmod >= 0 && geometry_typmod_z(typmod) ? 3 : 2;
+      cols[0] = c;
+      geom_nsp = nsp;
+      out->geometry = true;
+      out->geom_col = pstrdup(NameStr(att->attname));
+    } else {
+      if (nelems < 2 || nelems > kMaxDims)
+        ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+                        errmsg("coords must name 2 to %d columns", kMaxDims),
+                        errdetail("%d columns were named.", nelems)));
+      for (int e = 0; e < nelems; ++e) {
+        char* name = text_to_cstring(DatumGetTextPP(elems[e]));
+        AttrNumber c = find_column(td, name, relname);
+        const char* nsp = nullptr;
+        if (!is_numeric_type(TupleDescAttr(td, c - 1)->atttypid))
+          ereport(ERROR, (errcode(ERRCODE_DATATYPE_MISMATCH),
+                          errmsg("coordinate column \"%s\" is not numeric", shown_name(name)),
+                          errdetail("Column \"%s\" has type %s.", shown_name(name),
+                                    format_type_be(TupleDescAttr(td, c - 1)->atttypid)),
+                          postgis_kind(TupleDescAttr(td, c - 1)->atttypid, &nsp) != NOT_POSTGIS
+                              ? errhint("A PostGIS point column is named alone: coords => '{%s}'.", shown_name(name))
+                              : 0));
+        cols[dims++] = c;
+      }
     }
   } else {
     for (int a = 0; a < td->natts; ++a) {
@@ -150,22 +271,24 @@ char* build_query(Oid relid, ArrayType* coords, const char* id_name, int* dims_o
     if (dims < 2)
       ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
                       errmsg("relation %s has fewer than 2 float8 coordinate columns", relname),
-                      errhint("Name the coordinate columns, for example coords => '{x,y}'.")));
+                      errhint("Name the coordinate columns, for example coords => '{x,y}', or a PostGIS point column, coords => '{geom}'.")));
   }
   StringInfoData q;
   initStringInfo(&q);
-  if (keyless)
+  if (out->keyless)
     appendStringInfoString(&q, "SELECT 0::pg_catalog.int8");
   else
     appendStringInfo(&q, "SELECT (%s)::pg_catalog.int8",
                      quote_identifier(NameStr(TupleDescAttr(td, key - 1)->attname)));
-  for (int k = 0; k < dims; ++k)
-    appendStringInfo(&q, ", (%s)::pg_catalog.float8",
-                     quote_identifier(NameStr(TupleDescAttr(td, cols[k] - 1)->attname)));
+  if (geom_nsp) {
+    append_geometry_columns(&q, geom_nsp, quote_identifier(NameStr(TupleDescAttr(td, cols[0] - 1)->attname)), dims);
+  } else {
+    for (int k = 0; k < dims; ++k)
+      appendStringInfo(&q, ", (%s)::pg_catalog.float8",
+                       quote_identifier(NameStr(TupleDescAttr(td, cols[k] - 1)->attname)));
+  }
   appendStringInfo(&q, " FROM %s", relname);
-  relation_close(rel, AccessShareLock);
-  *dims_out = dims;
-  *relname_out = relname;
+  out->dims = dims;
   return q.data;
 }
 
@@ -185,25 +308,54 @@ void grow_points(RelPoints* out, MemoryContext ctx, int64 need) {
   out->cap = cap;
 }
 
+// Why the receiver stopped the query (the error is raised after SPI returns).
+enum BadRow { ROW_OK = 0, ROW_NAN, ROW_INFINITE, ROW_NOT_POINT, ROW_NO_Z, ROW_HAS_Z, ROW_SRID };
+
 // Receives the query's rows straight from the executor (no SPI tuple table, no tuple copies).
 struct PointsReceiver {
   DestReceiver pub;  // first member: the executor sees a DestReceiver
   RelPoints* out;
   MemoryContext ctx;
-  bool bad;                    // a NaN or infinite coordinate stopped the query
-  bool bad_nan;
+  BadRow bad;
   int64 bad_key;
+  int32 bad_srid;
   char bad_col[NAMEDATALEN];
 };
 
-// One row (key, coordinates...): skipped when any is NULL; a NaN or infinite coordinate is
-// recorded and stops the query (the error is raised after SPI returns, without its context);
-// else appended.
+// Records a bad row and stops the query.
+bool stop_at(PointsReceiver* r, BadRow why, int64 key) {
+  r->bad = why;
+  r->bad_key = key;
+  return false;
+}
+
+// One row (key, coordinates..., and for a geometry column its SRID and shape): skipped when the
+// key, the geometry or a coordinate is NULL; a NaN or infinite coordinate, a geometry that is not
+// a point of the column's dimension, or an SRID other than the first row's is recorded and stops
+// the query; else the point is appended.
 bool receive_point(TupleTableSlot* slot, DestReceiver* self) {
   PointsReceiver* r = (PointsReceiver*)self;
   RelPoints* out = r->out;
   slot_getallattrs(slot);
   if (slot->tts_isnull[0]) return true;
+  const int64 key = DatumGetInt64(slot->tts_values[0]);
+  if (out->geometry) {
+    const int s = 1 + out->dims;  // SRID, then shape
+    if (slot->tts_isnull[s + 1]) return true;  // NULL geometry
+    const int32 shape = DatumGetInt32(slot->tts_values[s + 1]);
+    if (shape < 0) return stop_at(r, ROW_NOT_POINT, key);
+    const bool has_z = shape == 2 || shape == 3;
+    if (out->dims == 3 && !has_z) return stop_at(r, ROW_NO_Z, key);
+    if (out->dims == 2 && has_z) return stop_at(r, ROW_HAS_Z, key);
+    const int32 srid = DatumGetInt32(slot->tts_values[s]);
+    if (!out->srid_seen) {
+      out->srid = srid;
+      out->srid_seen = true;
+    } else if (srid != out->srid) {
+      r->bad_srid = srid;
+      return stop_at(r, ROW_SRID, key);
+    }
+  }
   double v[kMaxDims];
   for (int k = 0; k < out->dims; ++k) {
     if (slot->tts_isnull[1 + k]) return true;
@@ -211,14 +363,11 @@ bool receive_point(TupleTableSlot* slot, DestReceiver* self) {
   }
   for (int k = 0; k < out->dims; ++k)
     if (!std::isfinite(v[k])) {
-      r->bad = true;
-      r->bad_nan = std::isnan(v[k]);
-      r->bad_key = DatumGetInt64(slot->tts_values[0]);
       strlcpy(r->bad_col, NameStr(TupleDescAttr(slot->tts_tupleDescriptor, 1 + k)->attname), NAMEDATALEN);
-      return false;
+      return stop_at(r, std::isnan(v[k]) ? ROW_NAN : ROW_INFINITE, key);
     }
   if (out->n == out->cap) grow_points(out, r->ctx, out->n + 1);
-  if (!out->keyless) out->ids[out->n] = DatumGetInt64(slot->tts_values[0]);
+  if (!out->keyless) out->ids[out->n] = key;
   for (int k = 0; k < out->dims; ++k) out->coord[k][out->n] = v[k];
   out->n++;
   return true;
@@ -228,11 +377,90 @@ bool receive_point(TupleTableSlot* slot, DestReceiver* self) {
 void receiver_startup(DestReceiver*, int, TupleDesc) {}
 void receiver_noop(DestReceiver*) {}
 
-// Runs `query` through SPI as the calling user (privileges and row-level security apply) with
-// its rows streamed into `out` (allocated in `ctx`) by a DestReceiver.
-void read_points(const char* query, MemoryContext ctx, RelPoints* out) {
-  SPIPlanPtr plan = SPI_prepare(query, 0, nullptr);
-  if (!plan) elog(ERROR, "SPI_prepare failed for \"%s\": %s", query, SPI_result_code_string(SPI_result));
+// Raises the error for the row the receiver stopped at.
+void report_bad_row(const PointsReceiver& recv, const RelPoints* out) {
+  const char* col = out->geometry ? out->geom_col : recv.bad_col;
+  // The row, by its key (relations read without a key: "A row").
+  const char* who = recv.bad == ROW_OK ? "" : out->keyless ? "A row" : psprintf("The row with key " INT64_FORMAT, recv.bad_key);
+  switch (recv.bad) {
+    case ROW_OK:
+      return;
+    case ROW_NAN:
+    case ROW_INFINITE:
+      ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+                      errmsg("column \"%s\" of %s has a non-finite value", col, out->relname),
+                      errdetail("%s has %s; NaN and infinite coordinates are not accepted.",
+                                who, recv.bad == ROW_NAN ? "NaN" : "an infinite value")));
+      break;
+    case ROW_NOT_POINT:
+      ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+                      errmsg("geometry column \"%s\" of %s has a geometry that is not a point", col, out->relname),
+                      errdetail("%s is not a point; only points are accepted.", who),
+                      errhint("Pass a point per row, for example ST_Centroid(geom) in a view.")));
+      break;
+    case ROW_NO_Z:
+    case ROW_HAS_Z:
+      ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+                      errmsg("geometry column \"%s\" of %s has a point of the wrong dimension", col, out->relname),
+                      errdetail("%s has a %s point; the column is read as %d-D.",
+                                who, recv.bad == ROW_HAS_Z ? "3-D" : "2-D", out->dims),
+                      errhint("Declare the column geometry(Point, SRID) for 2-D or geometry(PointZ, SRID) for 3-D points.")));
+      break;
+    case ROW_SRID:
+      ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+                      errmsg("geometry column \"%s\" of %s mixes SRIDs", col, out->relname),
+                      errdetail("%s has SRID %d, earlier rows have SRID %d.",
+                                who, recv.bad_srid, out->srid),
+                      errhint("Transform every point to one SRID, for example with ST_Transform.")));
+      break;
+  }
+}
+
+// Whether the catalog row of relation `relid` was written by a transaction that `snap` does not
+// see: the relation was altered, rewritten or re-created after the snapshot was taken, so rows
+// its storage holds now may be invisible to the snapshot (a rewrite is not MVCC-safe).
+bool changed_after(Oid relid, Snapshot snap) {
+  HeapTuple tup = SearchSysCache1(RELOID, ObjectIdGetDatum(relid));
+  if (!HeapTupleIsValid(tup)) return true;
+  const TransactionId xmin = HeapTupleHeaderGetXmin(tup->t_data);
+  ReleaseSysCache(tup);
+  return TransactionIdIsNormal(xmin) && !TransactionIdIsCurrentTransactionId(xmin) &&
+         XidInMVCCSnapshot(xmin, snap);
+}
+
+// Whether any relation the prepared query reads (the relation itself, the tables under a view,
+// the partitions or children of a parent; all locked by now) changed after `snap`.
+bool plan_reads_changed(SPIPlanPtr plan, Snapshot snap) {
+  ListCell* lc;
+  foreach (lc, SPI_plan_get_plan_sources(plan)) {
+    CachedPlanSource* src = (CachedPlanSource*)lfirst(lc);
+    ListCell* rc;
+    foreach (rc, src->relationOids) {
+      const Oid relid = lfirst_oid(rc);
+      if (changed_after(relid, snap)) return true;
+      if (has_subclass(relid)) {
+        List* kids = find_all_inheritors(relid, AccessShareLock, nullptr);
+        ListCell* kc;
+        foreach (kc, kids)
+          if (changed_after(lfirst_oid(kc), snap)) return true;
+      }
+    }
+  }
+  return false;
+}
+
+// Whether the prepared query reads relation `relid` (its only FROM item, named from the catalog
+// under the lock, so this always holds; checked so a mismatch can never go unnoticed).
+bool plan_reads(SPIPlanPtr plan, Oid relid) {
+  ListCell* lc;
+  foreach (lc, SPI_plan_get_plan_sources(plan))
+    if (list_member_oid(((CachedPlanSource*)lfirst(lc))->relationOids, relid)) return true;
+  return false;
+}
+
+// Runs `plan` through SPI as the calling user (privileges and row-level security apply) under
+// the active snapshot, with its rows streamed into `out` (allocated in `ctx`) by a DestReceiver.
+void read_points(SPIPlanPtr plan, MemoryContext ctx, RelPoints* out) {
   PointsReceiver recv;
   memset(&recv, 0, sizeof recv);
   recv.pub.receiveSlot = receive_point;
@@ -252,19 +480,8 @@ void read_points(const char* query, MemoryContext ctx, RelPoints* out) {
   // every row still went through receive_point.
   const int rc = SPI_execute_plan_extended(plan, &opts);
   if (rc != SPI_OK_SELECT && rc != SPI_OK_UTILITY)
-    elog(ERROR, "SPI_execute_plan_extended failed for \"%s\": %s", query, SPI_result_code_string(rc));
-  SPI_freeplan(plan);
-  if (recv.bad && out->keyless)
-    ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-                    errmsg("column \"%s\" of %s has a non-finite value", recv.bad_col, out->relname),
-                    errdetail("A row has %s; NaN and infinite coordinates are not accepted.",
-                              recv.bad_nan ? "NaN" : "an infinite value"),
-                    errhint("Filter the rows through a view, for example WHERE %s <> 'NaN'.", recv.bad_col)));
-  if (recv.bad)
-    ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-                    errmsg("column \"%s\" of %s has a non-finite value", recv.bad_col, out->relname),
-                    errdetail("The row with key " INT64_FORMAT " has %s; NaN and infinite coordinates are not accepted.",
-                              recv.bad_key, recv.bad_nan ? "NaN" : "an infinite value")));
+    elog(ERROR, "SPI_execute_plan_extended failed for %s: %s", out->relname, SPI_result_code_string(rc));
+  report_bad_row(recv, out);
 }
 
 PointsView view_of(const RelPoints& r) {
@@ -339,7 +556,7 @@ bool simjoin_args(FunctionCallInfo fcinfo, int nrel, SimjoinArgs* a) {
 }
 
 void simjoin_read(const SimjoinArgs& a, SimjoinInput* in) {
-  if (std::isnan(a.eps) || a.eps <= 0)
+  if (!a.keyless && (std::isnan(a.eps) || a.eps <= 0))
     throw Error(ErrorCode::InvalidParameter, "eps must be a positive number",
                 std::isnan(a.eps) ? std::string("eps is NaN.") : "eps is " + shortest(a.eps) + ".");
   in->nrel = a.nrel;
@@ -348,50 +565,89 @@ void simjoin_read(const SimjoinArgs& a, SimjoinInput* in) {
   pg_guard([&] {
     in->ctx = AllocSetContextCreate(CurrentMemoryContext, "gpu2bs simjoin points", ALLOCSET_DEFAULT_SIZES);
     const char* id_name = a.id ? text_to_cstring(a.id) : nullptr;
+    // Lock each relation by the OID the argument resolved to, then build its query from the
+    // catalog as it is under the lock (the lock is held to the end of the transaction, so the
+    // name in the query stays this relation's).
     const char* queries[2];
-    for (int r = 0; r < a.nrel; ++r)
-      queries[r] = build_query(a.relids[r], a.coords, id_name, &rels[r].dims, &rels[r].relname,
-                               &rels[r].expect);
+    for (int r = 0; r < a.nrel; ++r) {
+      rels[r].keyless = a.keyless;
+      Relation rel = open_locked(a.relids[r]);
+      queries[r] = build_query(rel, a.coords, id_name, &rels[r]);
+      relation_close(rel, NoLock);
+    }
     if (SPI_connect() != SPI_OK_CONNECT) elog(ERROR, "SPI_connect failed");
-    for (int r = 0; r < a.nrel; ++r) read_points(queries[r], in->ctx, &rels[r]);
+    SPIPlanPtr plans[2];
+    bool changed = false;
+    for (int r = 0; r < a.nrel; ++r) {
+      plans[r] = SPI_prepare(queries[r], 0, nullptr);
+      if (!plans[r]) elog(ERROR, "SPI_prepare failed for %s: %s", rels[r].relname, SPI_result_code_string(SPI_result));
+      if (!plan_reads(plans[r], rels[r].relid))
+        ereport(ERROR, (errcode(ERRCODE_OBJECT_IN_USE),
+                        errmsg("relation %s changed while it was being read", rels[r].relname),
+                        errhint("Run the query again.")));
+      changed = changed || plan_reads_changed(plans[r], GetActiveSnapshot());
+    }
+    // A relation altered or rewritten after the query's snapshot (this call waited for the
+    // change to commit): under READ COMMITTED the relations are read with a snapshot taken now,
+    // as a statement that waited for the same lock before starting would see them; under
+    // REPEATABLE READ or SERIALIZABLE the transaction's snapshot cannot change: 40001.
+    if (changed) {
+      if (IsolationUsesXactSnapshot())
+        ereport(ERROR, (errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
+                        errmsg("could not serialize access due to a concurrent change of %s", rels[0].relname),
+                        errdetail("A relation this call reads was altered, rewritten or re-created after the transaction's snapshot was taken."),
+                        errhint("Run the transaction again.")));
+      PushActiveSnapshot(GetTransactionSnapshot());
+    }
+    for (int r = 0; r < a.nrel; ++r) read_points(plans[r], in->ctx, &rels[r]);
+    if (changed) PopActiveSnapshot();
+    for (int r = 0; r < a.nrel; ++r) SPI_freeplan(plans[r]);
     SPI_finish();
   });
   in->scan_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
 
 void read_coordinates(Oid relid, ArrayType* coords, SimjoinInput* in) {
-  in->nrel = 1;
-  RelPoints* rel = &in->rels[0];
-  rel->keyless = true;
-  const auto t0 = std::chrono::steady_clock::now();
-  pg_guard([&] {
-    in->ctx = AllocSetContextCreate(CurrentMemoryContext, "gpu2bs relation points", ALLOCSET_DEFAULT_SIZES);
-    const char* query = build_query(relid, coords, nullptr, &rel->dims, &rel->relname, &rel->expect, true);
-    if (SPI_connect() != SPI_OK_CONNECT) elog(ERROR, "SPI_connect failed");
-    read_points(query, in->ctx, rel);
-    SPI_finish();
-  });
-  in->scan_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  SimjoinArgs a;
+  a.nrel = 1;
+  a.relids[0] = relid;
+  a.coords = coords;
+  a.keyless = true;
+  simjoin_read(a, in);
 }
 
-void simjoin_run(const SimjoinArgs& a, SimjoinInput* in, PairSink& sink) {
+SimjoinPrepared simjoin_prepare(const SimjoinArgs& a, SimjoinInput* in) {
   const int nrel = a.nrel;
   const RelPoints* rels = in->rels;
   Precision prec = current_precision();
   PointsView va = view_of(rels[0]);
   PointsView vb = nrel == 2 ? view_of(rels[1]) : va;
+  if (nrel == 2 && rels[0].srid_seen && rels[1].srid_seen && rels[0].srid != rels[1].srid)
+    throw Error(ErrorCode::InvalidParameter, "relations have different SRIDs",
+                std::string(rels[0].relname) + " has SRID " + std::to_string(rels[0].srid) + ", " +
+                    rels[1].relname + " has SRID " + std::to_string(rels[1].srid) + ".",
+                "Transform both to one SRID, for example with ST_Transform.");
   if (nrel == 2 && vb.dims != va.dims)
     throw Error(ErrorCode::InvalidParameter, "relations have different numbers of coordinates",
                 std::string(rels[0].relname) + " has " + std::to_string(va.dims) + ", " +
                     rels[1].relname + " has " + std::to_string(vb.dims) + ".");
   check_range(compute_bounds(va, nrel == 2 ? &vb : nullptr), prec);
-  SimjoinProblem prob = make_simjoin(va, nrel == 2 ? &vb : nullptr, a.eps, prec,
-                                     uint64_t(max_result_rows_setting));
+  SimjoinPrepared out;
+  out.prob = make_simjoin(va, nrel == 2 ? &vb : nullptr, a.eps, prec, uint64_t(max_result_rows_setting));
   std::string reason;
-  Engine* eng = choose_engine(&reason);
+  out.engine = choose_engine(&reason);
+  return out;
+}
+
+void simjoin_run(const SimjoinArgs& a, SimjoinInput* in, PairSink& sink, const PairFilter* filter) {
+  SimjoinPrepared prep = simjoin_prepare(a, in);
+  Engine* eng = prep.engine;
+  const bool engine_filters = filter && eng->applies_pair_filter();
+  if (engine_filters) prep.prob.filter = filter;
+  FilterSink filtered(engine_filters ? nullptr : filter, sink);
   PgControl ctl;
   ctl.stats.scan_s = in->scan_s;
-  eng->simjoin(prob, sink, ctl);
+  eng->simjoin(prep.prob, filtered, ctl);
   record_run("gpu_simjoin", eng->name(), ctl.stats);
 }
 

@@ -16,7 +16,12 @@ namespace pg {
 // One relation's points as read: ids and SoA coordinates in a dedicated memory context.
 struct RelPoints {
   const char* relname;  // qualified, quoted
+  Oid relid;            // the relation read (locked)
   int dims;
+  bool geometry;        // the coordinates come from one PostGIS point column
+  const char* geom_col; // its name
+  bool srid_seen;       // a geometry row was read; srid is then the SRID of every row
+  int32 srid;
   int64 n;
   int64 cap;
   int64 expect;         // rows the catalog expects (pg_class.reltuples), 0 when unknown
@@ -32,6 +37,7 @@ struct SimjoinArgs {
   double eps = 0;
   ArrayType* coords = nullptr;
   text* id = nullptr;
+  bool keyless = false;  // coordinates only, no key column and no eps (read_coordinates)
 };
 
 // The points read for one call; `ctx` owns them.
@@ -52,8 +58,15 @@ void simjoin_read(const SimjoinArgs& a, SimjoinInput* in);
 // receiver as gpu_simjoin. Rows with a NULL coordinate are skipped; NaN or infinite
 // coordinates are 22023. Throws.
 void read_coordinates(Oid relid, ArrayType* coords, SimjoinInput* in);
-// Runs the chosen engine over the points, handing result pages to `sink`. Throws.
-void simjoin_run(const SimjoinArgs& a, SimjoinInput* in, PairSink& sink);
+// The problem over the points read and the engine chosen for it (checks the inputs). Throws.
+struct SimjoinPrepared {
+  SimjoinProblem prob;
+  Engine* engine = nullptr;
+};
+SimjoinPrepared simjoin_prepare(const SimjoinArgs& a, SimjoinInput* in);
+// Runs the chosen engine over the points, handing result pages to `sink`; with `filter`, only
+// the pairs it keeps (applied by the engine when it can, else on each page). Throws.
+void simjoin_run(const SimjoinArgs& a, SimjoinInput* in, PairSink& sink, const PairFilter* filter = nullptr);
 
 // Registers gpu2bs.enable_customscan and the planner hook of the custom scan (_PG_init).
 void register_simjoin_scan();

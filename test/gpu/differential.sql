@@ -39,7 +39,7 @@ INSERT INTO cases VALUES
  ('SELECT gpu_sdh(x, y, z, 50000) AS h FROM u3'),
  ('SELECT gpu_sdh(x, y, z, 100, 0.004) AS h FROM u3'),
  ('SELECT gpu_sdh(x, y, 300) AS h FROM u3'),
- ('SELECT gpu_sdh(x, y, 64, 0.01) AS h FROM u3'),
+ ('SELECT gpu_sdh_fixed(x, y, 64, 0.01) AS h FROM u3'),
  ('SELECT gpu_sdh(x, y, z, 500) AS h FROM atoms'),
  ('SELECT gpu_sdh(x, y, z, 50, 0.5) AS h FROM atoms'),
  ('SELECT gpu_sdh(x, y, z, 500) AS h FROM stars'),

@@ -28,7 +28,7 @@ CANCEL_AFTER_S = 2.5 if DEVICE == "gpu" else 0.5
 # Mixed workload for the concurrency soak, with the results fixed by a serial run first.
 MIXED = [
     "SELECT gpu_sdh(x, y, z, 64) FROM rel_small",
-    "SELECT gpu_sdh(x, y, 32, 0.05) FROM rel_small",
+    "SELECT gpu_sdh_fixed(x, y, 32, 0.05) FROM rel_small",
     "SELECT gpu_pair_count(x, y, z, 0.1) FROM rel_small",
     "SELECT count(*), sum(id1 * 7 + id2) FROM gpu_simjoin('rel_small', 0.08)",
     "SELECT count(*) FROM gpu_simjoin('rel_small', 'rel_small2', 0.05)",
@@ -61,21 +61,28 @@ def tables():
     yield
 
 
-def backend_rss_kb(conn):
-    """Private (anonymous) resident memory of the backend: shared buffers excluded."""
+def backend_memory(conn):
+    """(bytes the backend's C allocator has handed out, its RssAnon in kB, its thread count).
+
+    The first is exact: memory in use in every malloc arena plus mmapped chunks, without the
+    free memory the allocator keeps for reuse. RssAnon includes that kept memory, whose amount
+    depends on where the last calls were cancelled; it is reported, not asserted on.
+    """
     pid = conn.execute("SELECT pg_backend_pid()").fetchone()[0]
+    in_use = conn.execute(
+        "SELECT value::bigint FROM gpu2bs_info() WHERE name = 'backend_malloc_in_use_bytes'").fetchone()
+    status = {}
     with open(f"/proc/{pid}/status") as f:
         for line in f:
-            if line.startswith("RssAnon:"):
-                return int(line.split()[1])
-    return 0
+            key, _, value = line.partition(":")
+            status[key] = value.split()[0] if value.split() else ""
+    return (int(in_use[0]) if in_use else None, int(status.get("RssAnon", 0)),
+            int(status.get("Threads", 0)))
 
 
 def device_mb_in_use(conn):
     """Device memory held by gpu2bs in this backend (MB), or None without the GPU engine."""
-    conn.execute("RESET statement_timeout")
     rows = dict(conn.execute("SELECT name, value FROM gpu2bs_info()").fetchall())
-    conn.execute("SET statement_timeout = '25ms'")
     return rows.get("gpu_memory_in_use_mb")
 
 
@@ -121,24 +128,52 @@ def test_pg_cancel_backend_stops_within_one_second(fn):
 
 
 def test_repeated_cancel_keeps_memory_flat():
-    iterations = int(os.environ.get("GPU2BS_CANCEL_LOOPS", "1000"))
+    """Cancelled calls leak nothing: the backend's allocated bytes do not grow per call.
+
+    After a warm-up burst (caches, prepared statements, the worker threads' malloc arenas), the
+    test runs BURSTS bursts of PER_BURST calls, each cancelled by a 25 ms statement_timeout, and
+    samples the bytes in use after each burst. The growth per call is the median of the
+    burst-to-burst differences divided by PER_BURST: a leak grows every burst, while a one-time
+    step (a cache filled late) moves one difference only. One leaked allocation (a 32-byte chunk
+    at least) per cancelled call of any one of the three statements is at least 10 bytes per
+    call; the limit is 1 byte per call. Resident memory (RssAnon) is not a leak measure here:
+    after a cancelled call it holds up to ~15 MB of freed memory that glibc keeps in the main
+    heap and in the workers' arenas, more or less depending on the cancel point, and that the
+    next call reuses.
+    """
+    bursts = int(os.environ.get("GPU2BS_CANCEL_BURSTS", "8"))
+    per_burst = 120
     with connect() as c:
         c.execute("SET gpu2bs.max_result_rows = 0")
         c.execute("SELECT count(*) FROM rel_big").fetchone()  # touch every page first
-        c.execute("SET statement_timeout = '25ms'")
         stmts = [LONG["gpu_sdh"], LONG["gpu_simjoin"], "SELECT gpu_sdh(x, y, z, 10) FROM rel_small"]
+
         def burst(n):
+            c.execute("SET statement_timeout = '25ms'")
             for i in range(n):
                 try:
                     c.execute(stmts[i % len(stmts)])
                 except psycopg.errors.QueryCanceled:
                     pass
-        burst(300)  # warm up caches and the allocator's per-thread arenas (retained, not leaked)
-        before = backend_rss_kb(c)
+            c.execute("RESET statement_timeout")
+
+        burst(300)  # warm-up
+        if backend_memory(c)[0] is None:
+            pytest.skip("gpu2bs_info() reports no allocator statistics (not glibc)")
         device_before = device_mb_in_use(c)
-        burst(iterations)
-        after = backend_rss_kb(c)
-        assert after - before < 8 * 1024, f"backend RSS grew from {before} kB to {after} kB"
+        threads_before = backend_memory(c)[2]  # 1 on the CPU engine; CUDA adds its own threads
+        samples = []
+        for _ in range(bursts):
+            burst(per_burst)
+            samples.append(backend_memory(c))
+        in_use = [s[0] for s in samples]
+        deltas = sorted(b - a for a, b in zip(in_use, in_use[1:]))
+        per_call = deltas[len(deltas) // 2] / per_burst
+        detail = (f"bytes in use after each burst of {per_burst} cancelled calls: {in_use}; "
+                  f"RssAnon kB: {[s[1] for s in samples]}")
+        assert per_call < 1.0, f"backend memory grows {per_call:.1f} bytes per cancelled call; {detail}"
+        assert all(s[2] == threads_before for s in samples), \
+            f"threads after warm-up {threads_before}, after each burst {[s[2] for s in samples]}"
         if device_before is not None:  # GPU engine: device memory back to its baseline
             assert device_mb_in_use(c) == device_before
 

@@ -12,7 +12,7 @@ SELECT gpu_sdh(x, y, z, 4, 1) FROM bad;
 \echo :SQLSTATE
 SELECT gpu_sdh(x, y, 4) FROM bad;
 \echo :SQLSTATE
-SELECT gpu_sdh(x, y, 4, 1.0) FROM bad;
+SELECT gpu_sdh_fixed(x, y, 4, 1.0) FROM bad;
 \echo :SQLSTATE
 SELECT gpu_sdh_width(x, y, z, 4) FROM bad;
 \echo :SQLSTATE
@@ -98,7 +98,7 @@ SELECT gpu_sdh(x, y, 0) FROM pts2;
 \echo :SQLSTATE
 SELECT gpu_sdh(x, y, z, 0, 1.0) FROM pts3;
 \echo :SQLSTATE
-SELECT gpu_sdh(x, y, -5, 1.0) FROM pts2;
+SELECT gpu_sdh_fixed(x, y, -5, 1.0) FROM pts2;
 \echo :SQLSTATE
 SELECT gpu_sdh_width(x, y, z, 0) FROM pts3;
 \echo :SQLSTATE
@@ -119,9 +119,9 @@ SELECT gpu_sdh(x, y, z, 4, 'Infinity') FROM pts3;
 \echo :SQLSTATE
 SELECT gpu_sdh(x, y, z, 4, '-Infinity') FROM pts3;
 \echo :SQLSTATE
-SELECT gpu_sdh(x, y, 4, 0.0) FROM pts2;
+SELECT gpu_sdh_fixed(x, y, 4, 0.0) FROM pts2;
 \echo :SQLSTATE
-SELECT gpu_sdh(x, y, 4, -0.5) FROM pts2;
+SELECT gpu_sdh_fixed(x, y, 4, -0.5) FROM pts2;
 \echo :SQLSTATE
 -- width must be the same in every row
 SELECT gpu_sdh(x, y, z, 4, id) FROM pts3;

@@ -8,7 +8,7 @@
 SET gpu2bs.device = gpu;
 SELECT gpu_sdh(x, y, z, 4) FROM pts3;
 \echo :SQLSTATE
-SELECT gpu_sdh(x, y, 4, 1.0) FROM pts2;
+SELECT gpu_sdh_fixed(x, y, 4, 1.0) FROM pts2;
 \echo :SQLSTATE
 SELECT gpu_pair_count(x, y, z, 1) FROM pts3;
 \echo :SQLSTATE

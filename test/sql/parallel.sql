@@ -17,7 +17,7 @@ SET max_parallel_workers_per_gather = 0;
 EXPLAIN (COSTS OFF) SELECT gpu_sdh(x, y, z, 10) FROM par3;
 CREATE TEMP TABLE serial AS SELECT
   gpu_sdh(x, y, z, 10) AS sdh3, gpu_sdh(x, y, z, 16, 2.2) AS sdh3w, gpu_sdh(x, y, 12) AS sdh2,
-  gpu_sdh(x, y, 16, 1.3) AS sdh2w, gpu_sdh_width(x, y, z, 10) AS w3, gpu_sdh_width(x, y, 12) AS w2,
+  gpu_sdh_fixed(x, y, 16, 1.3) AS sdh2w, gpu_sdh_width(x, y, z, 10) AS w3, gpu_sdh_width(x, y, 12) AS w2,
   gpu_pair_count(x, y, z, 1.2) AS pc3, gpu_pair_count(x, y, 0.8) AS pc2, count(*) AS n
 FROM par3;
 SELECT sdh3, (SELECT sum(c) FROM unnest(sdh3) c) = n * (n - 1) / 2 AS sums_to_all_pairs, pc3, pc2
@@ -34,7 +34,7 @@ SELECT p.sdh3 = s.sdh3 AS sdh3, p.sdh3w = s.sdh3w AS sdh3w, p.sdh2 = s.sdh2 AS s
        p.w3 = s.w3 AS w3, p.w2 = s.w2 AS w2, p.pc3 = s.pc3 AS pc3, p.pc2 = s.pc2 AS pc2
 FROM serial s, (SELECT
   gpu_sdh(x, y, z, 10) AS sdh3, gpu_sdh(x, y, z, 16, 2.2) AS sdh3w, gpu_sdh(x, y, 12) AS sdh2,
-  gpu_sdh(x, y, 16, 1.3) AS sdh2w, gpu_sdh_width(x, y, z, 10) AS w3, gpu_sdh_width(x, y, 12) AS w2,
+  gpu_sdh_fixed(x, y, 16, 1.3) AS sdh2w, gpu_sdh_width(x, y, z, 10) AS w3, gpu_sdh_width(x, y, 12) AS w2,
   gpu_pair_count(x, y, z, 1.2) AS pc3, gpu_pair_count(x, y, 0.8) AS pc2
 FROM par3) p;
 -- the parallel result against the SQL brute force on a part small enough for it

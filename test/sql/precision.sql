@@ -60,12 +60,12 @@ CREATE TEMP TABLE close_pair (id int PRIMARY KEY, x float8, y float8);
 INSERT INTO close_pair VALUES (1, 1000000, 0), (2, 1000000.03, 0), (3, 1000000.5, 0);
 SET gpu2bs.precision = float4;
 SELECT gpu_pair_count(x, y, 0.01) AS pc_r001, gpu_pair_count(x, y, 0) AS pc_r0,
-       gpu_sdh(x, y, 2, 0.25) AS sdh FROM close_pair;
+       gpu_sdh_fixed(x, y, 2, 0.25) AS sdh FROM close_pair;
 SELECT * FROM gpu_simjoin('close_pair', 0.01) ORDER BY id1, id2;
 SELECT * FROM gpu_simjoin('close_pair', 0.6) ORDER BY id1, id2;
 SET gpu2bs.precision = float8;
 SELECT gpu_pair_count(x, y, 0.01) AS pc_r001, gpu_pair_count(x, y, 0) AS pc_r0,
-       gpu_sdh(x, y, 2, 0.25) AS sdh FROM close_pair;
+       gpu_sdh_fixed(x, y, 2, 0.25) AS sdh FROM close_pair;
 SELECT * FROM gpu_simjoin('close_pair', 0.01) ORDER BY id1, id2;
 SELECT id1, id2, abs(dist - 0.03) < 1e-9 AS is_003 FROM gpu_simjoin('close_pair', 0.04) ORDER BY id1, id2;
 
@@ -75,11 +75,11 @@ CREATE TEMP TABLE tri (id int PRIMARY KEY, x float8, y float8);
 INSERT INTO tri VALUES (1, 0, 0), (2, 1.5, 0), (3, 0, 2);
 SET gpu2bs.precision = float4;
 SELECT gpu_pair_count(x, y, 1.5) AS r15, gpu_pair_count(x, y, 2) AS r2, gpu_pair_count(x, y, 2.5) AS r25,
-       gpu_sdh(x, y, 6, 0.5) AS sdh FROM tri;
+       gpu_sdh_fixed(x, y, 6, 0.5) AS sdh FROM tri;
 SELECT * FROM gpu_simjoin('tri', 2.5) ORDER BY id1, id2;
 SET gpu2bs.precision = float8;
 SELECT gpu_pair_count(x, y, 1.5) AS r15, gpu_pair_count(x, y, 2) AS r2, gpu_pair_count(x, y, 2.5) AS r25,
-       gpu_sdh(x, y, 6, 0.5) AS sdh FROM tri;
+       gpu_sdh_fixed(x, y, 6, 0.5) AS sdh FROM tri;
 SELECT * FROM gpu_simjoin('tri', 2.5) ORDER BY id1, id2;
 
 RESET gpu2bs.precision;

@@ -1,6 +1,7 @@
 --
--- Relation forms gpu_sdh(rel, nbuckets ...) and gpu_pair_count(rel, r ...): the rows are read
--- like gpu_simjoin reads them and give the aggregates' answers on the same rows.
+-- Relation forms gpu_sdh(rel, nbuckets ...), gpu_sdh_fixed(rel, nbuckets, width ...) and
+-- gpu_pair_count(rel, r ...): the rows are read like gpu_simjoin reads them and give the
+-- aggregates' answers on the same rows.
 --
 -- equal to the aggregate forms (3-D, 2-D, derived and explicit width, both precisions)
 SELECT gpu_pair_count('pts3', 2.5) = (SELECT gpu_pair_count(x, y, z, 2.5) FROM pts3) AS pc3,
@@ -10,8 +11,9 @@ SELECT gpu_pair_count('pts3', 2.5) = (SELECT gpu_pair_count(x, y, z, 2.5) FROM p
        gpu_pair_count('pts3', 'Infinity') AS pc_all;
 SELECT gpu_sdh('pts3', 7) = (SELECT gpu_sdh(x, y, z, 7) FROM pts3) AS sdh3,
        gpu_sdh('pts2', 5) = (SELECT gpu_sdh(x, y, 5) FROM pts2) AS sdh2,
-       gpu_sdh('pts3', 6, width => 2.5) = (SELECT gpu_sdh(x, y, z, 6, 2.5::float8) FROM pts3) AS sdh3w,
-       gpu_sdh('pts2', 4, '{x,y}', 3.5) = (SELECT gpu_sdh(x, y, 4, 3.5::float8) FROM pts2) AS sdh2w;
+       gpu_sdh_fixed('pts3', 6, 2.5) = (SELECT gpu_sdh_fixed(x, y, z, 6, 2.5) FROM pts3) AS sdh3w,
+       gpu_sdh_fixed('pts2', 4, 3.5, '{x,y}') = (SELECT gpu_sdh_fixed(x, y, 4, 3.5) FROM pts2) AS sdh2w,
+       gpu_sdh('pts2', 5, '{x,y}') = (SELECT gpu_sdh(x, y, 5) FROM pts2) AS sdh2_coords;
 SELECT gpu_sdh('pts3', 5);
 SET gpu2bs.precision = float8;
 SELECT gpu_pair_count('cloud3', 0.2) = (SELECT gpu_pair_count(x, y, z, 0.2) FROM cloud3) AS pc_f64,
@@ -21,6 +23,8 @@ RESET gpu2bs.precision;
 SELECT gpu_pair_count('pts3', 1) IS NOT NULL AS ran;
 SELECT value FROM gpu2bs_info() WHERE name = 'last_function';
 SELECT gpu_sdh('pts3', 2) IS NOT NULL AS ran;
+SELECT value FROM gpu2bs_info() WHERE name = 'last_function';
+SELECT gpu_sdh_fixed('pts3', 2, 1.0) IS NOT NULL AS ran;
 SELECT value FROM gpu2bs_info() WHERE name = 'last_function';
 -- rows with a NULL coordinate are skipped, as by the aggregates (NULL keys do not matter)
 SELECT gpu_pair_count('pts3_null', 3) = (SELECT gpu_pair_count(x, y, z, 3) FROM pts3_null) AS pc_null,
@@ -58,7 +62,8 @@ SELECT gpu_pair_count('allnull3', 1) IS NULL AS pc_allnull, gpu_sdh('allnull3', 
 SELECT gpu_pair_count('one3', 1) AS pc_one, gpu_sdh('one3', 3) AS sdh_one;
 -- NULL arguments: NULL
 SELECT gpu_pair_count(NULL::regclass, 1) IS NULL AS a, gpu_pair_count('pts3', NULL) IS NULL AS b,
-       gpu_sdh(NULL::regclass, 3) IS NULL AS c, gpu_sdh('pts3', NULL) IS NULL AS d;
+       gpu_sdh(NULL::regclass, 3) IS NULL AS c, gpu_sdh('pts3', NULL) IS NULL AS d,
+       gpu_sdh_fixed('pts3', 3, NULL) IS NULL AS e;
 -- NaN and infinite coordinates are refused
 CREATE TABLE nan3 (x float8, y float8, z float8);
 INSERT INTO nan3 VALUES (0, 0, 0), (1, 'NaN', 1);
@@ -78,9 +83,9 @@ SELECT gpu_sdh('pts3', 0);
 \echo :SQLSTATE
 SELECT gpu_sdh('pts3', 1048577);
 \echo :SQLSTATE
-SELECT gpu_sdh('pts3', 4, width => 0);
+SELECT gpu_sdh_fixed('pts3', 4, 0);
 \echo :SQLSTATE
-SELECT gpu_sdh('pts3', 4, width => 'Infinity');
+SELECT gpu_sdh_fixed('pts3', 4, 'Infinity');
 \echo :SQLSTATE
 SELECT gpu_pair_count('pts3', 1, coords => '{x}');
 \echo :SQLSTATE

@@ -46,7 +46,7 @@ SELECT h, w = sqrt(2 * 29.5::float8 * 29.5) / 12 AS w_is_diag_over_12,
 FROM g;
 
 -- 2-D, explicit width
-WITH g AS (SELECT gpu_sdh(x, y, 45, 0.73) AS h FROM pts2)
+WITH g AS (SELECT gpu_sdh_fixed(x, y, 45, 0.73) AS h FROM pts2)
 SELECT h, h = ref_sdh('pts2', '{x,y}', 45, 0.73, false) AS equals_sql,
        ref_near_edges('pts2', '{x,y}', 45, 0.73) AS near_edge
 FROM g;
@@ -104,7 +104,7 @@ SELECT gpu_sdh(x, y, z, 4) AS h, gpu_sdh_width(x, y, z, 4) AS w, gpu_sdh(x, y, 4
        gpu_sdh(x, y, z, 4, 1.5) AS explicit FROM empty3;
 SELECT gpu_sdh(x, y, z, 4) AS h FROM pts3 WHERE false;
 SELECT gpu_sdh(x, y, z, 3) AS h, gpu_sdh_width(x, y, z, 3) AS w, gpu_sdh(x, y, z, 3, 1) AS explicit FROM one3;
-SELECT gpu_sdh(x, y, z, 5) AS h, gpu_sdh_width(x, y, z, 5) AS w, gpu_sdh(x, y, 2, 0.1) AS explicit FROM two3;
+SELECT gpu_sdh(x, y, z, 5) AS h, gpu_sdh_width(x, y, z, 5) AS w, gpu_sdh_fixed(x, y, 2, 0.1) AS explicit FROM two3;
 
 -- one aggregate state per group (hashed and sorted grouping), equal to filtering each group
 SET enable_hashagg = on;

@@ -1,0 +1,192 @@
+// The pair pipeline's sinks and the page pipe (pipeline.h).
+#include "pipeline.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <csignal>
+#include <pthread.h>
+
+#include "error.h"
+
+namespace gpu2bs {
+
+void FilterSink::consume(const PairRecord* pairs, size_t n) {
+  if (!filter_) {
+    next_.consume(pairs, n);
+    return;
+  }
+  buf_.assign(pairs, pairs + n);
+  const size_t kept = filter_->select(buf_.data(), n);
+  if (kept) next_.consume(buf_.data(), kept);
+}
+
+void AggregateSink::consume(const PairRecord* pairs, size_t n) {
+  if (n == 0) return;
+  if (count == 0) min = max = pairs[0].dist;
+  double s = sum_, c = comp_, lo = min, hi = max;
+  for (size_t p = 0; p < n; ++p) {
+    const double d = pairs[p].dist;
+    const double t = s + d;
+    c += std::fabs(s) >= std::fabs(d) ? (s - t) + d : (d - t) + s;
+    s = t;
+    lo = std::min(lo, d);
+    hi = std::max(hi, d);
+  }
+  sum_ = s;
+  comp_ = c;
+  min = lo;
+  max = hi;
+  count += n;
+}
+
+GroupSink::GroupSink(const PairKeys& keys, int side, size_t na, size_t nb) : keys_(keys), side_(side) {
+  // Self-join: both sides index the one point set. Two relations: id1 indexes a, id2 b.
+  const size_t n = keys.self ? na : side == 0 ? na : nb;
+  group_ids_ = keys.self ? keys.a : side == 0 ? keys.a : keys.b;
+  count_.assign(n, 0);
+  min_.assign(n, HUGE_VAL);
+  max_.assign(n, -HUGE_VAL);
+}
+
+void GroupSink::consume(const PairRecord* pairs, size_t n) {
+  const int64_t* a = keys_.a;
+  for (size_t p = 0; p < n; ++p) {
+    const PairRecord& r = pairs[p];
+    uint32_t g;
+    if (keys_.self) {
+      // id1 is the smaller key of the pair (either point when the keys are equal).
+      const bool i_small = a[r.i] <= a[r.j];
+      g = (side_ == 0) == i_small ? r.i : r.j;
+    } else {
+      g = side_ == 0 ? r.i : r.j;
+    }
+    count_[g]++;
+    min_[g] = std::min(min_[g], r.dist);
+    max_[g] = std::max(max_[g], r.dist);
+  }
+}
+
+std::vector<GroupRow> GroupSink::finish() const {
+  std::vector<GroupRow> rows;
+  for (size_t g = 0; g < count_.size(); ++g)
+    if (count_[g]) rows.push_back(GroupRow{group_ids_[g], count_[g], min_[g], max_[g]});
+  std::sort(rows.begin(), rows.end(), [](const GroupRow& x, const GroupRow& y) { return x.key < y.key; });
+  size_t out = 0;
+  for (size_t k = 0; k < rows.size(); ++k) {
+    if (out > 0 && rows[out - 1].key == rows[k].key) {
+      GroupRow& m = rows[out - 1];
+      m.count += rows[k].count;
+      m.min = std::min(m.min, rows[k].min);
+      m.max = std::max(m.max, rows[k].max);
+    } else {
+      rows[out++] = rows[k];
+    }
+  }
+  rows.resize(out);
+  return rows;
+}
+
+void TopKSink::consume(const PairRecord* pairs, size_t n) {
+  if (k_ == 0) return;
+  auto cmp = [this](const TopRow& x, const TopRow& y) { return before(x, y); };
+  for (size_t p = 0; p < n; ++p) {
+    const double d = pairs[p].dist;
+    if (heap_.size() == k_) {
+      // Cheap rejection on dist alone before the keys are looked up.
+      const double worst = heap_.front().dist;
+      if (desc_ ? d < worst : d > worst) continue;
+    }
+    TopRow row;
+    row.dist = d;
+    keys_.get(pairs[p], &row.id1, &row.id2);
+    if (heap_.size() < k_) {
+      heap_.push_back(row);
+      std::push_heap(heap_.begin(), heap_.end(), cmp);
+    } else if (before(row, heap_.front())) {
+      std::pop_heap(heap_.begin(), heap_.end(), cmp);
+      heap_.back() = row;
+      std::push_heap(heap_.begin(), heap_.end(), cmp);
+    }
+  }
+}
+
+std::vector<TopRow> TopKSink::finish() {
+  std::vector<TopRow> rows = heap_;
+  std::sort(rows.begin(), rows.end(), [this](const TopRow& x, const TopRow& y) { return before(x, y); });
+  return rows;
+}
+
+// Queues copies of the engine's pages; blocks while the queue is full; throws Interrupted once
+// the pipe stops (the engine unwinds).
+class PagePipe::QueueSink final : public PairSink {
+ public:
+  explicit QueueSink(PagePipe* pipe) : pipe_(pipe) {}
+  void consume(const PairRecord* pairs, size_t n) override {
+    if (n == 0) return;
+    Page page(pairs, pairs + n);
+    std::unique_lock<std::mutex> lk(pipe_->mu_);
+    pipe_->cv_.wait(lk, [&] { return pipe_->stopping() || pipe_->pages_.size() < pipe_->max_pages_; });
+    if (pipe_->stopping()) throw Error(ErrorCode::Interrupted, "result pipe stopped");
+    pipe_->pages_.push_back(std::move(page));
+    pipe_->cv_.notify_all();
+  }
+
+ private:
+  PagePipe* pipe_;
+};
+
+void PagePipe::start(std::function<void(PairSink&)> produce) {
+  sigset_t all, old;
+  sigfillset(&all);
+  pthread_sigmask(SIG_BLOCK, &all, &old);
+  try {
+    thread_ = std::thread([this, produce] {
+      QueueSink sink(this);
+      std::exception_ptr err;
+      try {
+        produce(sink);
+      } catch (...) {
+        err = std::current_exception();
+      }
+      std::lock_guard<std::mutex> lk(mu_);
+      if (!stopping()) error_ = err;
+      done_ = true;
+      cv_.notify_all();
+    });
+  } catch (...) {
+    pthread_sigmask(SIG_SETMASK, &old, nullptr);
+    throw Error(ErrorCode::OutOfMemory, "could not start the result thread");
+  }
+  pthread_sigmask(SIG_SETMASK, &old, nullptr);
+}
+
+PagePipe::Status PagePipe::next(Page* page, int wait_ms) {
+  std::unique_lock<std::mutex> lk(mu_);
+  cv_.wait_for(lk, std::chrono::milliseconds(wait_ms), [&] { return !pages_.empty() || done_; });
+  if (!pages_.empty()) {
+    *page = std::move(pages_.front());
+    pages_.pop_front();
+    cv_.notify_all();
+    return Status::Page;
+  }
+  if (!done_) return Status::Wait;
+  if (error_) {
+    std::exception_ptr e = error_;
+    error_ = nullptr;
+    std::rethrow_exception(e);
+  }
+  return Status::Done;
+}
+
+void PagePipe::stop() {
+  {
+    std::lock_guard<std::mutex> lk(mu_);
+    stop_.store(true);
+    cv_.notify_all();
+  }
+  if (thread_.joinable()) thread_.join();
+  pages_.clear();
+}
+
+}  // namespace gpu2bs

@@ -1,0 +1,140 @@
+// The pair pipeline's outputs computed before pairs reach the caller (DESIGN.md "The pair
+// pipeline"): a pair predicate (pair_ir.h) applied to each result page, then one of
+//   AggregateSink  count, sum, min, max of dist over all kept pairs;
+//   GroupSink      per-key count, min and max of dist for id1 (or id2) of each kept pair;
+//   TopKSink       the k best pairs by dist (ascending or descending), ties by (id1, id2);
+//   PagePipe       pages handed over from an engine running on its own thread through a
+//                  bounded queue, so the caller reads the first pages while the join runs and
+//                  stops the join when it has read enough.
+// No PostgreSQL and no CUDA headers here.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <exception>
+#include <functional>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "engine.h"
+#include "pair_ir.h"
+
+namespace gpu2bs {
+
+// Applies `pred` to each page (unless the engine already did: Engine::applies_pair_filter)
+// and hands the kept pairs to `next`.
+class FilterSink final : public PairSink {
+ public:
+  FilterSink(const PairFilter* filter, PairSink& next) : filter_(filter), next_(next) {}
+  void consume(const PairRecord* pairs, size_t n) override;
+
+ private:
+  const PairFilter* filter_;
+  PairSink& next_;
+  std::vector<PairRecord> buf_;
+};
+
+// count(*), sum, min, max of dist. The sum is compensated (Neumaier), so it does not depend on
+// the order pages arrive in beyond the last bits.
+class AggregateSink final : public PairSink {
+ public:
+  void consume(const PairRecord* pairs, size_t n) override;
+  uint64_t count = 0;
+  double min = 0, max = 0;
+  double sum() const { return sum_ + comp_; }
+
+ private:
+  double sum_ = 0, comp_ = 0;
+};
+
+// One group of GroupSink's result.
+struct GroupRow {
+  int64_t key;
+  uint64_t count;
+  double min, max;
+};
+
+// Per-key count, min and max of dist, keyed by id1 (side 0) or id2 (side 1) of each pair, as
+// GROUP BY id1 / id2 over gpu_simjoin's rows: in a self-join a pair counts for its smaller key
+// under id1 and for its larger key under id2, exactly as the rows (id1 < id2) read.
+class GroupSink final : public PairSink {
+ public:
+  GroupSink(const PairKeys& keys, int side, size_t na, size_t nb);
+  void consume(const PairRecord* pairs, size_t n) override;
+  // The groups with at least one pair, by key; equal keys (a key column that is not unique)
+  // are merged.
+  std::vector<GroupRow> finish() const;
+
+ private:
+  PairKeys keys_;
+  int side_;
+  const int64_t* group_ids_;
+  std::vector<uint64_t> count_;
+  std::vector<double> min_, max_;
+};
+
+// One row of a top-k result.
+struct TopRow {
+  double dist;
+  int64_t id1, id2;
+};
+
+// The k best pairs: smallest (or, descending, largest) dist, ties by ascending (id1, id2).
+class TopKSink final : public PairSink {
+ public:
+  TopKSink(const PairKeys& keys, size_t k, bool descending) : keys_(keys), k_(k), desc_(descending) {}
+  void consume(const PairRecord* pairs, size_t n) override;
+  // The rows in order, best first.
+  std::vector<TopRow> finish();
+  // True when a comes before b in the result order.
+  bool before(const TopRow& a, const TopRow& b) const {
+    if (a.dist != b.dist) return desc_ ? a.dist > b.dist : a.dist < b.dist;
+    if (a.id1 != b.id1) return a.id1 < b.id1;
+    return a.id2 < b.id2;
+  }
+
+ private:
+  PairKeys keys_;
+  size_t k_;
+  bool desc_;
+  std::vector<TopRow> heap_;  // a max-heap under before(): the worst kept row on top
+};
+
+// Runs an engine call on its own thread (every signal blocked) whose pages come back through a
+// bounded queue. The engine's Control must report interrupt_pending() once stop() was asked
+// (StopControl below does).
+class PagePipe {
+ public:
+  using Page = std::vector<PairRecord>;
+  enum class Status { Page, Done, Wait };
+
+  explicit PagePipe(size_t max_pages) : max_pages_(std::max<size_t>(max_pages, 1)) {}
+  ~PagePipe() { stop(); }
+  PagePipe(const PagePipe&) = delete;
+  PagePipe& operator=(const PagePipe&) = delete;
+
+  // Starts produce(sink) on the pipe's thread; `sink` queues the pages.
+  void start(std::function<void(PairSink&)> produce);
+  // The next page (Page), the end (Done; rethrows the producer's error, if any), or Wait when
+  // nothing came within `wait_ms` milliseconds.
+  Status next(Page* page, int wait_ms);
+  // Asks the producer to stop, waits for its thread and drops queued pages. Idempotent.
+  void stop();
+  bool stopping() const { return stop_.load(std::memory_order_relaxed); }
+
+ private:
+  class QueueSink;
+  size_t max_pages_;
+  std::thread thread_;
+  std::atomic<bool> stop_{false};
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<Page> pages_;
+  bool done_ = false;
+  std::exception_ptr error_;
+};
+
+}  // namespace gpu2bs
