@@ -5,24 +5,27 @@ MODULE_big  = gpu2bs
 DATA        = sql/gpu2bs--0.1.sql sql/gpu2bs--0.2.sql sql/gpu2bs--0.1--0.2.sql
 PGFILEDESC  = "gpu2bs - two-body statistics on the GPU or every CPU core"
 
-REGRESS      = setup sdh pair_count relation_forms simjoin errors parallel precision privileges customscan customscan_shapes pushdown cancel literals boundary postgis
+REGRESS      = setup sdh pair_count relation_forms simjoin errors parallel precision privileges customscan customscan_shapes pushdown cancel literals boundary postgis pairwise
 REGRESS_OPTS = --inputdir=test --load-extension=gpu2bs
 # isolationtester specs (test/specs/*.spec, expected output in test/expected): concurrent sessions
-ISOLATION      = concurrent_ddl
+ISOLATION      = concurrent_ddl concurrent_ddl_views
 ISOLATION_OPTS = --inputdir=test --load-extension=gpu2bs
 
 CORE_OBJS = src/core/problem.o src/core/parallel.o src/core/grid.o src/core/cpu_engine.o \
             src/core/pair_ir.o src/core/pipeline.o \
-            src/core/cpu_kernels_generic.o src/core/cpu_kernels_avx2.o
+            src/core/cpu_kernels_generic.o src/core/cpu_kernels_avx2.o \
+            src/core/pairwise.o src/core/pairwise_cpu_generic.o src/core/pairwise_cpu_avx2.o \
+            src/core/pairwise_cpu_avx512.o
 PG_OBJS   = src/pg/module.o src/pg/boundary.o src/pg/settings.o src/pg/points_agg.o \
             src/pg/aggregates.o src/pg/simjoin.o src/pg/simjoin_scan.o src/pg/info.o \
-            src/pg/planner/pair_quals.o src/pg/relation_stats.o
+            src/pg/planner/pair_quals.o src/pg/pairwise.o src/pg/relation_stats.o
 
 # CUDA: found on PATH or in /usr/local/cuda; empty NVCC means a CPU-only build.
 NVCC ?= $(shell command -v nvcc 2>/dev/null || ls /usr/local/cuda/bin/nvcc 2>/dev/null)
 ifneq ($(and $(strip $(NVCC)),$(wildcard kernels/cuda_engine.cu)),)
 CUDA_HOME   ?= $(patsubst %/bin/nvcc,%,$(NVCC))
-CUDA_OBJS    = kernels/cuda_engine.o kernels/sdh.o kernels/pair_count.o kernels/simjoin.o kernels/device_link.o
+CUDA_OBJS    = kernels/cuda_engine.o kernels/sdh.o kernels/pair_count.o kernels/simjoin.o \
+               kernels/pairwise/pairwise.o kernels/device_link.o
 CUDA_ARCH   ?= -gencode=arch=compute_80,code=sm_80 -gencode=arch=compute_90,code=sm_90 \
                -gencode=arch=compute_90,code=compute_90
 NVCCFLAGS   ?= -O3 -std=c++17 $(CUDA_ARCH) --fmad=false -Xcompiler -fPIC,-ffp-contract=off \
@@ -47,17 +50,22 @@ PGXS := $(shell $(PG_CONFIG) --pgxs)
 include $(PGXS)
 
 # AVX2+FMA variant of the CPU kernels, chosen at run time.
-src/core/cpu_kernels_avx2.o: override CXXFLAGS += -mavx2 -mfma -DG2_HAVE_AVX2_VARIANT
-src/core/cpu_kernels_generic.o: override CXXFLAGS += -DG2_HAVE_AVX2_VARIANT
+src/core/cpu_kernels_avx2.o src/core/pairwise_cpu_avx2.o: override CXXFLAGS += -mavx2 -mfma -DG2_HAVE_AVX2_VARIANT
+src/core/cpu_kernels_generic.o src/core/pairwise_cpu_generic.o: override CXXFLAGS += -DG2_HAVE_AVX2_VARIANT
+src/core/pairwise_cpu_avx512.o: override CXXFLAGS += -mavx512f -mfma -mprefer-vector-width=512
 
 kernels/%.o: kernels/%.cu kernels/*.cuh kernels/*.h src/core/*.h
 	$(NVCC) $(NVCCFLAGS) -Isrc -c $< -o $@
 
+kernels/pairwise/%.o: kernels/pairwise/%.cu kernels/pairwise/*.h kernels/*.cuh kernels/*.h src/core/*.h
+	$(NVCC) $(NVCCFLAGS) -Isrc -c $< -o $@
+
 # Device link step for relocatable device code, so the .so needs no nvcc at load time.
-kernels/device_link.o: kernels/cuda_engine.o kernels/sdh.o kernels/pair_count.o kernels/simjoin.o
+kernels/device_link.o: kernels/cuda_engine.o kernels/sdh.o kernels/pair_count.o kernels/simjoin.o \
+                       kernels/pairwise/pairwise.o
 	$(NVCC) $(CUDA_ARCH) -Xcompiler -fPIC -dlink $^ -o $@
 
-$(CORE_OBJS) $(PG_OBJS): src/core/*.h src/pg/*.h src/pg/planner/*.h src/core/cpu_kernels.inc
+$(CORE_OBJS) $(PG_OBJS): src/core/*.h src/pg/*.h src/pg/planner/*.h src/core/cpu_kernels.inc src/core/pairwise_cpu.inc
 
 EXTRA_CLEAN = build test/unit/build
 

@@ -11,6 +11,7 @@
 #include <thread>
 
 #include "common.cuh"
+#include "pairwise/pairwise_api.h"
 
 namespace gpu2bs {
 namespace cuda {
@@ -391,6 +392,11 @@ class CudaEngine final : public Engine {
     last_run() = LastRun();
     cuda::simjoin(p, sink, ctl);
   }
+
+  void pairwise(const PairwiseProblem& p, PairSink& sink, Control& ctl) override {
+    last_run() = LastRun();
+    cuda::pairwise(p, sink, ctl);
+  }
 };
 
 std::mutex g_init_mu;
@@ -508,6 +514,7 @@ InfoRows cuda_info() {
   if (cudaDriverGetVersion(&drv) == cudaSuccess) rows.emplace_back("cuda_driver_version", cuda::version(drv));
   if (cudaRuntimeGetVersion(&rt) == cudaSuccess) rows.emplace_back("cuda_runtime_version", cuda::version(rt));
   (void)cudaGetLastError();
+  rows.emplace_back("cublas", cuda::pairwise_blas_status());
   return rows;
 }
 

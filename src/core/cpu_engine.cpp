@@ -11,6 +11,7 @@
 #include "error.h"
 #include "grid.h"
 #include "pair_ir.h"
+#include "pairwise.h"
 #include "parallel.h"
 
 namespace gpu2bs {
@@ -196,11 +197,16 @@ class CpuEngine final : public Engine {
   }
 
   bool applies_pair_filter() const override { return true; }
+  bool applies_pair_stage() const override { return true; }
   void simjoin(const SimjoinProblem& p, PairSink& sink, Control& ctl) override {
     if (p.prec == Precision::Float32)
       join_t<float>(p, p.eps2_f, sink, ctl);
     else
       join_t<double>(p, p.eps2, sink, ctl);
+  }
+
+  void pairwise(const PairwiseProblem& p, PairSink& sink, Control& ctl) override {
+    cpu_pairwise(p, sink, ctl);
   }
 
  private:
@@ -438,9 +444,10 @@ class CpuEngine final : public Engine {
     t0 = Clock::now();
     std::atomic<size_t> next{0};
     uint64_t emitted = 0;
+    if (p.stage) p.stage->start(nt);
     WorkerGroup group(
         nt,
-        [&](int, WorkerGroup& g) {
+        [&](int worker, WorkerGroup& g) {
           WorkerGroup::Page page(page_pairs);
           PageWriter out;
           out.buf = page.data();
@@ -448,6 +455,11 @@ class CpuEngine final : public Engine {
           // Maps sorted positions back to input indices, keeps the pairs the pushed-down
           // predicate accepts (in place, on this worker) and hands the page over.
           auto hand_over = [&](size_t n) -> bool {
+            if (p.stage) {
+              // A reduction over dist: consumed here, in the engine's own indices.
+              p.stage->consume(page.data(), n, worker);
+              return true;
+            }
             WorkerGroup::Page full(page.begin(), page.begin() + long(n));
             for (auto& r : full) {
               r.i = order_a[r.i];

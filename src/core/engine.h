@@ -19,6 +19,16 @@ struct PairRecord {
   double dist;
 };
 
+// A reduction run by the engine's worker threads on each result page, reading dist only.
+class PairStage {
+ public:
+  virtual ~PairStage() = default;
+  // Called once before the workers start, with their number.
+  virtual void start(int workers) = 0;
+  // One page made by worker `worker` (in [0, workers)); must not throw.
+  virtual void consume(const PairRecord* pairs, size_t n, int worker) = 0;
+};
+
 // Receives result pairs on the calling thread, a page at a time. May throw.
 class PairSink {
  public:
@@ -76,6 +86,8 @@ class Control {
   RunStats stats;
 };
 
+struct PairwiseProblem;  // pairwise.h: the all-pairs matrix over float vectors
+
 class Engine {
  public:
   virtual ~Engine() = default;
@@ -85,6 +97,10 @@ class Engine {
   virtual void simjoin(const SimjoinProblem& p, PairSink& sink, Control& ctl) = 0;
   // True when simjoin() applies SimjoinProblem::filter itself.
   virtual bool applies_pair_filter() const { return false; }
+  // True when simjoin() runs SimjoinProblem::stage in its workers.
+  virtual bool applies_pair_stage() const { return false; }
+  // All-pairs over float vectors: kNN lists or threshold pairs (PairRecord::dist = the value).
+  virtual void pairwise(const PairwiseProblem& p, PairSink& sink, Control& ctl) = 0;
 };
 
 // The CPU engine (all cores, cache-tiled, grid index for the join).

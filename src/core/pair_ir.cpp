@@ -175,8 +175,22 @@ std::string PairPredicate::describe() const {
   return st.empty() ? "true" : st.back();
 }
 
+bool PairPredicate::uses_keys() const {
+  for (const PairInstr& in : code)
+    if ((in.kind == PairInstr::CmpConst && in.col != PairCol::Dist) || in.kind == PairInstr::ModCmp ||
+        (in.kind == PairInstr::CmpCols && in.col != PairCol::Dist))
+      return true;
+  return false;
+}
+
 size_t PairFilter::select(PairRecord* pairs, size_t n) const {
   size_t out = 0;
+  if (!keys_used_) {
+    // dist alone: no key lookups (two cache misses per pair on large inputs)
+    for (size_t p = 0; p < n; ++p)
+      if (pred_.keep(0, 0, pairs[p].dist)) pairs[out++] = pairs[p];
+    return out;
+  }
   for (size_t p = 0; p < n; ++p) {
     int64_t id1, id2;
     keys_.get(pairs[p], &id1, &id2);

@@ -52,6 +52,8 @@ class PairPredicate {
   void validate() const;
   // The truth of the program for one pair.
   Tri eval(int64_t id1, int64_t id2, double dist) const;
+  // True when the program reads id1 or id2 (else only dist).
+  bool uses_keys() const;
   // True when the pair is kept.
   bool keep(int64_t id1, int64_t id2, double dist) const { return eval(id1, id2, dist) == Tri::True; }
   // The program as text (for EXPLAIN and test messages), e.g. "(dist > 0.5) AND (id1 % 3 = 1)".
@@ -75,7 +77,7 @@ struct PairKeys {
 // A predicate bound to the keys of one call: what an engine applies to its result pages.
 class PairFilter {
  public:
-  PairFilter(const PairPredicate& pred, const PairKeys& keys) : pred_(pred), keys_(keys) {}
+  PairFilter(const PairPredicate& pred, const PairKeys& keys) : pred_(pred), keys_(keys), keys_used_(pred.uses_keys()) {}
   // In-place stable select: moves the kept records of pairs[0, n) to the front, in order, and
   // returns how many were kept. Thread-safe (reads only shared state).
   size_t select(PairRecord* pairs, size_t n) const;
@@ -83,6 +85,7 @@ class PairFilter {
  private:
   const PairPredicate& pred_;
   PairKeys keys_;
+  bool keys_used_;
 };
 
 }  // namespace gpu2bs

@@ -40,13 +40,58 @@ void AggregateSink::consume(const PairRecord* pairs, size_t n) {
   count += n;
 }
 
+namespace {
+// Neumaier's step: s += d with the rounding error collected in c.
+inline void add_compensated(double& s, double& c, double d) {
+  const double t = s + d;
+  c += std::fabs(s) >= std::fabs(d) ? (s - t) + d : (d - t) + s;
+  s = t;
+}
+}  // namespace
+
+void AggregateSink::merge(uint64_t c, double s, double comp, double lo, double hi) {
+  if (c == 0) return;
+  if (count == 0) {
+    min = lo;
+    max = hi;
+  }
+  min = std::min(min, lo);
+  max = std::max(max, hi);
+  add_compensated(sum_, comp_, s);
+  add_compensated(sum_, comp_, comp);
+  count += c;
+}
+
+void AggregateStage::consume(const PairRecord* pairs, size_t n, int worker) {
+  Part& p = parts_[size_t(worker)];
+  double s = p.sum, c = p.comp, lo = p.min, hi = p.max;
+  uint64_t k = p.count;
+  const bool all = !pred_ || pred_->empty();
+  for (size_t q = 0; q < n; ++q) {
+    const double d = pairs[q].dist;
+    if (!all && !pred_->keep(0, 0, d)) continue;
+    if (k == 0) lo = hi = d;
+    add_compensated(s, c, d);
+    lo = std::min(lo, d);
+    hi = std::max(hi, d);
+    ++k;
+  }
+  p.sum = s;
+  p.comp = c;
+  p.min = lo;
+  p.max = hi;
+  p.count = k;
+}
+
+void AggregateStage::finish(AggregateSink* out) const {
+  for (const Part& p : parts_) out->merge(p.count, p.sum, p.comp, p.min, p.max);
+}
+
 GroupSink::GroupSink(const PairKeys& keys, int side, size_t na, size_t nb) : keys_(keys), side_(side) {
   // Self-join: both sides index the one point set. Two relations: id1 indexes a, id2 b.
   const size_t n = keys.self ? na : side == 0 ? na : nb;
   group_ids_ = keys.self ? keys.a : side == 0 ? keys.a : keys.b;
-  count_.assign(n, 0);
-  min_.assign(n, HUGE_VAL);
-  max_.assign(n, -HUGE_VAL);
+  cells_.assign(n, Cell{0, HUGE_VAL, -HUGE_VAL});
 }
 
 void GroupSink::consume(const PairRecord* pairs, size_t n) {
@@ -61,16 +106,17 @@ void GroupSink::consume(const PairRecord* pairs, size_t n) {
     } else {
       g = side_ == 0 ? r.i : r.j;
     }
-    count_[g]++;
-    min_[g] = std::min(min_[g], r.dist);
-    max_[g] = std::max(max_[g], r.dist);
+    Cell& c = cells_[g];
+    c.count++;
+    c.min = std::min(c.min, r.dist);
+    c.max = std::max(c.max, r.dist);
   }
 }
 
 std::vector<GroupRow> GroupSink::finish() const {
   std::vector<GroupRow> rows;
-  for (size_t g = 0; g < count_.size(); ++g)
-    if (count_[g]) rows.push_back(GroupRow{group_ids_[g], count_[g], min_[g], max_[g]});
+  for (size_t g = 0; g < cells_.size(); ++g)
+    if (cells_[g].count) rows.push_back(GroupRow{group_ids_[g], cells_[g].count, cells_[g].min, cells_[g].max});
   std::sort(rows.begin(), rows.end(), [](const GroupRow& x, const GroupRow& y) { return x.key < y.key; });
   size_t out = 0;
   for (size_t k = 0; k < rows.size(); ++k) {

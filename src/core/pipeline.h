@@ -42,12 +42,33 @@ class FilterSink final : public PairSink {
 class AggregateSink final : public PairSink {
  public:
   void consume(const PairRecord* pairs, size_t n) override;
+  // Adds a partial result (count, sum with its compensation, min, max).
+  void merge(uint64_t c, double s, double comp, double lo, double hi);
   uint64_t count = 0;
   double min = 0, max = 0;
   double sum() const { return sum_ + comp_; }
 
  private:
   double sum_ = 0, comp_ = 0;
+};
+
+// AggregateSink's reduction run in the engine's workers (PairStage): one partial per worker,
+// merged by finish(). `pred` (reading dist only, or empty) selects the pairs.
+class AggregateStage final : public PairStage {
+ public:
+  explicit AggregateStage(const PairPredicate* pred) : pred_(pred) {}
+  void start(int workers) override { parts_.assign(size_t(std::max(workers, 1)), Part()); }
+  void consume(const PairRecord* pairs, size_t n, int worker) override;
+  // The merged result.
+  void finish(AggregateSink* out) const;
+
+ private:
+  struct alignas(64) Part {
+    uint64_t count = 0;
+    double sum = 0, comp = 0, min = 0, max = 0;
+  };
+  const PairPredicate* pred_;
+  std::vector<Part> parts_;
 };
 
 // One group of GroupSink's result.
@@ -72,8 +93,11 @@ class GroupSink final : public PairSink {
   PairKeys keys_;
   int side_;
   const int64_t* group_ids_;
-  std::vector<uint64_t> count_;
-  std::vector<double> min_, max_;
+  struct Cell {
+    uint64_t count;
+    double min, max;
+  };
+  std::vector<Cell> cells_;  // one per point: one cache line touched per pair
 };
 
 // One row of a top-k result.

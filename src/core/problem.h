@@ -12,6 +12,7 @@
 namespace gpu2bs {
 
 class PairFilter;
+class PairStage;
 
 enum class Precision { Float32, Float64 };
 
@@ -87,6 +88,10 @@ struct SimjoinProblem {
   // Pushed-down pair predicate: engines whose applies_pair_filter() is true drop the pairs it
   // rejects before handing pages over (the caller applies it otherwise).
   const PairFilter* filter = nullptr;
+  // Pushed-down reduction over dist alone: engines whose applies_pair_stage() is true hand each
+  // result page to it on the worker that made it (pair indices are then the engine's own, not
+  // input indices) and hand no pairs to the sink.
+  PairStage* stage = nullptr;
 };
 
 // Validates eps (finite or +inf, > 0) and derives eps2. Throws Error(InvalidParameter).

@@ -31,6 +31,7 @@ int gpu_memory_limit_setting = 0;
 int result_page_setting = 16384;
 int join_balance_setting = int(JoinBalance::Auto);
 int join_threads_per_point_setting = 0;
+int pairwise_precision_setting = 0;
 
 namespace {
 
@@ -49,6 +50,9 @@ const struct config_enum_entry balance_options[] = {
     {"cell", int(JoinBalance::Cell), false},
     {"sortbywl", int(JoinBalance::SortByWorkload), false},
     {nullptr, 0, false}};
+
+const struct config_enum_entry pairwise_precision_options[] = {
+    {"exact", 0, false}, {"fast", 1, false}, {nullptr, 0, false}};
 
 // GUC check hook of gpu2bs.join_threads_per_point: 0 (automatic) or a power of two up to 32
 // (the join kernel is instantiated for those; a warp step holds 32 / k query points).
@@ -163,6 +167,16 @@ void define_settings() {
                           "0 picks k from the workload estimate (kernels/tuning.h).",
                           &join_threads_per_point_setting, 0, 0, 32, PGC_USERSET, 0,
                           check_threads_per_point, nullptr, nullptr);
+  DefineCustomEnumVariable("gpu2bs.pairwise_precision",
+                           "gpu_pairwise arithmetic on the GPU: exact or fast.",
+                           "exact computes every pair in float32 in a fixed order (the same bits "
+                           "on the CPU and the GPU); fast (l2, sqeuclidean, cosine, dot on a GPU "
+                           "with cuBLAS) ranks by a TF32 tensor-core GEMM, re-ranks the candidates "
+                           "with the exact arithmetic and recomputes exactly every row whose "
+                           "candidate set an error bound cannot certify, so it returns what exact "
+                           "returns. The CPU engine always computes exactly.",
+                           &pairwise_precision_setting, 0, pairwise_precision_options, PGC_USERSET,
+                           0, nullptr, nullptr, nullptr);
   DefineCustomIntVariable("gpu2bs.result_page_pairs",
                           "Pairs per result page of the similarity join (bounds buffered results).",
                           nullptr, &result_page_setting, 16384, 64, 1 << 24, PGC_USERSET, 0,

@@ -19,6 +19,7 @@ extern int gpu_memory_limit_setting;  // MB, 0: 90% of free device memory
 extern int result_page_setting;       // pairs per result page
 extern int join_balance_setting;      // JoinBalance
 extern int join_threads_per_point_setting;  // GPU join lanes per query point (0: automatic)
+extern int pairwise_precision_setting;  // PairwisePrecision: exact or fast (gpu_pairwise)
 
 // Registers the settings (from _PG_init).
 void define_settings();

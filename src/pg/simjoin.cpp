@@ -42,7 +42,8 @@ extern "C" {
 using namespace gpu2bs;
 using namespace gpu2bs::pg;
 
-namespace {
+namespace gpu2bs {
+namespace pg {
 
 // Integer types accepted for the key column (or domains over them).
 bool is_int_type(Oid t) {
@@ -150,6 +151,11 @@ Relation open_locked(Oid relid) {
   }
   return relation_open(relid, NoLock);
 }
+
+}  // namespace pg
+}  // namespace gpu2bs
+
+namespace {
 
 // Builds the SELECT that reads the locked relation `rel` (key and coordinates, schema-qualified
 // and quoted from the catalog under the lock, so names cannot inject SQL and search_path plays
@@ -577,7 +583,7 @@ void simjoin_read(const SimjoinArgs& a, SimjoinInput* in) {
     }
     if (SPI_connect() != SPI_OK_CONNECT) elog(ERROR, "SPI_connect failed");
     SPIPlanPtr plans[2];
-    bool changed = false;
+    int changed_rel = -1;  // the first relation changed after the query's snapshot
     for (int r = 0; r < a.nrel; ++r) {
       plans[r] = SPI_prepare(queries[r], 0, nullptr);
       if (!plans[r]) elog(ERROR, "SPI_prepare failed for %s: %s", rels[r].relname, SPI_result_code_string(SPI_result));
@@ -585,8 +591,9 @@ void simjoin_read(const SimjoinArgs& a, SimjoinInput* in) {
         ereport(ERROR, (errcode(ERRCODE_OBJECT_IN_USE),
                         errmsg("relation %s changed while it was being read", rels[r].relname),
                         errhint("Run the query again.")));
-      changed = changed || plan_reads_changed(plans[r], GetActiveSnapshot());
+      if (changed_rel < 0 && plan_reads_changed(plans[r], GetActiveSnapshot())) changed_rel = r;
     }
+    const bool changed = changed_rel >= 0;
     // A relation altered or rewritten after the query's snapshot (this call waited for the
     // change to commit): under READ COMMITTED the relations are read with a snapshot taken now,
     // as a statement that waited for the same lock before starting would see them; under
@@ -594,7 +601,7 @@ void simjoin_read(const SimjoinArgs& a, SimjoinInput* in) {
     if (changed) {
       if (IsolationUsesXactSnapshot())
         ereport(ERROR, (errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
-                        errmsg("could not serialize access due to a concurrent change of %s", rels[0].relname),
+                        errmsg("could not serialize access due to a concurrent change of %s", rels[changed_rel].relname),
                         errdetail("A relation this call reads was altered, rewritten or re-created after the transaction's snapshot was taken."),
                         errhint("Run the transaction again.")));
       PushActiveSnapshot(GetTransactionSnapshot());
@@ -639,16 +646,19 @@ SimjoinPrepared simjoin_prepare(const SimjoinArgs& a, SimjoinInput* in) {
   return out;
 }
 
-void simjoin_run(const SimjoinArgs& a, SimjoinInput* in, PairSink& sink, const PairFilter* filter) {
+bool simjoin_run(const SimjoinArgs& a, SimjoinInput* in, PairSink& sink, const PairFilter* filter, PairStage* stage) {
   SimjoinPrepared prep = simjoin_prepare(a, in);
   Engine* eng = prep.engine;
-  const bool engine_filters = filter && eng->applies_pair_filter();
+  const bool use_stage = stage && eng->applies_pair_stage();
+  if (use_stage) prep.prob.stage = stage;
+  const bool engine_filters = filter && !use_stage && eng->applies_pair_filter();
   if (engine_filters) prep.prob.filter = filter;
-  FilterSink filtered(engine_filters ? nullptr : filter, sink);
+  FilterSink filtered(engine_filters || use_stage ? nullptr : filter, sink);
   PgControl ctl;
   ctl.stats.scan_s = in->scan_s;
   eng->simjoin(prep.prob, filtered, ctl);
   record_run("gpu_simjoin", eng->name(), ctl.stats);
+  return use_stage;
 }
 
 }  // namespace pg

@@ -6,6 +6,7 @@
 
 extern "C" {
 #include "utils/array.h"
+#include "utils/rel.h"
 }
 
 #include "../core/engine.h"
@@ -66,7 +67,20 @@ struct SimjoinPrepared {
 SimjoinPrepared simjoin_prepare(const SimjoinArgs& a, SimjoinInput* in);
 // Runs the chosen engine over the points, handing result pages to `sink`; with `filter`, only
 // the pairs it keeps (applied by the engine when it can, else on each page). Throws.
-void simjoin_run(const SimjoinArgs& a, SimjoinInput* in, PairSink& sink, const PairFilter* filter = nullptr);
+// With `stage`, an engine that runs stages in its workers reduces the pages there and hands
+// nothing to `sink`; returns true when it did.
+bool simjoin_run(const SimjoinArgs& a, SimjoinInput* in, PairSink& sink, const PairFilter* filter = nullptr,
+                 PairStage* stage = nullptr);
+
+// Relation-reading helpers shared with gpu_pairwise: integer key types (or domains over them);
+// the attribute number of column `name` of `td` (not dropped), else 42703; the single-column
+// integer primary key of `rel`, or InvalidAttrNumber. PostgreSQL code (may ereport).
+bool is_int_type(Oid t);
+AttrNumber find_column(TupleDesc td, const char* name, const char* relname);
+AttrNumber primary_key_column(Relation rel);
+// Locks relation `relid` (AccessShareLock to the end of the transaction) and opens it; 42P01
+// when it was dropped meanwhile.
+Relation open_locked(Oid relid);
 
 // Registers gpu2bs.enable_customscan and the planner hook of the custom scan (_PG_init).
 void register_simjoin_scan();

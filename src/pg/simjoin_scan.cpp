@@ -300,7 +300,10 @@ void run_join(void* arg) {
     return;
   }
   if (st->mode == MODE_AGG) {
-    simjoin_run(args, &in, pu->agg, pu->filter.get());
+    // A predicate over dist alone (or none): the reduction runs in the engine's workers.
+    std::unique_ptr<AggregateStage> stage;
+    if (!pu->pred.uses_keys()) stage.reset(new AggregateStage(&pu->pred));
+    if (simjoin_run(args, &in, pu->agg, pu->filter.get(), stage.get())) stage->finish(&pu->agg);
   } else if (st->mode == MODE_GROUP) {
     GroupSink groups(pu->keys, st->side, size_t(in.rels[0].n), size_t(in.rels[nrel - 1].n));
     simjoin_run(args, &in, groups, pu->filter.get());

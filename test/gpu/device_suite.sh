@@ -2,14 +2,16 @@
 # Runs on the GPU machine (device tool), from the repository root, with .device (PostgreSQL
 # bundle + the extension staged by `make install DESTDIR=$PWD/.device/stage`), .devdata (real
 # data: stars3d.csv.gz, atoms.csv.gz from build/data) and .whl (psycopg wheels) carried. Steps, each logged under $OUT:
-#   1. pg_regress suite with gpu2bs.device = gpu
+#   1. pg_regress suite and isolationtester specs with gpu2bs.device = gpu
 #   2. reliability tests (pytest) with gpu2bs.device = gpu
 #   3. CPU vs GPU differential test inside PostgreSQL on random and real data
 #   4. end-to-end SQL benchmark (test/gpu/bench_sql.sh)
 #   5. paper: synthetic sets like the load-imbalance paper's (test/gpu/bench_join_paper.sh)
 #   6. join1e9: a self-join of ~1e9 pairs with memory bounded by settings (test/gpu/join_1e9.sh)
 #   7. pushdown: the pushdown targets on u2, eps 0.01, pushdown on vs off (test/gpu/bench_pushdown.sh)
-#   8. prep: non-engine share of gpu_sdh / gpu_pair_count at 1e6 rows, aggregate and relation
+#   8. pairwise: gpu_pairwise kNN / threshold / SQL benchmark beside PyTorch (test/gpu/bench_pairwise.sh;
+#      needs test/gpu/build/bench_pairwise, built here with make -C test/gpu all bench, carried)
+#   9. prep: non-engine share of gpu_sdh / gpu_pair_count at 1e6 rows, aggregate and relation
 #      forms (test/gpu/paircount_prep.sh)
 # Usage: bash test/gpu/device_suite.sh [steps, default "regress pytest diff bench"]
 set -uo pipefail
@@ -33,6 +35,17 @@ if [[ $steps == *regress* ]]; then
     --outputdir=/tmp/regress-gpu --user=pgdev $tests > "$OUT/regress-gpu.log" 2>&1
   [ -f /tmp/regress-gpu/regression.diffs ] && cp /tmp/regress-gpu/regression.diffs "$OUT/regress-gpu.diffs"
   summary+="regress(gpu): $(grep -E 'tests (passed|failed)' "$OUT/regress-gpu.log" | tr -d '=')\n"
+  # isolationtester specs (concurrent DDL while a call waits), on the GPU engine
+  iso="$(dirname "$PG_REGRESS")/../isolation/pg_isolation_regress"
+  if [ -x "$iso" ]; then
+    specs=$(sed -nE 's/^ISOLATION *= *//p' Makefile)
+    PGOPTIONS="-c gpu2bs.device=gpu" "$iso" --bindir="$PGBIN" --inputdir=test --load-extension=gpu2bs \
+      --outputdir=/tmp/isolation-gpu --user=pgdev $specs > "$OUT/isolation-gpu.log" 2>&1
+    [ -f /tmp/isolation-gpu/regression.diffs ] && cp /tmp/isolation-gpu/regression.diffs "$OUT/isolation-gpu.diffs"
+    summary+="isolation(gpu): $(grep -E 'tests (passed|failed)' "$OUT/isolation-gpu.log" | tr -d '=')\n"
+  else
+    summary+="isolation(gpu): pg_isolation_regress not in the bundle\n"
+  fi
 fi
 if [[ $steps == *pytest* ]]; then
   python3 -m pip install -q --no-index --no-deps --target /tmp/site .whl/*.whl >/dev/null 2>&1
@@ -84,6 +97,10 @@ fi
 if [[ $steps == *join1e9* ]]; then
   bash test/gpu/join_1e9.sh > "$OUT/join_1e9.txt" 2>&1
   summary+="1e9-pair join: see join_1e9.txt\n"
+fi
+if [[ $steps == *pairwise* ]]; then
+  timeout 300 bash test/gpu/bench_pairwise.sh > "$OUT/bench_pairwise.md" 2>&1
+  summary+="pairwise: see bench_pairwise.md\n"
 fi
 if [[ $steps == *prep* ]]; then
   bash test/gpu/paircount_prep.sh gpu > "$OUT/paircount_prep.md" 2>&1

@@ -97,7 +97,7 @@ SELECT * FROM pd_same($$SELECT o.id, (SELECT min(dist) FROM gpu_simjoin('pts3', 
 SELECT count(*) FROM (SELECT * FROM gpu_simjoin('pts3', 6) LIMIT 5) s;
 BEGIN;
 DECLARE pc CURSOR FOR SELECT id1 FROM gpu_simjoin('pts3', 6);
-FETCH 2 FROM pc;
+MOVE FORWARD 2 IN pc;
 CLOSE pc;
 COMMIT;
 SELECT sqlstate_of($$SELECT 1 / 0 FROM gpu_simjoin('pts3', 6) LIMIT 5$$) AS error_midway;

@@ -181,3 +181,29 @@ TEST(Pipeline, PagePipeStopsProducer) {
       },
       Error);
 }
+
+TEST(Pipeline, AggregateStageMatchesSink) {
+  Data d = random_pairs(300, 50000, 4);
+  PairPredicate p;
+  p.code = {cmp(PairCol::Dist, CmpOp::Gt, 1.0)};
+  PairKeys keys{d.ids.data(), d.ids.data(), true};
+  PairFilter f(p, keys);
+  AggregateSink want;
+  FilterSink fs(&f, want);
+  fs.consume(d.pairs.data(), d.pairs.size());
+  AggregateStage stage(&p);
+  stage.start(3);
+  for (size_t off = 0, w = 0; off < d.pairs.size(); off += 1000, w = (w + 1) % 3)
+    stage.consume(&d.pairs[off], std::min<size_t>(1000, d.pairs.size() - off), int(w));
+  AggregateSink got;
+  stage.finish(&got);
+  EXPECT_EQ(got.count, want.count);
+  EXPECT_EQ(got.min, want.min);
+  EXPECT_EQ(got.max, want.max);
+  EXPECT_NEAR(got.sum(), want.sum(), 1e-12 * want.sum());
+  AggregateStage empty(nullptr);
+  empty.start(2);
+  AggregateSink none;
+  empty.finish(&none);
+  EXPECT_EQ(none.count, 0u);
+}

@@ -1,0 +1,831 @@
+// All-pairs vectors on the GPU (Sarje and Aluru, "All-pairs computations on many-core graphics
+// processors", Parallel Computing 39 (2013), section 3): the output matrix D is cut into tiles
+// of r x c = 64 x 64 pairs, one thread block each, every thread computing a 4 x 4 subtile in
+// registers; the vectors are streamed through shared memory in slices of d' = 16 dimensions
+// (section 3.2), so any d from 1 to 65535 runs with the same kernel and the accumulators stay in
+// registers across slices. Each pair's key is accumulated in dimension order with the arithmetic
+// of core/pairwise_arith.h, so the keys are the CPU engine's bits.
+//
+// kNN: a block owns 64 rows of a and walks a range of column tiles (the paper's subtiles, reused
+// along the row), keeping each row's best k (key, column) in a sorted list in shared memory; a
+// warp merges a tile's candidates into its rows' lists (ballot, then one insertion per survivor
+// of the running k-th key). Column ranges are split over blockIdx.y when a has few rows, and the
+// host merges the split lists. No distance matrix is written.
+//
+// Threshold: every passing pair is appended to a direct output buffer in device memory (one
+// atomic per warp); a launch covers a chunk of rows, and a chunk whose output overflows the
+// buffer is run again with a larger buffer or fewer rows.
+//
+// Fast (TF32 tensor cores, l2 / sqeuclidean / cosine / dot): cuBLAS, loaded with dlopen at first
+// use, computes S = A_chunk B^T in TF32; a warp per row keeps the best kc = max(2k, k + 16)
+// approximate scores; those candidates are re-ranked with the exact arithmetic; a row is
+// accepted only when an a-priori bound on the TF32 error proves no other column can enter its
+// exact top k, else it is recomputed by the exact kernel. The result equals exact's.
+#include <dlfcn.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <mutex>
+
+#include <cublas_v2.h>
+
+#include "../common.cuh"
+#include "core/pairwise.h"
+#include "pairwise_api.h"
+
+namespace gpu2bs {
+namespace cuda {
+
+namespace {
+
+constexpr int kBM = 64;       // tile rows (r)
+constexpr int kBN = 64;       // tile columns (c)
+constexpr int kBK = 16;       // slice width d'
+constexpr int kPad = 4;       // shared-memory row padding (keeps float4 alignment)
+constexpr int kThreads = 256;  // 16 x 16 threads, 4 x 4 pairs each
+constexpr int kCapSmall = 32;   // kNN list capacity for k <= 32
+constexpr int kCapLarge = 256;  // for k <= 256
+constexpr int kFastCap = 256;   // fast path candidates per row
+
+struct ThrRecord {
+  uint32_t i;
+  uint32_t j;
+  float key;
+};
+
+struct TileSmem {
+  float a[kBK][kBM + kPad];
+  float b[kBK][kBN + kPad];
+};
+
+// Accumulates the keys' accumulators of rows [row0, row0 + 64) of A (na rows) against columns
+// [col0, col0 + 64) of B (nb rows), all d dimensions, slice by slice. Rows and columns past
+// the ends read zeros (their results are discarded). acc[r][c] is pair (ty*4 + r, tx*4 + c).
+template <PairMetric M>
+__device__ __forceinline__ void tile_acc(const float* __restrict__ A, size_t na,
+                                         const float* __restrict__ B, size_t nb, int d, double p,
+                                         size_t row0, size_t col0, TileSmem& sm,
+                                         float acc[4][4]) {
+  const int tid = threadIdx.x, tx = tid % 16, ty = tid / 16;
+#pragma unroll
+  for (int r = 0; r < 4; ++r)
+#pragma unroll
+    for (int c = 0; c < 4; ++c) acc[r][c] = 0.0f;
+  for (int k0 = 0; k0 < d; k0 += kBK) {
+    const int kl = min(kBK, d - k0);
+    __syncthreads();  // the previous slice is consumed
+    for (int e = tid; e < kBM * kBK; e += kThreads) {
+      const int r = e / kBK, kk = e % kBK;
+      const size_t gi = row0 + size_t(r), gj = col0 + size_t(r);
+      sm.a[kk][r] = (gi < na && kk < kl) ? A[gi * size_t(d) + size_t(k0 + kk)] : 0.0f;
+      sm.b[kk][r] = (gj < nb && kk < kl) ? B[gj * size_t(d) + size_t(k0 + kk)] : 0.0f;
+    }
+    __syncthreads();
+    auto step = [&](int kk) {
+      const float4 av = *reinterpret_cast<const float4*>(&sm.a[kk][ty * 4]);
+      const float4 bv = *reinterpret_cast<const float4*>(&sm.b[kk][tx * 4]);
+      const float a4[4] = {av.x, av.y, av.z, av.w};
+      const float b4[4] = {bv.x, bv.y, bv.z, bv.w};
+#pragma unroll
+      for (int r = 0; r < 4; ++r)
+#pragma unroll
+        for (int c = 0; c < 4; ++c) acc[r][c] = pw_step<M>(acc[r][c], a4[r], b4[c], p);
+    };
+    if (kl == kBK) {
+#pragma unroll
+      for (int kk = 0; kk < kBK; ++kk) step(kk);
+    } else {
+      for (int kk = 0; kk < kl; ++kk) step(kk);  // the last slice: only real dimensions
+    }
+  }
+}
+
+// Inserts candidate (ck, cj) into the sorted list L (len entries, capacity kk <= CAP) held in
+// shared memory, by one warp; returns the new length. The caller checked that it belongs.
+template <int CAP>
+__device__ __forceinline__ int warp_insert(KnnEntry* L, int len, int kk, float ck, uint32_t cj) {
+  const int lane = threadIdx.x & 31;
+  int pos = 0;
+#pragma unroll
+  for (int t = 0; t < CAP / 32; ++t) {
+    const int e = lane + 32 * t;
+    const bool lt = e < len && pw_less(L[e].key, L[e].j, ck, cj);
+    pos += __popc(__ballot_sync(0xffffffffu, lt));
+  }
+  const int nl = min(len + 1, kk);
+  KnnEntry tmp[CAP / 32];
+#pragma unroll
+  for (int t = 0; t < CAP / 32; ++t) {
+    const int e = lane + 32 * t;
+    if (e >= pos && e < nl - 1) tmp[t] = L[e];
+  }
+  __syncwarp();
+#pragma unroll
+  for (int t = 0; t < CAP / 32; ++t) {
+    const int e = lane + 32 * t;
+    if (e >= pos && e < nl - 1) L[e + 1] = tmp[t];
+  }
+  __syncwarp();
+  if (lane == 0) L[pos] = KnnEntry{ck, cj};
+  __syncwarp();
+  return nl;
+}
+
+// Offers the warp's 32 candidates (key, j, ok) to list L in lane (= column) order.
+template <int CAP>
+__device__ __forceinline__ int warp_offer(KnnEntry* L, int len, int kk, float key, uint32_t j,
+                                          bool ok) {
+  const bool cand = ok && (len < kk || pw_less(key, j, L[kk - 1].key, L[kk - 1].j));
+  unsigned mask = __ballot_sync(0xffffffffu, cand);
+  while (mask) {
+    const int src = __ffs(mask) - 1;
+    mask &= mask - 1;
+    const float ck = __shfl_sync(0xffffffffu, key, src);
+    const uint32_t cj = __shfl_sync(0xffffffffu, j, src);
+    if (len == kk && !pw_less(ck, cj, L[kk - 1].key, L[kk - 1].j)) continue;  // warp-uniform
+    len = warp_insert<CAP>(L, len, kk, ck, cj);
+  }
+  return len;
+}
+
+// Shared memory of the kNN kernel with list capacity CAP.
+template <int CAP>
+constexpr size_t knn_smem_bytes() {
+  return sizeof(TileSmem) + sizeof(float) * kBM * (kBN + 1) + sizeof(KnnEntry) * kBM * CAP +
+         sizeof(int) * kBM;
+}
+
+// kNN over a chunk of `na` rows of A (global row index row_base + r, or row_id[r]) against
+// columns [split * cols_per_split, ...) of B. Writes each row's sorted list to
+// out[(r * splits + split) * CAP ...] and its length to out_len[r * splits + split].
+template <PairMetric M, int CAP>
+__global__ void __launch_bounds__(kThreads)
+    knn_kernel(const float* __restrict__ A, size_t na, const uint32_t* __restrict__ row_id,
+               size_t row_base, const float* __restrict__ B, size_t nb, int d, double p, int kk,
+               bool self, size_t cols_per_split, int splits, KnnEntry* __restrict__ out,
+               uint32_t* __restrict__ out_len) {
+  extern __shared__ __align__(16) unsigned char smem_raw[];
+  TileSmem& sm = *reinterpret_cast<TileSmem*>(smem_raw);
+  float* ks = reinterpret_cast<float*>(smem_raw + sizeof(TileSmem));  // [kBM][kBN + 1]
+  KnnEntry* lists = reinterpret_cast<KnnEntry*>(ks + kBM * (kBN + 1));  // [kBM][CAP]
+  int* lens = reinterpret_cast<int*>(lists + kBM * CAP);
+  const int tid = threadIdx.x, tx = tid % 16, ty = tid / 16, lane = tid & 31, warp = tid / 32;
+  const size_t row0 = size_t(blockIdx.x) * kBM;
+  const int split = int(blockIdx.y);
+  const size_t c_begin = size_t(split) * cols_per_split;
+  const size_t c_end = min(nb, c_begin + cols_per_split);
+  if (tid < kBM) lens[tid] = 0;
+  for (size_t col0 = c_begin; col0 < c_end; col0 += kBN) {
+    float acc[4][4];
+    tile_acc<M>(A, na, B, c_end, d, p, row0, col0, sm, acc);
+#pragma unroll
+    for (int r = 0; r < 4; ++r)
+#pragma unroll
+      for (int c = 0; c < 4; ++c) ks[(ty * 4 + r) * (kBN + 1) + tx * 4 + c] = pw_key<M>(acc[r][c]);
+    __syncthreads();
+    for (int rr = 0; rr < kBM / 8; ++rr) {
+      const int r = warp * (kBM / 8) + rr;
+      const size_t lr = row0 + size_t(r);
+      if (lr >= na) break;  // warp-uniform
+      const size_t gi = row_id ? size_t(row_id[lr]) : row_base + lr;
+      KnnEntry* L = lists + r * CAP;
+      int len = lens[r];
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        const int c = lane + 32 * h;
+        const size_t j = col0 + size_t(c);
+        const bool ok = j < c_end && !(self && j == gi);
+        len = warp_offer<CAP>(L, len, kk, ks[r * (kBN + 1) + c], uint32_t(j), ok);
+      }
+      if (lane == 0) lens[r] = len;
+      __syncwarp();
+    }
+    // The next tile_acc starts with __syncthreads: ks is rewritten only after every warp is done.
+  }
+  __syncthreads();
+  for (int rr = 0; rr < kBM / 8; ++rr) {
+    const int r = warp * (kBM / 8) + rr;
+    const size_t lr = row0 + size_t(r);
+    if (lr >= na) break;
+    const size_t slot = lr * size_t(splits) + size_t(split);
+    const int len = lens[r];
+    for (int e = lane; e < len; e += 32) out[slot * CAP + size_t(e)] = lists[r * CAP + e];
+    if (lane == 0) out_len[slot] = uint32_t(len);
+  }
+}
+
+// Threshold: pairs (row_base + r, j) with key <= key_max (self: j > i) of the tile
+// (blockIdx.y, blockIdx.x), appended to out[0, cap) through the counter *count.
+template <PairMetric M>
+__global__ void __launch_bounds__(kThreads)
+    threshold_kernel(const float* __restrict__ A, size_t na, size_t row_base,
+                     const float* __restrict__ B, size_t nb, int d, double p, float key_max,
+                     bool self, ThrRecord* __restrict__ out, unsigned long long* count,
+                     unsigned long long cap) {
+  __shared__ TileSmem sm;
+  const int tid = threadIdx.x, tx = tid % 16, ty = tid / 16, lane = tid & 31;
+  const size_t row0 = size_t(blockIdx.y) * kBM, col0 = size_t(blockIdx.x) * kBN;
+  // A self-join needs j > i: a tile entirely on or below the diagonal has nothing.
+  if (self && col0 + kBN - 1 <= row_base + row0) return;
+  float acc[4][4];
+  tile_acc<M>(A, na, B, nb, d, p, row0, col0, sm, acc);
+  unsigned pass = 0;
+  int n = 0;
+#pragma unroll
+  for (int r = 0; r < 4; ++r)
+#pragma unroll
+    for (int c = 0; c < 4; ++c) {
+      const size_t lr = row0 + size_t(ty * 4 + r), j = col0 + size_t(tx * 4 + c);
+      const bool ok = lr < na && j < nb && pw_key<M>(acc[r][c]) <= key_max &&
+                      (!self || j > row_base + lr);
+      if (ok) {
+        pass |= 1u << (r * 4 + c);
+        ++n;
+      }
+    }
+  // Warp prefix sum of the counts, one atomic per warp.
+  int incl = n;
+#pragma unroll
+  for (int o = 1; o < 32; o <<= 1) {
+    const int v = __shfl_up_sync(0xffffffffu, incl, o);
+    if (lane >= o) incl += v;
+  }
+  unsigned long long base = 0;
+  if (lane == 31 && incl > 0) base = atomicAdd(count, (unsigned long long)incl);
+  base = __shfl_sync(0xffffffffu, base, 31);
+  if (!n) return;
+  unsigned long long at = base + (unsigned long long)(incl - n);
+#pragma unroll
+  for (int r = 0; r < 4; ++r)
+#pragma unroll
+    for (int c = 0; c < 4; ++c)
+      if (pass & (1u << (r * 4 + c))) {
+        if (at < cap)
+          out[at] = ThrRecord{uint32_t(row_base + row0 + size_t(ty * 4 + r)),
+                              uint32_t(col0 + size_t(tx * 4 + c)), pw_key<M>(acc[r][c])};
+        ++at;
+      }
+}
+
+// Squared norms with the exact chain (fma in dimension order), one thread per row.
+__global__ void norms_kernel(const float* __restrict__ X, size_t n, int d, float* __restrict__ out) {
+  const size_t i = size_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i >= n) return;
+  const float* x = X + i * size_t(d);
+  float acc = 0.0f;
+  for (int k = 0; k < d; ++k) acc = op_fma(x[k], x[k], acc);
+  out[i] = acc;
+}
+
+// Fast path selection: one warp per row of the GEMM chunk S (rows x nb, row-major), keeping
+// the kc best approximate scores (l2, sqeuclidean: |b|^2 - 2 s; dot, cosine: -s). Writes the
+// candidates' columns, their number, and the worst kept score.
+__global__ void __launch_bounds__(kThreads)
+    select_kernel(const float* __restrict__ S, size_t rows, size_t row_base, size_t nb,
+                  const float* __restrict__ bnorm2, bool l2form, bool self, int kc,
+                  uint32_t* __restrict__ cand, uint32_t* __restrict__ ncand,
+                  float* __restrict__ worst) {
+  __shared__ KnnEntry lists[kThreads / 32][kFastCap];
+  const int lane = threadIdx.x & 31, warp = threadIdx.x / 32;
+  const size_t r = size_t(blockIdx.x) * (kThreads / 32) + size_t(warp);
+  if (r >= rows) return;  // warp-uniform; no block-wide barrier follows
+  KnnEntry* L = lists[warp];
+  const float* s = S + r * nb;
+  const size_t gi = row_base + r;
+  int len = 0;
+  for (size_t j0 = 0; j0 < nb; j0 += 32) {
+    const size_t j = j0 + size_t(lane);
+    float sc = INFINITY;
+    bool ok = j < nb && !(self && j == gi);
+    if (ok) sc = l2form ? op_fma(-2.0f, s[j], bnorm2[j]) : -s[j];
+    if (sc != sc) sc = INFINITY;
+    len = warp_offer<kFastCap>(L, len, kc, sc, uint32_t(j), ok);
+  }
+  for (int e = lane; e < len; e += 32) cand[r * size_t(kc) + size_t(e)] = L[e].j;
+  if (lane == 0) {
+    ncand[r] = uint32_t(len);
+    worst[r] = len > 0 ? L[len - 1].key : INFINITY;
+  }
+}
+
+// Exact keys of the candidates (one thread per candidate), with the exact chain.
+template <PairMetric M>
+__global__ void rerank_kernel(const float* __restrict__ A, size_t rows, size_t row_base,
+                              const float* __restrict__ B, int d, double p, int kc,
+                              const uint32_t* __restrict__ cand, const uint32_t* __restrict__ ncand,
+                              float* __restrict__ keys) {
+  const size_t t = size_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  const size_t r = t / size_t(kc);
+  const int e = int(t % size_t(kc));
+  if (r >= rows || uint32_t(e) >= ncand[r]) return;
+  const float* u = A + (row_base + r) * size_t(d);
+  const float* v = B + size_t(cand[t]) * size_t(d);
+  float acc = 0.0f;
+  for (int k = 0; k < d; ++k) acc = pw_step<M>(acc, u[k], v[k], p);
+  keys[t] = pw_key<M>(acc);
+}
+
+// ---- cuBLAS through dlopen ---------------------------------------------------------------------
+
+struct Blas {
+  bool tried = false;
+  bool ok = false;
+  std::string status;
+  void* lib = nullptr;
+  cublasHandle_t handle = nullptr;
+  cublasStatus_t (*create)(cublasHandle_t*) = nullptr;
+  cublasStatus_t (*set_stream)(cublasHandle_t, cudaStream_t) = nullptr;
+  cublasStatus_t (*set_math_mode)(cublasHandle_t, cublasMath_t) = nullptr;
+  cublasStatus_t (*sgemm)(cublasHandle_t, cublasOperation_t, cublasOperation_t, int, int, int,
+                          const float*, const float*, int, const float*, int, const float*, float*,
+                          int) = nullptr;
+  cublasStatus_t (*get_version)(cublasHandle_t, int*) = nullptr;
+};
+
+std::mutex g_blas_mu;
+Blas g_blas;
+
+// Loads cuBLAS (libcublas.so.13, else libcublas.so) and creates a handle in TF32 tensor-op mode,
+// once per process; a failure is remembered with its reason and the exact path answers.
+Blas* blas() {
+  std::lock_guard<std::mutex> lk(g_blas_mu);
+  Blas& b = g_blas;
+  if (b.tried) return b.ok ? &b : nullptr;
+  b.tried = true;
+  const char* names[] = {"libcublas.so.13", "libcublas.so"};
+  const char* used = nullptr;
+  for (const char* n : names) {
+    b.lib = dlopen(n, RTLD_NOW | RTLD_LOCAL);
+    if (b.lib) {
+      used = n;
+      break;
+    }
+  }
+  if (!b.lib) {
+    const char* e = dlerror();
+    b.status = std::string("unavailable: ") + (e ? e : "dlopen failed");
+    return nullptr;
+  }
+  b.create = reinterpret_cast<decltype(b.create)>(dlsym(b.lib, "cublasCreate_v2"));
+  b.set_stream = reinterpret_cast<decltype(b.set_stream)>(dlsym(b.lib, "cublasSetStream_v2"));
+  b.set_math_mode = reinterpret_cast<decltype(b.set_math_mode)>(dlsym(b.lib, "cublasSetMathMode"));
+  b.sgemm = reinterpret_cast<decltype(b.sgemm)>(dlsym(b.lib, "cublasSgemm_v2"));
+  b.get_version = reinterpret_cast<decltype(b.get_version)>(dlsym(b.lib, "cublasGetVersion_v2"));
+  if (!b.create || !b.set_stream || !b.set_math_mode || !b.sgemm) {
+    b.status = std::string("unavailable: ") + used + " lacks cublasSgemm_v2 or cublasSetMathMode";
+    return nullptr;
+  }
+  if (b.create(&b.handle) != CUBLAS_STATUS_SUCCESS ||
+      b.set_math_mode(b.handle, CUBLAS_TF32_TENSOR_OP_MATH) != CUBLAS_STATUS_SUCCESS) {
+    b.status = std::string("unavailable: cublasCreate failed with ") + used;
+    b.handle = nullptr;
+    return nullptr;
+  }
+  int v = 0;
+  if (b.get_version) (void)b.get_version(b.handle, &v);
+  b.status = std::string("available: ") + used + (v ? " (version " + std::to_string(v) + ")" : "") +
+             ", TF32 tensor-op GEMM";
+  b.ok = true;
+  return &b;
+}
+
+// ---- host side --------------------------------------------------------------------------------
+
+// Copies `bytes` from host memory to the device through the call's pinned staging buffer.
+void upload_raw(Call& call, void* dev, const void* host, size_t bytes) {
+  if (bytes == 0) return;
+  auto t0 = Clock::now();
+  const size_t per = std::min(bytes, cuda_tuning::kStagingBytes / 2);
+  call.staging(0, per);
+  int h = 0;
+  for (size_t off = 0; off < bytes; off += per) {
+    const size_t cnt = std::min(per, bytes - off);
+    call.wait(call.staging_event(h));
+    char* s = call.staging(h, per);
+    std::memcpy(s, static_cast<const char*>(host) + off, cnt);
+    G2_CUDA(cudaMemcpyAsync(static_cast<char*>(dev) + off, s, cnt, cudaMemcpyHostToDevice,
+                            call.stream()));
+    G2_CUDA(cudaEventRecord(call.staging_event(h), call.stream()));
+    h ^= 1;
+  }
+  call.wait(call.staging_event(0));
+  call.wait(call.staging_event(1));
+  call.ctl.stats.transfer_s += seconds_since(t0);
+}
+
+// Times a stretch of queued kernels with events.
+struct KernelTimer {
+  Call& call;
+  cudaEvent_t a, b;
+  explicit KernelTimer(Call& c) : call(c), a(c.event(true)), b(c.event(true)) {
+    G2_CUDA(cudaEventRecord(a, call.stream()));
+  }
+  double stop_ms() {
+    G2_CUDA(cudaEventRecord(b, call.stream()));
+    call.wait(b);
+    float ms = 0;
+    G2_CUDA(cudaEventElapsedTime(&ms, a, b));
+    return double(ms);
+  }
+};
+
+template <PairMetric M, int CAP>
+void launch_knn_t(Call& call, dim3 grid, size_t smem, const float* A, size_t na,
+                  const uint32_t* row_id, size_t row_base, const float* B, size_t nb, int d,
+                  double p, int kk, bool self, size_t cps, int splits, KnnEntry* out,
+                  uint32_t* out_len) {
+  static bool attr_set = false;  // per instantiation, per process
+  if (!attr_set) {
+    G2_CUDA(cudaFuncSetAttribute(knn_kernel<M, CAP>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                 int(smem)));
+    attr_set = true;
+  }
+  knn_kernel<M, CAP><<<grid, kThreads, smem, call.stream()>>>(A, na, row_id, row_base, B, nb, d,
+                                                              p, kk, self, cps, splits, out,
+                                                              out_len);
+  G2_CUDA_LAUNCH("knn_kernel");
+}
+
+template <int CAP>
+void launch_knn(PairMetric m, Call& call, dim3 grid, const float* A, size_t na,
+                const uint32_t* row_id, size_t row_base, const float* B, size_t nb, int d,
+                double p, int kk, bool self, size_t cps, int splits, KnnEntry* out,
+                uint32_t* out_len) {
+  const size_t smem = knn_smem_bytes<CAP>();
+  switch (m) {
+#define G2_KNN(MM)                                                                            \
+  case MM:                                                                                    \
+    launch_knn_t<MM, CAP>(call, grid, smem, A, na, row_id, row_base, B, nb, d, p, kk, self, cps, \
+                          splits, out, out_len);                                              \
+    break;
+    G2_KNN(PairMetric::L1)
+    G2_KNN(PairMetric::L2)
+    G2_KNN(PairMetric::SqEuclidean)
+    G2_KNN(PairMetric::Cosine)
+    G2_KNN(PairMetric::Dot)
+    G2_KNN(PairMetric::Lp)
+#undef G2_KNN
+  }
+}
+
+// Exact kNN of `rows` rows of dA (global index row_base + r, or row_ids[r] when given) against
+// all of dB. Writes each row's best row_k (sorted) into lists[r * row_k ...], count[r].
+void exact_knn(Call& call, const PairwiseProblem& p, const float* dA, size_t rows,
+               const std::vector<uint32_t>* row_ids, size_t row_base, const float* dB,
+               KnnEntry* lists, uint32_t* count) {
+  const size_t nb = p.b->n, row_k = pairwise_row_k(p);
+  const int kk = int(row_k);
+  const int cap = kk <= kCapSmall ? kCapSmall : kCapLarge;
+  const int sms = device_facts().sms > 0 ? device_facts().sms : 1;
+  const size_t col_tiles = (nb + kBN - 1) / kBN;
+  const size_t chunk = std::min<size_t>(rows, 16384);
+  uint32_t* d_ids = nullptr;
+  if (row_ids) {
+    d_ids = call.alloc<uint32_t>(rows, "pairwise row ids");
+    upload_raw(call, d_ids, row_ids->data(), rows * sizeof(uint32_t));
+  }
+  const size_t max_tiles = (chunk + kBM - 1) / kBM;
+  const int max_splits =
+      int(std::min<size_t>(col_tiles, std::max<size_t>(1, (size_t(4 * sms) + max_tiles - 1) / max_tiles)));
+  KnnEntry* d_out = call.alloc<KnnEntry>(chunk * size_t(max_splits) * size_t(cap), "pairwise kNN lists");
+  uint32_t* d_len = call.alloc<uint32_t>(chunk * size_t(max_splits), "pairwise kNN lengths");
+  std::vector<KnnEntry> h_out;
+  std::vector<uint32_t> h_len;
+  std::vector<KnnEntry> merged;
+  for (size_t r0 = 0; r0 < rows; r0 += chunk) {
+    call.poll();
+    const size_t nr = std::min(chunk, rows - r0);
+    const size_t tiles = (nr + kBM - 1) / kBM;
+    // Splits for about 4 blocks per SM, within the list buffer (sized for the first chunk).
+    const int splits = int(std::min<size_t>(
+        std::min<size_t>(col_tiles, std::max<size_t>(1, (size_t(4 * sms) + tiles - 1) / tiles)),
+        chunk * size_t(max_splits) / nr));
+    const size_t cps = (col_tiles + size_t(splits) - 1) / size_t(splits) * kBN;
+    const dim3 grid{unsigned(tiles), unsigned(splits), 1u};
+    KernelTimer tm(call);
+    const float* A = dA + r0 * size_t(p.d);
+    const uint32_t* ids = d_ids ? d_ids + r0 : nullptr;
+    if (cap == kCapSmall)
+      launch_knn<kCapSmall>(p.metric.kind, call, grid, A, nr, ids, row_base + r0, dB, nb, p.d,
+                            p.metric.p, kk, p.self, cps, splits, d_out, d_len);
+    else
+      launch_knn<kCapLarge>(p.metric.kind, call, grid, A, nr, ids, row_base + r0, dB, nb, p.d,
+                            p.metric.p, kk, p.self, cps, splits, d_out, d_len);
+    const double ms = tm.stop_ms();
+    call.ctl.stats.kernel_s += ms / 1e3;
+    last_run().kernel_ms += ms;
+    last_run().launches++;
+    h_out.resize(nr * size_t(splits) * size_t(cap));
+    h_len.resize(nr * size_t(splits));
+    download(call, h_len.data(), d_len, h_len.size() * sizeof(uint32_t));
+    download(call, h_out.data(), d_out, h_out.size() * sizeof(KnnEntry));
+    auto t0 = Clock::now();
+    for (size_t r = 0; r < nr; ++r) {
+      merged.clear();
+      for (int s = 0; s < splits; ++s) {
+        const size_t slot = r * size_t(splits) + size_t(s);
+        const KnnEntry* l = h_out.data() + slot * size_t(cap);
+        merged.insert(merged.end(), l, l + h_len[slot]);
+      }
+      if (splits > 1) knn_merge(merged, row_k);
+      const size_t n = std::min(merged.size(), row_k);
+      std::copy(merged.begin(), merged.begin() + long(n), lists + (r0 + r) * row_k);
+      count[r0 + r] = uint32_t(n);
+    }
+    call.ctl.stats.merge_s += seconds_since(t0);
+  }
+  call.ctl.stats.pairs_examined += uint64_t(rows) * uint64_t(nb);
+}
+
+// The fast path: TF32 GEMM, candidates, exact re-rank, certification; uncertified rows are
+// recomputed exactly. Returns false (nothing done) when cuBLAS is unavailable.
+bool fast_knn(Call& call, const PairwiseProblem& p, const float* dA, const float* dB,
+              KnnEntry* lists, uint32_t* count) {
+  Blas* bl = blas();
+  if (!bl) return false;
+  const size_t na = p.a->n, nb = p.b->n, row_k = pairwise_row_k(p);
+  const int d = p.d;
+  const int kc = int(std::min<size_t>(std::min<size_t>(kFastCap, p.self ? nb - 1 : nb),
+                                      std::max<size_t>(2 * row_k, row_k + 16)));
+  const bool l2form = p.metric.kind == PairMetric::L2 || p.metric.kind == PairMetric::SqEuclidean;
+  // Norms (exact chain) for the scores and the error bound.
+  float* d_an = call.alloc<float>(na, "pairwise norms a");
+  float* d_bn = p.self ? d_an : call.alloc<float>(nb, "pairwise norms b");
+  norms_kernel<<<unsigned((na + 255) / 256), 256, 0, call.stream()>>>(dA, na, d, d_an);
+  G2_CUDA_LAUNCH("norms_kernel");
+  if (!p.self) {
+    norms_kernel<<<unsigned((nb + 255) / 256), 256, 0, call.stream()>>>(dB, nb, d, d_bn);
+    G2_CUDA_LAUNCH("norms_kernel");
+  }
+  std::vector<float> an(na), bn(p.self ? 0 : nb);
+  download(call, an.data(), d_an, na * sizeof(float));
+  if (!p.self) download(call, bn.data(), d_bn, nb * sizeof(float));
+  const std::vector<float>& bnr = p.self ? an : bn;
+  double bmax2 = 0;
+  for (float v : bnr) bmax2 = std::max(bmax2, double(v));
+  const double gam = 1.01 * double(d + 4) * std::ldexp(1.0, -24);  // float32 chain, relative
+  const double bmax = std::sqrt(bmax2 * (1 + gam));
+  // Chunk of rows whose GEMM output fits a quarter of the budget (at most 1 GB).
+  const size_t budget = std::min<size_t>(call.budget_left() / 4, size_t(1) << 30);
+  size_t chunk = std::max<size_t>(64, budget / (nb * sizeof(float)) / 64 * 64);
+  chunk = std::min(chunk, na);
+  float* d_s = call.alloc<float>(chunk * nb, "pairwise GEMM chunk");
+  uint32_t* d_cand = call.alloc<uint32_t>(chunk * size_t(kc), "pairwise candidates");
+  uint32_t* d_ncand = call.alloc<uint32_t>(chunk, "pairwise candidate counts");
+  float* d_worst = call.alloc<float>(chunk, "pairwise worst scores");
+  float* d_keys = call.alloc<float>(chunk * size_t(kc), "pairwise candidate keys");
+  G2_CUDA(cudaMemsetAsync(d_keys, 0, chunk * size_t(kc) * sizeof(float), call.stream()));
+  if (bl->set_stream(bl->handle, call.stream()) != CUBLAS_STATUS_SUCCESS)
+    throw Error(ErrorCode::DeviceError, "cublasSetStream failed");
+  std::vector<uint32_t> h_cand, h_ncand;
+  std::vector<float> h_worst, h_keys;
+  std::vector<uint32_t> redo;
+  std::vector<KnnEntry> row;
+  const float one = 1.0f, zero = 0.0f;
+  for (size_t r0 = 0; r0 < na; r0 += chunk) {
+    call.poll();
+    const size_t nr = std::min(chunk, na - r0);
+    KernelTimer tm(call);
+    // Column-major view: C (nb x nr) = B^T(op T of the d x nb matrix) * A_chunk (d x nr).
+    const cublasStatus_t st =
+        bl->sgemm(bl->handle, CUBLAS_OP_T, CUBLAS_OP_N, int(nb), int(nr), d, &one, dB, d,
+                  dA + r0 * size_t(d), d, &zero, d_s, int(nb));
+    if (st != CUBLAS_STATUS_SUCCESS)
+      throw Error(ErrorCode::DeviceError, "cublasSgemm failed with status " + std::to_string(int(st)));
+    select_kernel<<<unsigned((nr + 7) / 8), kThreads, 0, call.stream()>>>(
+        d_s, nr, r0, nb, d_bn, l2form, p.self, kc, d_cand, d_ncand, d_worst);
+    G2_CUDA_LAUNCH("select_kernel");
+    const size_t threads = nr * size_t(kc);
+    switch (p.metric.kind) {
+#define G2_RR(MM)                                                                          \
+  case MM:                                                                                 \
+    rerank_kernel<MM><<<unsigned((threads + 255) / 256), 256, 0, call.stream()>>>(           \
+        dA, nr, r0, dB, d, p.metric.p, kc, d_cand, d_ncand, d_keys);                       \
+    break;
+      G2_RR(PairMetric::L2)
+      G2_RR(PairMetric::SqEuclidean)
+      G2_RR(PairMetric::Cosine)
+      G2_RR(PairMetric::Dot)
+      default: throw Error(ErrorCode::Internal, "fast path for a metric without a GEMM form");
+#undef G2_RR
+    }
+    G2_CUDA_LAUNCH("rerank_kernel");
+    const double ms = tm.stop_ms();
+    call.ctl.stats.kernel_s += ms / 1e3;
+    last_run().kernel_ms += ms;
+    last_run().launches++;
+    h_cand.resize(nr * size_t(kc));
+    h_keys.resize(nr * size_t(kc));
+    h_ncand.resize(nr);
+    h_worst.resize(nr);
+    download(call, h_ncand.data(), d_ncand, nr * sizeof(uint32_t));
+    download(call, h_worst.data(), d_worst, nr * sizeof(float));
+    download(call, h_cand.data(), d_cand, h_cand.size() * sizeof(uint32_t));
+    download(call, h_keys.data(), d_keys, h_keys.size() * sizeof(float));
+    auto t0 = Clock::now();
+    const size_t others = p.self ? nb - 1 : nb;
+    for (size_t r = 0; r < nr; ++r) {
+      const size_t i = r0 + r;
+      const uint32_t nc = h_ncand[r];
+      row.clear();
+      for (uint32_t e = 0; e < nc; ++e)
+        row.push_back(KnnEntry{h_keys[r * size_t(kc) + e], h_cand[r * size_t(kc) + e]});
+      knn_merge(row, row_k);
+      bool certified = nc >= others;  // every column was a candidate
+      if (!certified && row.size() == row_k) {
+        // Any column outside the candidates has approximate score >= worst; its exact key is
+        // at least worst - E (TF32 inputs: relative 2^-9 per product; FP32 accumulation in any
+        // order and our own chain: gam each), so the exact top k is certain when the k-th
+        // exact key is below that bound.
+        const double na_ = std::sqrt(double(an[i]) * (1 + gam));
+        const double edot = (1.01 * std::ldexp(1.0, -9) + 2 * gam) * na_ * bmax;
+        const double kth = double(row.back().key);
+        const double w = double(h_worst[r]);
+        double lower;
+        if (l2form) {
+          const double e = 2 * edot + gam * bmax2 + gam * double(an[i]);
+          lower = (w + double(an[i]) - e) * (1 - gam) - gam * (double(an[i]) + bmax2);
+        } else {
+          lower = w - edot - gam * na_ * bmax;
+        }
+        certified = std::isfinite(w) && kth < lower;
+      }
+      if (certified) {
+        std::copy(row.begin(), row.end(), lists + i * row_k);
+        count[i] = uint32_t(row.size());
+      } else {
+        redo.push_back(uint32_t(i));
+      }
+    }
+    call.ctl.stats.merge_s += seconds_since(t0);
+  }
+  call.ctl.stats.pairs_examined += uint64_t(na) * uint64_t(nb);
+  pairwise_last_run().recomputed = redo.size();
+  if (!redo.empty()) {
+    // Recompute the uncertified rows exactly: gather them into a compact array.
+    call.free(d_s);
+    std::vector<float> rows_h(redo.size() * size_t(d));
+    for (size_t t = 0; t < redo.size(); ++t)
+      std::memcpy(rows_h.data() + t * size_t(d), p.a->row(redo[t]), size_t(d) * sizeof(float));
+    float* d_rows = call.alloc<float>(rows_h.size(), "pairwise recomputed rows");
+    upload_raw(call, d_rows, rows_h.data(), rows_h.size() * sizeof(float));
+    std::vector<KnnEntry> l2(redo.size() * row_k);
+    std::vector<uint32_t> c2(redo.size());
+    exact_knn(call, p, d_rows, redo.size(), &redo, 0, dB, l2.data(), c2.data());
+    for (size_t t = 0; t < redo.size(); ++t) {
+      std::copy(l2.begin() + long(t * row_k), l2.begin() + long(t * row_k + c2[t]),
+                lists + size_t(redo[t]) * row_k);
+      count[redo[t]] = c2[t];
+    }
+  }
+  return true;
+}
+
+template <PairMetric M>
+void launch_threshold_t(Call& call, dim3 grid, const float* A, size_t na, size_t row_base,
+                        const float* B, size_t nb, int d, double p, float key_max, bool self,
+                        ThrRecord* out, unsigned long long* count, unsigned long long cap) {
+  threshold_kernel<M><<<grid, kThreads, 0, call.stream()>>>(A, na, row_base, B, nb, d, p, key_max,
+                                                           self, out, count, cap);
+  G2_CUDA_LAUNCH("threshold_kernel");
+}
+
+// Threshold pairs, chunk by chunk of rows, through a direct output buffer.
+void threshold_pairs(Call& call, const PairwiseProblem& p, const float* dA, const float* dB,
+                     PairSink& sink) {
+  const size_t na = p.a->n, nb = p.b->n;
+  const int d = p.d;
+  // Rows per launch: about 2e12 pair-dimensions (a fraction of a second), in whole tiles.
+  size_t chunk = size_t(2e12 / (double(nb) * double(d)));
+  chunk = std::max<size_t>(kBM, std::min<size_t>(chunk, 65536) / kBM * kBM);
+  unsigned long long cap =
+      std::max<unsigned long long>(1 << 16, std::min<unsigned long long>(
+                                                call.budget_left() / 4 / sizeof(ThrRecord), 1ull << 24));
+  ThrRecord* d_out = call.alloc<ThrRecord>(cap, "pairwise output buffer");
+  unsigned long long* d_count = call.alloc<unsigned long long>(1, "pairwise output counter");
+  std::vector<ThrRecord> h;
+  std::vector<PairRecord> page;
+  const size_t page_pairs = std::max<size_t>(call.ctl.page_pairs, 64);
+  uint64_t emitted = 0;
+  size_t r0 = 0;
+  while (r0 < na) {
+    call.poll();
+    const size_t nr = std::min(chunk, na - r0);
+    G2_CUDA(cudaMemsetAsync(d_count, 0, sizeof(unsigned long long), call.stream()));
+    const dim3 grid{unsigned((nb + kBN - 1) / kBN), unsigned((nr + kBM - 1) / kBM), 1u};
+    KernelTimer tm(call);
+    const float* A = dA + r0 * size_t(d);
+    switch (p.metric.kind) {
+#define G2_TH(MM)                                                                            \
+  case MM:                                                                                   \
+    launch_threshold_t<MM>(call, grid, A, nr, r0, dB, nb, d, p.metric.p, p.key_max, p.self, d_out, \
+                           d_count, cap);                                                    \
+    break;
+      G2_TH(PairMetric::L1)
+      G2_TH(PairMetric::L2)
+      G2_TH(PairMetric::SqEuclidean)
+      G2_TH(PairMetric::Cosine)
+      G2_TH(PairMetric::Dot)
+      G2_TH(PairMetric::Lp)
+#undef G2_TH
+    }
+    const double ms = tm.stop_ms();
+    call.ctl.stats.kernel_s += ms / 1e3;
+    last_run().kernel_ms += ms;
+    last_run().launches++;
+    unsigned long long n = 0;
+    download(call, &n, d_count, sizeof n);
+    if (n > cap) {
+      // Overflow: a larger buffer when the budget allows, else fewer rows per launch.
+      last_run().drains++;
+      const size_t want = size_t(n) * sizeof(ThrRecord);
+      if (want <= call.budget_left() + cap * sizeof(ThrRecord)) {  // the old buffer is freed first
+        call.free(d_out);
+        cap = n;
+        d_out = call.alloc<ThrRecord>(cap, "pairwise output buffer");
+      } else if (nr > size_t(kBM)) {
+        chunk = std::max<size_t>(kBM, nr / 2 / kBM * kBM);
+      } else {
+        throw Error(ErrorCode::OutOfMemory, "gpu_pairwise output does not fit in GPU memory",
+                    std::to_string(n) + " pairs of 64 rows exceed the device memory limit.",
+                    "Raise gpu2bs.gpu_memory_limit, lower the threshold, or use gpu2bs.device = cpu.");
+      }
+      continue;  // the same rows again
+    }
+    emitted += n;
+    if (p.max_pairs && emitted > p.max_pairs)
+      throw Error(ErrorCode::ProgramLimit, "gpu_pairwise result too large",
+                  "The result exceeds gpu2bs.max_result_rows (" + std::to_string(p.max_pairs) + ").",
+                  "Lower the threshold, or raise gpu2bs.max_result_rows.");
+    h.resize(size_t(n));
+    download(call, h.data(), d_out, size_t(n) * sizeof(ThrRecord));
+    auto t0 = Clock::now();
+    for (size_t s = 0; s < h.size(); s += page_pairs) {
+      const size_t e = std::min(h.size(), s + page_pairs);
+      page.clear();
+      for (size_t t = s; t < e; ++t)
+        page.push_back(PairRecord{h[t].i, h[t].j, pairwise_value(p.metric, h[t].key)});
+      sink.consume(page.data(), page.size());
+    }
+    call.ctl.stats.merge_s += seconds_since(t0);
+    r0 += nr;
+  }
+  call.ctl.stats.pairs_examined += uint64_t(na) * uint64_t(nb);
+  call.ctl.stats.pairs_emitted += emitted;
+}
+
+}  // namespace
+
+PairwiseLastRun& pairwise_last_run() {
+  static thread_local PairwiseLastRun r;
+  return r;
+}
+
+void pairwise(const PairwiseProblem& p, PairSink& sink, Control& ctl) {
+  pairwise_last_run() = PairwiseLastRun();
+  const size_t na = p.a->n, nb = p.b->n;
+  const bool knn = p.k > 0;
+  const size_t row_k = knn ? pairwise_row_k(p) : 0;
+  if (na == 0 || nb == 0 || (knn && row_k == 0) || (!knn && p.none_pass)) return;
+  if (knn && row_k > size_t(kCapLarge)) {
+    // Lists longer than the device kernel keeps in shared memory: the CPU engine answers.
+    pairwise_last_run().cpu = true;
+    cpu_pairwise(p, sink, ctl);
+    return;
+  }
+  Call call(ctl);
+  const size_t d = size_t(p.d);
+  float* dA = call.alloc<float>(na * d, "pairwise vectors a");
+  upload_raw(call, dA, p.a->data, na * d * sizeof(float));
+  float* dB = dA;
+  if (!p.self) {
+    dB = call.alloc<float>(nb * d, "pairwise vectors b");
+    upload_raw(call, dB, p.b->data, nb * d * sizeof(float));
+  }
+  if (!knn) {
+    threshold_pairs(call, p, dA, dB, sink);
+    return;
+  }
+  std::vector<KnnEntry> lists(na * row_k);
+  std::vector<uint32_t> count(na, 0);
+  bool done = false;
+  if (p.precision == PairwisePrecision::Fast && p.metric.gemm_form() && row_k <= kFastCap / 2) {
+    done = fast_knn(call, p, dA, dB, lists.data(), count.data());
+    pairwise_last_run().fast = done;
+  }
+  if (!done) exact_knn(call, p, dA, na, nullptr, 0, dB, lists.data(), count.data());
+  auto t0 = Clock::now();
+  emit_knn(p, lists.data(), count.data(), row_k, sink, std::max<size_t>(ctl.page_pairs, 64),
+           ctl.stats);
+  ctl.stats.merge_s += seconds_since(t0);
+}
+
+std::string pairwise_blas_status() {
+  blas();
+  std::lock_guard<std::mutex> lk(g_blas_mu);
+  return g_blas.status;
+}
+
+}  // namespace cuda
+}  // namespace gpu2bs

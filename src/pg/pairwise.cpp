@@ -1,0 +1,376 @@
+// gpu_pairwise: the all-pairs matrix over float4[] / float8[] vectors (Sarje and Aluru 2013) as
+// a set-returning function: the k best pairs of each row of a (exact kNN join) or every pair
+// within a threshold. Relations are read through SPI as the calling user, like gpu_simjoin
+// (privileges and row-level security apply), rows ordered by key so ties fall to the smaller
+// id, and the result streams into a tuplestore.
+#include "pg.h"
+
+extern "C" {
+#include "access/relation.h"
+#include "catalog/pg_class.h"
+#include "catalog/pg_type.h"
+#include "executor/spi.h"
+#include "funcapi.h"
+#include "lib/stringinfo.h"
+#include "utils/array.h"
+#include "utils/builtins.h"
+#include "utils/lsyscache.h"
+#include "utils/rel.h"
+}
+
+#include <algorithm>
+#include <cfloat>
+#include <chrono>
+#include <cmath>
+#include <numeric>
+
+#include "../core/error.h"
+#include "../core/pairwise.h"
+#include "settings.h"
+#include "simjoin.h"
+
+using namespace gpu2bs;
+using namespace gpu2bs::pg;
+
+namespace {
+
+// One relation's vectors as read: keys and row-major float32 rows in a memory context.
+struct RelVectors {
+  const char* relname;
+  int64 n;
+  int64 cap;
+  int d;                 // -1 until the first non-NULL vector
+  int64 expect;
+  int64* ids;
+  float* rows;
+  // The first problem seen while reading (raised after SPI returns): 1 ragged, 2 NULL
+  // element, 3 non-finite, 4 empty, 5 multi-dimensional, 6 float8 beyond float4 range.
+  int bad;
+  int64 bad_key;
+  int bad_len;
+};
+
+// Builds the SELECT that reads key and vector column of `relid` (names quoted, schema
+// qualified). Checks the relation kind, the vector column type (float4[] or float8[]) and the
+// key (as gpu_simjoin chooses it). PostgreSQL code (may ereport).
+char* build_query(Oid relid, const char* vec, const char* id_name, RelVectors* out) {
+  // Locked by OID to the end of the transaction (as gpu_simjoin), then described from the
+  // catalog under the lock, so the name in the query stays this relation's.
+  Relation rel = open_locked(relid);
+  const char kind = rel->rd_rel->relkind;
+  out->expect = rel->rd_rel->reltuples > 0 ? int64(std::min<double>(rel->rd_rel->reltuples, 4e9)) : 0;
+  const char* relname = quote_qualified_identifier(get_namespace_name(RelationGetNamespace(rel)),
+                                                   RelationGetRelationName(rel));
+  out->relname = relname;
+  if (kind != RELKIND_RELATION && kind != RELKIND_VIEW && kind != RELKIND_MATVIEW &&
+      kind != RELKIND_PARTITIONED_TABLE && kind != RELKIND_FOREIGN_TABLE)
+    ereport(ERROR, (errcode(ERRCODE_WRONG_OBJECT_TYPE),
+                    errmsg("%s is not a table, view or materialized view", relname)));
+  TupleDesc td = RelationGetDescr(rel);
+  AttrNumber key = InvalidAttrNumber;
+  if (id_name) {
+    key = find_column(td, id_name, relname);
+    if (!is_int_type(TupleDescAttr(td, key - 1)->atttypid))
+      ereport(ERROR, (errcode(ERRCODE_DATATYPE_MISMATCH),
+                      errmsg("key column \"%s\" must be of type smallint, integer or bigint", id_name)));
+  } else {
+    key = primary_key_column(rel);
+    if (key == InvalidAttrNumber) {
+      for (int a = 0; a < td->natts; ++a) {
+        Form_pg_attribute att = TupleDescAttr(td, a);
+        if (!att->attisdropped && strcmp(NameStr(att->attname), "id") == 0 && is_int_type(att->atttypid))
+          key = AttrNumber(a + 1);
+      }
+    }
+    if (key == InvalidAttrNumber)
+      ereport(ERROR, (errcode(ERRCODE_UNDEFINED_COLUMN),
+                      errmsg("relation %s has no integer key column", relname),
+                      errdetail("The key is the single-column integer primary key, else an integer column named \"id\"."),
+                      errhint("Name the key column, for example gpu_pairwise('q', 'items', 'emb', 'l2', k => 10, id => 'item_id').")));
+  }
+  const AttrNumber col = find_column(td, vec, relname);
+  const Oid vt = getBaseType(TupleDescAttr(td, col - 1)->atttypid);
+  if (vt != FLOAT4ARRAYOID && vt != FLOAT8ARRAYOID)
+    ereport(ERROR, (errcode(ERRCODE_DATATYPE_MISMATCH),
+                    errmsg("vector column \"%s\" must be of type real[] or double precision[]", vec),
+                    errdetail("Column \"%s\" has type %s.", vec, format_type_be(TupleDescAttr(td, col - 1)->atttypid))));
+  StringInfoData q;
+  initStringInfo(&q);
+  appendStringInfo(&q, "SELECT (%s)::pg_catalog.int8, %s FROM %s",
+                   quote_identifier(NameStr(TupleDescAttr(td, key - 1)->attname)),
+                   quote_identifier(NameStr(TupleDescAttr(td, col - 1)->attname)), relname);
+  relation_close(rel, NoLock);
+  return q.data;
+}
+
+// Grows the arrays of `out` to hold `need` rows of out->d floats. PostgreSQL code.
+void grow_vectors(RelVectors* out, MemoryContext ctx, int64 need) {
+  int64 cap = out->cap ? out->cap : 1024;
+  while (cap < need) cap *= 2;
+  if (cap > int64(UINT32_MAX) + 1)
+    ereport(ERROR, (errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+                    errmsg("too many rows in %s for gpu_pairwise", out->relname)));
+  out->ids = (int64*)realloc_big(ctx, out->ids, Size(out->n) * sizeof(int64), Size(cap) * sizeof(int64));
+  out->rows = (float*)realloc_big(ctx, out->rows, Size(out->n) * Size(out->d) * sizeof(float),
+                                  Size(cap) * Size(out->d) * sizeof(float));
+  out->cap = cap;
+}
+
+struct VectorReceiver {
+  DestReceiver pub;  // first member: the executor sees a DestReceiver
+  RelVectors* out;
+  MemoryContext ctx;
+};
+
+// Stops the scan with problem `what` on the row with key `key` (raised after SPI returns).
+bool reject(RelVectors* out, int what, int64 key, int len) {
+  out->bad = what;
+  out->bad_key = key;
+  out->bad_len = len;
+  return false;
+}
+
+// One row (key, vector): skipped when either is NULL; appended as float32 otherwise. The first
+// vector fixes the length d.
+bool receive_vector(TupleTableSlot* slot, DestReceiver* self) {
+  VectorReceiver* r = (VectorReceiver*)self;
+  RelVectors* out = r->out;
+  slot_getallattrs(slot);
+  if (slot->tts_isnull[0] || slot->tts_isnull[1]) return true;
+  const int64 key = DatumGetInt64(slot->tts_values[0]);
+  ArrayType* arr = DatumGetArrayTypeP(slot->tts_values[1]);
+  const int ndim = ARR_NDIM(arr);
+  if (ndim > 1) return reject(out, 5, key, 0);
+  const int len = ndim == 0 ? 0 : ARR_DIMS(arr)[0];
+  if (len == 0) return reject(out, 4, key, 0);
+  if (ARR_HASNULL(arr) && array_contains_nulls(arr)) return reject(out, 2, key, len);
+  if (out->d < 0) {
+    if (len > kMaxVectorDims) return reject(out, 1, key, len);
+    out->d = len;
+  } else if (len != out->d) {
+    return reject(out, 1, key, len);
+  }
+  if (out->n == out->cap) {
+    MemoryContext old = MemoryContextSwitchTo(r->ctx);
+    grow_vectors(out, r->ctx, out->n + 1);
+    MemoryContextSwitchTo(old);
+  }
+  float* dst = out->rows + Size(out->n) * Size(len);
+  if (ARR_ELEMTYPE(arr) == FLOAT4OID) {
+    const float* src = (const float*)ARR_DATA_PTR(arr);
+    for (int k = 0; k < len; ++k) {
+      if (!std::isfinite(src[k])) return reject(out, 3, key, len);
+      dst[k] = src[k];
+    }
+  } else {
+    const double* src = (const double*)ARR_DATA_PTR(arr);
+    for (int k = 0; k < len; ++k) {
+      if (!std::isfinite(src[k])) return reject(out, 3, key, len);
+      if (std::fabs(src[k]) > double(FLT_MAX)) return reject(out, 6, key, len);
+      dst[k] = float(src[k]);
+    }
+  }
+  out->ids[out->n++] = key;
+  if ((Pointer)arr != DatumGetPointer(slot->tts_values[1])) pfree(arr);
+  return true;
+}
+
+void receiver_startup(DestReceiver*, int, TupleDesc) {}
+void receiver_noop(DestReceiver*) {}
+
+// Runs `query` as the calling user with its rows streamed into `out`; raises the first bad row
+// as 22023 once SPI returned. PostgreSQL code.
+void read_vectors(const char* query, const char* vec, MemoryContext ctx, RelVectors* out) {
+  SPIPlanPtr plan = SPI_prepare(query, 0, nullptr);
+  if (!plan) elog(ERROR, "SPI_prepare failed for \"%s\": %s", query, SPI_result_code_string(SPI_result));
+  VectorReceiver recv;
+  memset(&recv, 0, sizeof recv);
+  recv.pub.receiveSlot = receive_vector;
+  recv.pub.rStartup = receiver_startup;
+  recv.pub.rShutdown = receiver_noop;
+  recv.pub.rDestroy = receiver_noop;
+  recv.pub.mydest = DestNone;
+  recv.out = out;
+  recv.ctx = ctx;
+  SPIExecuteOptions opts;
+  memset(&opts, 0, sizeof opts);
+  opts.read_only = true;
+  opts.dest = &recv.pub;
+  const int rc = SPI_execute_plan_extended(plan, &opts);
+  if (rc != SPI_OK_SELECT && rc != SPI_OK_UTILITY)
+    elog(ERROR, "SPI_execute_plan_extended failed for \"%s\": %s", query, SPI_result_code_string(rc));
+  SPI_freeplan(plan);
+  switch (out->bad) {
+    case 0: break;
+    case 1:
+      if (out->d < 0 || out->bad_len > kMaxVectorDims)
+        ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+                        errmsg("vector too long in column \"%s\" of %s", vec, out->relname),
+                        errdetail("The row with key " INT64_FORMAT " has %d elements; at most %d are supported.",
+                                  out->bad_key, out->bad_len, kMaxVectorDims)));
+      ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+                      errmsg("vectors of different lengths in column \"%s\" of %s", vec, out->relname),
+                      errdetail("The row with key " INT64_FORMAT " has %d elements, earlier rows have %d.",
+                                out->bad_key, out->bad_len, out->d)));
+      break;
+    case 2:
+      ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+                      errmsg("vector with a NULL element in column \"%s\" of %s", vec, out->relname),
+                      errdetail("The row with key " INT64_FORMAT " has a NULL element.", out->bad_key)));
+      break;
+    case 3:
+      ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+                      errmsg("column \"%s\" of %s has a non-finite value", vec, out->relname),
+                      errdetail("The row with key " INT64_FORMAT " has NaN or an infinite element.", out->bad_key)));
+      break;
+    case 4:
+      ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+                      errmsg("empty vector in column \"%s\" of %s", vec, out->relname),
+                      errdetail("The row with key " INT64_FORMAT " has no elements.", out->bad_key)));
+      break;
+    case 5:
+      ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+                      errmsg("multi-dimensional array in column \"%s\" of %s", vec, out->relname),
+                      errdetail("The row with key " INT64_FORMAT " is not a one-dimensional array.", out->bad_key)));
+      break;
+    default:
+      ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+                      errmsg("vector element out of float4 range in column \"%s\" of %s", vec, out->relname),
+                      errdetail("The row with key " INT64_FORMAT " has an element beyond 3.4e38.", out->bad_key)));
+  }
+}
+
+// Orders the rows by key (stable: equal keys keep scan order), so the engines' ties by column
+// index are ties by id. Rows already in order (the common case) are left alone.
+void order_by_key(RelVectors* r, MemoryContext ctx) {
+  bool sorted = true;
+  for (int64 i = 1; i < r->n && sorted; ++i) sorted = r->ids[i - 1] <= r->ids[i];
+  if (sorted) return;
+  std::vector<uint32_t> perm(size_t(r->n));
+  std::iota(perm.begin(), perm.end(), 0u);
+  const int64* ids = r->ids;
+  std::stable_sort(perm.begin(), perm.end(), [&](uint32_t x, uint32_t y) { return ids[x] < ids[y]; });
+  int64* nid = nullptr;
+  float* nrows = nullptr;
+  const Size d = Size(r->d);
+  pg_guard([&] {
+    nid = (int64*)alloc_big(ctx, Size(r->n) * sizeof(int64));
+    nrows = (float*)alloc_big(ctx, Size(r->n) * d * sizeof(float));
+  });
+  for (size_t t = 0; t < perm.size(); ++t) {
+    nid[t] = ids[perm[t]];
+    memcpy(nrows + t * d, r->rows + Size(perm[t]) * d, d * sizeof(float));
+  }
+  pg_guard([&] {
+    pfree(r->ids);
+    pfree(r->rows);
+  });
+  r->ids = nid;
+  r->rows = nrows;
+}
+
+// Writes result pages into the SRF's tuplestore as (id1, id2, value).
+class PairwiseSink final : public PairSink {
+ public:
+  PairwiseSink(ReturnSetInfo* rsinfo, const int64* ids_a, const int64* ids_b)
+      : rsinfo_(rsinfo), ids_a_(ids_a), ids_b_(ids_b) {}
+  void consume(const PairRecord* pairs, size_t n) override {
+    ReturnSetInfo* rs = rsinfo_;
+    const int64* ia = ids_a_;
+    const int64* ib = ids_b_;
+    pg_guard([&] {
+      Datum values[3];
+      bool nulls[3] = {false, false, false};
+      for (size_t p = 0; p < n; ++p) {
+        values[0] = Int64GetDatum(ia[pairs[p].i]);
+        values[1] = Int64GetDatum(ib[pairs[p].j]);
+        values[2] = Float8GetDatum(pairs[p].dist);
+        tuplestore_putvalues(rs->setResult, rs->setDesc, values, nulls);
+      }
+    });
+  }
+
+ private:
+  ReturnSetInfo* rsinfo_;
+  const int64* ids_a_;
+  const int64* ids_b_;
+};
+
+// The engine's view of one relation's rows (no copy).
+void view_of(const RelVectors& r, int d, VectorSet* v) {
+  v->n = size_t(r.n);
+  v->d = d;
+  v->data = r.rows;
+}
+
+}  // namespace
+
+// gpu_pairwise(a, b, vec, metric, k, threshold, id) RETURNS TABLE(id1, id2, value).
+GPU2BS_FUNCTION(gpu2bs_pairwise) {
+  ReturnSetInfo* rsinfo = (ReturnSetInfo*)fcinfo->resultinfo;
+  pg_guard([&] { InitMaterializedSRF(fcinfo, 0); });
+  // A NULL relation, column or metric: no rows (as gpu_simjoin with a NULL relation).
+  if (PG_ARGISNULL(0) || PG_ARGISNULL(1) || PG_ARGISNULL(2) || PG_ARGISNULL(3)) return (Datum)0;
+  const Oid rel_a = PG_GETARG_OID(0), rel_b = PG_GETARG_OID(1);
+  const bool has_k = !PG_ARGISNULL(4), has_thr = !PG_ARGISNULL(5);
+  const int k = has_k ? PG_GETARG_INT32(4) : 0;
+  const double thr = has_thr ? PG_GETARG_FLOAT8(5) : 0;
+  const bool has_id = !PG_ARGISNULL(6);
+  char* metric_c = nullptr;
+  char* vec_c = nullptr;
+  char* id_c = nullptr;
+  pg_guard([&] {
+    metric_c = text_to_cstring(PG_GETARG_TEXT_PP(3));
+    vec_c = text_to_cstring(PG_GETARG_TEXT_PP(2));
+    id_c = has_id ? text_to_cstring(PG_GETARG_TEXT_PP(6)) : nullptr;
+  });
+  const PairwiseMetric metric = parse_pairwise_metric(metric_c);
+  // Argument checks before reading anything (the same checks make_pairwise repeats).
+  if (has_k == has_thr || (has_k && k < 1) || (has_thr && std::isnan(thr))) {
+    VectorSet none;
+    (void)make_pairwise(metric, none, nullptr, k, has_k, thr, has_thr, PairwisePrecision::Exact, 0);
+  }
+  const bool self = rel_a == rel_b;
+  const int nrel = self ? 1 : 2;
+  RelVectors rels[2];
+  memset(rels, 0, sizeof rels);
+  MemoryContext ctx = nullptr;
+  const auto t0 = std::chrono::steady_clock::now();
+  pg_guard([&] {
+    ctx = AllocSetContextCreate(CurrentMemoryContext, "gpu2bs pairwise vectors", ALLOCSET_DEFAULT_SIZES);
+    const char* queries[2];
+    const Oid relids[2] = {rel_a, rel_b};
+    for (int r = 0; r < nrel; ++r) {
+      rels[r].d = -1;
+      queries[r] = build_query(relids[r], vec_c, id_c, &rels[r]);
+    }
+    if (SPI_connect() != SPI_OK_CONNECT) elog(ERROR, "SPI_connect failed");
+    for (int r = 0; r < nrel; ++r) read_vectors(queries[r], vec_c, ctx, &rels[r]);
+    SPI_finish();
+  });
+  const double scan_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  for (int r = 0; r < nrel; ++r) order_by_key(&rels[r], ctx);
+  const int da = rels[0].d, db = rels[nrel - 1].d;
+  if (nrel == 2 && da > 0 && db > 0 && da != db)
+    throw Error(ErrorCode::InvalidParameter, "vectors of different lengths",
+                std::string(rels[0].relname) + " has vectors of " + std::to_string(da) + " elements, " +
+                    rels[1].relname + " of " + std::to_string(db) + ".");
+  const int d = std::max(std::max(da, db), 1);
+  VectorSet va, vb;
+  view_of(rels[0], d, &va);
+  if (!self) view_of(rels[1], d, &vb);
+  normalize_vectors(metric, &va);
+  if (!self) normalize_vectors(metric, &vb);
+  const PairwisePrecision prec = PairwisePrecision(pairwise_precision_setting);
+  PairwiseProblem prob = make_pairwise(metric, va, self ? nullptr : &vb, k, has_k, thr, has_thr,
+                                       prec, uint64_t(max_result_rows_setting));
+  std::string reason;
+  Engine* eng = choose_engine(&reason);
+  PgControl ctl;
+  ctl.stats.scan_s = scan_s;
+  PairwiseSink sink(rsinfo, rels[0].ids, rels[nrel - 1].ids);
+  eng->pairwise(prob, sink, ctl);
+  record_run("gpu_pairwise", eng->name(), ctl.stats);
+  pg_guard([&] { MemoryContextDelete(ctx); });
+  return (Datum)0;
+}

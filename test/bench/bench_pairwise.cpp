@@ -1,0 +1,197 @@
+// gpu_pairwise at engine level (no PostgreSQL): timings of the exact and fast kNN and of the
+// l1 threshold join, for test/gpu/bench_pairwise.sh (GPU) and the 2-core CPU comparison.
+//   bench_pairwise knn FILE N D K REPS OUT [cpu|gpu] [metric]
+//       self kNN over N x D float32 vectors (raw little-endian file); median of REPS runs of
+//       exact (and fast on the GPU); writes each run's lists as int32 (N x K) to OUT.exact.i32
+//       and OUT.fast.i32.
+//   bench_pairwise l1thr N D REPS [cpu|gpu]
+//       self l1 threshold join of N x D uniform [0, 1) vectors (generated here), threshold at the
+//       mean minus 4 standard deviations of the pair distance; pairs/s and dimension-terms/s.
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "core/engine.h"
+#include "core/pairwise.h"
+#ifdef G2_BENCH_CUDA
+#include "kernels/pairwise/pairwise_api.h"
+#endif
+
+using namespace gpu2bs;
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+struct Ctl : Control {
+  Ctl() { threads = int(std::max(1u, std::thread::hardware_concurrency())); }
+};
+
+// Keeps the lists (kNN) or counts the pairs (threshold).
+struct Sink : PairSink {
+  std::vector<int32_t>* lists = nullptr;
+  size_t k = 0;
+  size_t n = 0;
+  std::vector<size_t> fill;
+  void consume(const PairRecord* p, size_t m) override {
+    n += m;
+    if (!lists) return;
+    for (size_t t = 0; t < m; ++t) {
+      size_t& f = fill[p[t].i];
+      if (f < k) (*lists)[size_t(p[t].i) * k + f++] = int32_t(p[t].j);
+    }
+  }
+};
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+Engine* engine(const char* which) {
+  static std::unique_ptr<Engine> cpu = make_cpu_engine();
+  if (which && std::string(which) == "cpu") return cpu.get();
+  std::string why;
+  Engine* g = cuda_engine(&why);
+  if (!g) {
+    fprintf(stderr, "no GPU: %s\n", why.c_str());
+    exit(2);
+  }
+  return g;
+}
+
+int knn(int argc, char** argv) {
+  if (argc < 8) return 1;
+  const char* file = argv[2];
+  const size_t n = size_t(atoll(argv[3]));
+  const int d = atoi(argv[4]);
+  const int k = atoi(argv[5]);
+  const int reps = atoi(argv[6]);
+  const std::string out = argv[7];
+  Engine* eng = engine(argc > 8 ? argv[8] : "gpu");
+  const std::string metric = argc > 9 ? argv[9] : "l2";
+  VectorSet v;
+  v.n = n;
+  v.d = d;
+  v.storage.resize(n * size_t(d));
+  v.data = v.storage.data();
+  FILE* f = fopen(file, "rb");
+  if (!f || fread(v.data, sizeof(float), v.storage.size(), f) != v.storage.size()) {
+    fprintf(stderr, "cannot read %zu x %d float32 from %s\n", n, d, file);
+    return 2;
+  }
+  fclose(f);
+  const PairwiseMetric m = parse_pairwise_metric(metric);
+  normalize_vectors(m, &v);
+  const bool gpu = eng->name().rfind("cuda", 0) == 0;
+  printf("engine: %s, self kNN %s, n = %zu, d = %d, k = %d, %d runs\n", eng->name().c_str(),
+         metric.c_str(), n, d, k, reps);
+  for (PairwisePrecision prec : {PairwisePrecision::Exact, PairwisePrecision::Fast}) {
+    if (prec == PairwisePrecision::Fast && !gpu) break;
+    const char* name = prec == PairwisePrecision::Exact ? "exact" : "fast";
+    PairwiseProblem p = make_pairwise(m, v, nullptr, k, true, 0, false, prec, 0);
+    std::vector<double> wall, kern;
+    std::vector<int32_t> lists(n * size_t(k), -1);
+    size_t recomputed = 0;
+    bool fast_on = false;
+    for (int r = 0; r < reps; ++r) {
+      Ctl ctl;
+      Sink s;
+      s.lists = &lists;
+      s.k = size_t(k);
+      s.fill.assign(n, 0);
+      auto t0 = Clock::now();
+      eng->pairwise(p, s, ctl);
+      wall.push_back(std::chrono::duration<double>(Clock::now() - t0).count() * 1e3);
+      kern.push_back(ctl.stats.kernel_s * 1e3);
+#ifdef G2_BENCH_CUDA
+      if (gpu) {
+        recomputed = cuda::pairwise_last_run().recomputed;
+        fast_on = cuda::pairwise_last_run().fast;
+      }
+#endif
+    }
+    printf("%-5s median of %d: %.1f ms end to end (upload, kernels, merge), %.1f ms kernels",
+           name, reps, median(wall), median(kern));
+    if (prec == PairwisePrecision::Fast)
+      printf("; TF32 path %s, %zu rows recomputed exactly", fast_on ? "on" : "off (cuBLAS unavailable)", recomputed);
+    printf("  [runs:");
+    for (double w : wall) printf(" %.1f", w);
+    printf("]\n");
+    const std::string path = out + "." + name + ".i32";
+    FILE* o = fopen(path.c_str(), "wb");
+    if (o) {
+      fwrite(lists.data(), sizeof(int32_t), lists.size(), o);
+      fclose(o);
+    }
+  }
+#ifdef G2_BENCH_CUDA
+  if (gpu) printf("cublas: %s\n", cuda::pairwise_blas_status().c_str());
+#endif
+  return 0;
+}
+
+int l1thr(int argc, char** argv) {
+  if (argc < 5) return 1;
+  const size_t n = size_t(atoll(argv[2]));
+  const int d = atoi(argv[3]);
+  const int reps = atoi(argv[4]);
+  Engine* eng = engine(argc > 5 ? argv[5] : "gpu");
+  VectorSet v;
+  v.n = n;
+  v.d = d;
+  v.storage.resize(n * size_t(d));
+  v.data = v.storage.data();
+  uint64_t x = 0x9E3779B97F4A7C15ull;
+  for (auto& e : v.storage) {
+    x ^= x << 13;
+    x ^= x >> 7;
+    x ^= x << 17;
+    e = float(x >> 40) * (1.0f / 16777216.0f);
+  }
+  // |u - v| of two uniforms: mean 1/3, variance 1/18.
+  const double thr = d / 3.0 - 4 * std::sqrt(d / 18.0);
+  const PairwiseMetric m = parse_pairwise_metric("l1");
+  PairwiseProblem p = make_pairwise(m, v, nullptr, 0, false, thr, true, PairwisePrecision::Exact, 0);
+  std::vector<double> wall, kern;
+  size_t pairs = 0;
+  for (int r = 0; r < reps; ++r) {
+    Ctl ctl;
+    Sink s;
+    auto t0 = Clock::now();
+    eng->pairwise(p, s, ctl);
+    wall.push_back(std::chrono::duration<double>(Clock::now() - t0).count());
+    kern.push_back(ctl.stats.kernel_s);
+    pairs = s.n;
+  }
+  const double all = double(n) * double(n - 1) / 2;
+  const double terms = all * d;
+  printf("engine: %s, l1 self threshold join, n = %zu, d = %d, threshold %.1f: %zu pairs\n",
+         eng->name().c_str(), n, d, thr, pairs);
+  printf("median of %d: %.3f s end to end, %.3f s kernels; %.3g pairs/s, %.3g dimension terms/s "
+         "(kernels: %.3g terms/s)  [runs:", reps, median(wall), median(kern), all / median(wall),
+         terms / median(wall), terms / median(kern));
+  for (double w : wall) printf(" %.3f", w);
+  printf("]\n");
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const std::string mode = argc > 1 ? argv[1] : "";
+  int rc = 1;
+  if (mode == "knn") rc = knn(argc, argv);
+  if (mode == "l1thr") rc = l1thr(argc, argv);
+  if (rc == 1)
+    fprintf(stderr,
+            "usage: bench_pairwise knn FILE N D K REPS OUT [cpu|gpu] [metric]\n"
+            "       bench_pairwise l1thr N D REPS [cpu|gpu]\n");
+  return rc;
+}

@@ -1,0 +1,272 @@
+// gpu_pairwise on the CUDA engine: bit for bit against the CPU engine (same pairs, same lists,
+// same float64 values), for every metric, d = 1, 3, 768, 4096, self and two-relation, kNN with
+// both list capacities, column splits, ties and duplicates, k beyond the other side and beyond
+// the device capacity, threshold output with buffer overflow; the fast (TF32) path returns the
+// exact lists; values close to a float64 reference. Skips without a GPU.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <map>
+#include <random>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "core/engine.h"
+#include "core/error.h"
+#include "core/pairwise.h"
+#include "kernels/pairwise/pairwise_api.h"
+
+using namespace gpu2bs;
+
+namespace {
+
+std::string g_why_pw;
+
+Engine* gpu_pw() {
+  static Engine* e = cuda_engine(&g_why_pw);
+  return e;
+}
+
+Engine* cpu_pw() {
+  static std::unique_ptr<Engine> e = make_cpu_engine();
+  return e.get();
+}
+
+#define REQUIRE_GPU_PW()                                               \
+  do {                                                                 \
+    if (!gpu_pw()) GTEST_SKIP() << "no usable GPU: " << g_why_pw;      \
+  } while (0)
+
+class PwCtl : public Control {
+ public:
+  PwCtl() { threads = int(std::max(1u, std::thread::hardware_concurrency())); }
+};
+
+struct PwSink : PairSink {
+  std::vector<PairRecord> rec;
+  void consume(const PairRecord* p, size_t n) override { rec.insert(rec.end(), p, p + n); }
+};
+
+std::vector<double> normal(size_t n, int d, uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  std::normal_distribution<double> g;
+  std::vector<double> v(n * size_t(d));
+  for (auto& e : v) e = g(rng);
+  return v;
+}
+
+std::vector<double> lattice(size_t n, int d, uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  std::uniform_int_distribution<int> g(-2, 2);
+  std::vector<double> v(n * size_t(d));
+  for (auto& e : v) e = g(rng);
+  return v;
+}
+
+struct Case {
+  PairwiseMetric m;
+  VectorSet a, b;
+  bool self = true;
+};
+
+void setup(Case& c, const std::string& metric, const std::vector<double>& a, size_t na,
+           const std::vector<double>* b, size_t nb, int d) {
+  c.m = parse_pairwise_metric(metric);
+  prepare_vectors(c.m, a.data(), na, d, &c.a);
+  c.self = b == nullptr;
+  if (b) prepare_vectors(c.m, b->data(), nb, d, &c.b);
+}
+
+std::vector<PairRecord> run(Engine* e, const Case& c, int k, double thr,
+                            PairwisePrecision prec = PairwisePrecision::Exact) {
+  PairwiseProblem p = make_pairwise(c.m, c.a, c.self ? nullptr : &c.b, k, k > 0, thr, k <= 0,
+                                    prec, 0);
+  PwCtl ctl;
+  PwSink s;
+  e->pairwise(p, s, ctl);
+  return s.rec;
+}
+
+void sort_pairs(std::vector<PairRecord>& v) {
+  std::sort(v.begin(), v.end(), [](const PairRecord& x, const PairRecord& y) {
+    return x.i != y.i ? x.i < y.i : x.j < y.j;
+  });
+}
+
+// Same records bit for bit (in order for kNN lists; as sets for threshold output).
+void expect_identical(std::vector<PairRecord> x, std::vector<PairRecord> y, bool as_set) {
+  if (as_set) {
+    sort_pairs(x);
+    sort_pairs(y);
+  }
+  ASSERT_EQ(x.size(), y.size());
+  size_t bad = 0;
+  for (size_t t = 0; t < x.size(); ++t)
+    if (x[t].i != y[t].i || x[t].j != y[t].j || std::memcmp(&x[t].dist, &y[t].dist, 8) != 0) {
+      if (bad++ < 5)
+        ADD_FAILURE() << "record " << t << ": (" << x[t].i << ", " << x[t].j << ", " << x[t].dist
+                      << ") vs (" << y[t].i << ", " << y[t].j << ", " << y[t].dist << ")";
+    }
+  EXPECT_EQ(bad, 0u);
+}
+
+const char* kAll[] = {"l1", "l2", "sqeuclidean", "cosine", "dot", "lp:3"};
+
+}  // namespace
+
+TEST(PairwiseGpu, KnnBitIdenticalToCpu) {
+  REQUIRE_GPU_PW();
+  for (int d : {1, 3, 768, 4096}) {
+    const size_t n = d >= 768 ? 150 : 700;
+    auto a = normal(n, d, 1 + d), b = normal(n / 2 + 37, d, 2 + d);
+    for (const char* metric : kAll) {
+      for (bool self : {true, false}) {
+        for (int k : {1, 7, 40}) {
+          SCOPED_TRACE(std::string(metric) + " d=" + std::to_string(d) + (self ? " self" : " two") +
+                       " k=" + std::to_string(k));
+          Case c;
+          setup(c, metric, a, n, self ? nullptr : &b, n / 2 + 37, d);
+          expect_identical(run(cpu_pw(), c, k, 0), run(gpu_pw(), c, k, 0), false);
+        }
+      }
+    }
+  }
+}
+
+TEST(PairwiseGpu, ColumnSplitsTiesAndBigK) {
+  REQUIRE_GPU_PW();
+  // Few rows, many columns: the column range is split over blocks and merged on the host.
+  auto a = normal(5, 16, 3), b = lattice(20000, 16, 4);
+  for (const char* metric : {"l2", "dot", "l1"}) {
+    Case c;
+    setup(c, metric, a, 5, &b, 20000, 16);
+    expect_identical(run(cpu_pw(), c, 10, 0), run(gpu_pw(), c, 10, 0), false);
+    expect_identical(run(cpu_pw(), c, 200, 0), run(gpu_pw(), c, 200, 0), false);
+  }
+  // All vectors equal: every key ties, lists by index.
+  std::vector<double> same(300 * 8, 0.5);
+  Case c;
+  setup(c, "l2", same, 300, nullptr, 0, 8);
+  expect_identical(run(cpu_pw(), c, 5, 0), run(gpu_pw(), c, 5, 0), false);
+  // k beyond the other side, and beyond the device list capacity (CPU answers).
+  auto q = normal(70, 3, 5);
+  Case c2;
+  setup(c2, "l1", q, 70, nullptr, 0, 3);
+  expect_identical(run(cpu_pw(), c2, 1000, 0), run(gpu_pw(), c2, 1000, 0), false);
+  auto big = normal(400, 3, 6);
+  Case c3;
+  setup(c3, "l2", big, 400, nullptr, 0, 3);
+  expect_identical(run(cpu_pw(), c3, 300, 0), run(gpu_pw(), c3, 300, 0), false);
+  EXPECT_TRUE(cuda::pairwise_last_run().cpu);
+}
+
+TEST(PairwiseGpu, ThresholdBitIdenticalToCpu) {
+  REQUIRE_GPU_PW();
+  for (int d : {1, 3, 768}) {
+    const size_t n = d == 768 ? 200 : 900;
+    auto a = lattice(n, d, 7 + d), b = lattice(n / 3, d, 8 + d);
+    for (const char* metric : kAll) {
+      for (bool self : {true, false}) {
+        const std::string m = metric;
+        const double thr = m == "dot" ? 0.0 : m == "cosine" ? 0.5 : d == 1 ? 1.0 : 2.0 * d / 3;
+        SCOPED_TRACE(m + " d=" + std::to_string(d) + (self ? " self" : " two"));
+        Case c;
+        setup(c, metric, a, n, self ? nullptr : &b, n / 3, d);
+        expect_identical(run(cpu_pw(), c, 0, thr), run(gpu_pw(), c, 0, thr), true);
+      }
+    }
+  }
+}
+
+TEST(PairwiseGpu, ThresholdOverflowReruns) {
+  REQUIRE_GPU_PW();
+  // 1200 * 1199 / 2 = 719,400 pairs: more than the initial direct output buffer holds when the
+  // memory limit is small, so chunks run again.
+  auto a = normal(1200, 4, 9);
+  Case c;
+  setup(c, "l2", a, 1200, nullptr, 0, 4);
+  PairwiseProblem p = make_pairwise(c.m, c.a, nullptr, 0, false, INFINITY, true,
+                                    PairwisePrecision::Exact, 0);
+  PwCtl ctl;
+  ctl.device_memory_limit = size_t(8) << 20;
+  PwSink g, s;
+  gpu_pw()->pairwise(p, g, ctl);
+  PwCtl ctl2;
+  cpu_pw()->pairwise(p, s, ctl2);
+  EXPECT_EQ(g.rec.size(), 719400u);
+  expect_identical(s.rec, g.rec, true);
+}
+
+TEST(PairwiseGpu, FastEqualsExact) {
+  REQUIRE_GPU_PW();
+  printf("cublas: %s\n", cuda::pairwise_blas_status().c_str());
+  for (int d : {3, 128, 768}) {
+    const size_t n = d == 768 ? 2000 : 3000;
+    auto a = normal(n, d, 11 + d), b = normal(n / 2, d, 12 + d);
+    for (const char* metric : {"l2", "sqeuclidean", "cosine", "dot"}) {
+      for (bool self : {true, false}) {
+        SCOPED_TRACE(std::string(metric) + " d=" + std::to_string(d) + (self ? " self" : " two"));
+        Case c;
+        setup(c, metric, a, n, self ? nullptr : &b, n / 2, d);
+        auto exact = run(gpu_pw(), c, 10, 0);
+        auto fast = run(gpu_pw(), c, 10, 0, PairwisePrecision::Fast);
+        printf("  %-12s d=%-4d %s: fast path %s, %zu of %zu rows recomputed exactly\n", metric, d,
+               self ? "self" : "two ", cuda::pairwise_last_run().fast ? "on" : "off",
+               cuda::pairwise_last_run().recomputed, n);
+        expect_identical(exact, fast, false);
+      }
+    }
+  }
+}
+
+TEST(PairwiseGpu, ValuesNearFloat64) {
+  REQUIRE_GPU_PW();
+  const int d = 768;
+  auto a = normal(100, d, 21);
+  for (const char* metric : kAll) {
+    Case c;
+    setup(c, metric, a, 100, nullptr, 0, d);
+    const auto& m = c.m;
+    for (auto& r : run(gpu_pw(), c, 3, 0)) {
+      const double* u = &a[size_t(r.i) * d];
+      const double* v = &a[size_t(r.j) * d];
+      double s = 0, nu = 0, nv = 0;
+      for (int k = 0; k < d; ++k) {
+        const double t = u[k] - v[k];
+        switch (m.kind) {
+          case PairMetric::L1: s += std::fabs(t); break;
+          case PairMetric::Lp: s += std::pow(std::fabs(t), m.p); break;
+          case PairMetric::Dot:
+          case PairMetric::Cosine: s += u[k] * v[k]; nu += u[k] * u[k]; nv += v[k] * v[k]; break;
+          default: s += t * t;
+        }
+      }
+      double want = s;
+      if (m.kind == PairMetric::L2) want = std::sqrt(s);
+      if (m.kind == PairMetric::Lp) want = std::pow(s, 1 / m.p);
+      if (m.kind == PairMetric::Cosine) want = 1 - s / std::sqrt(nu * nv);
+      EXPECT_NEAR(r.dist, want, 1e-4 * (1 + std::fabs(want))) << metric << " " << r.i << " " << r.j;
+    }
+  }
+}
+
+TEST(PairwiseGpu, Cancel) {
+  REQUIRE_GPU_PW();
+  auto a = normal(30000, 256, 31);
+  Case c;
+  setup(c, "l1", a, 30000, nullptr, 0, 256);
+  PairwiseProblem p = make_pairwise(c.m, c.a, nullptr, 5, true, 0, false, PairwisePrecision::Exact, 0);
+  struct Cancel : PwCtl {
+    bool interrupt_pending() override { return true; }
+  } ctl;
+  PwSink s;
+  try {
+    gpu_pw()->pairwise(p, s, ctl);
+    ADD_FAILURE() << "not interrupted";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::Interrupted);
+  }
+}
