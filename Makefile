@@ -24,8 +24,10 @@ PG_OBJS   = src/pg/module.o src/pg/boundary.o src/pg/settings.o src/pg/points_ag
 NVCC ?= $(shell command -v nvcc 2>/dev/null || ls /usr/local/cuda/bin/nvcc 2>/dev/null)
 ifneq ($(and $(strip $(NVCC)),$(wildcard kernels/cuda_engine.cu)),)
 CUDA_HOME   ?= $(patsubst %/bin/nvcc,%,$(NVCC))
-CUDA_OBJS    = kernels/cuda_engine.o kernels/sdh.o kernels/pair_count.o kernels/simjoin.o \
-               kernels/pairwise/pairwise.o kernels/device_link.o
+CUDA_KOBJS     = kernels/cuda_engine.o kernels/sdh.o kernels/pair_count.o kernels/join/grid.o \
+               kernels/join/plan.o kernels/join/kernel.o kernels/join/banks.o kernels/join/dispatch.o \
+               kernels/sliding/sliding.o kernels/pairwise/pairwise.o
+CUDA_OBJS    = $(CUDA_KOBJS) kernels/device_link.o
 CUDA_ARCH   ?= -gencode=arch=compute_80,code=sm_80 -gencode=arch=compute_90,code=sm_90 \
                -gencode=arch=compute_90,code=compute_90
 NVCCFLAGS   ?= -O3 -std=c++17 $(CUDA_ARCH) --fmad=false -Xcompiler -fPIC,-ffp-contract=off \
@@ -56,13 +58,17 @@ src/core/pairwise_cpu_avx512.o: override CXXFLAGS += -mavx512f -mfma -mprefer-ve
 
 kernels/%.o: kernels/%.cu kernels/*.cuh kernels/*.h src/core/*.h
 	$(NVCC) $(NVCCFLAGS) -Isrc -c $< -o $@
+kernels/join/%.o: kernels/join/%.cu kernels/join/*.cuh kernels/*.cuh kernels/*.h src/core/*.h
+	$(NVCC) $(NVCCFLAGS) -Isrc -c $< -o $@
+kernels/sliding/%.o: kernels/sliding/%.cu kernels/sliding/*.cuh kernels/*.cuh kernels/*.h src/core/*.h
+	$(NVCC) $(NVCCFLAGS) -Isrc -c $< -o $@
+kernels/pair_count.o: kernels/join/*.cuh
 
 kernels/pairwise/%.o: kernels/pairwise/%.cu kernels/pairwise/*.h kernels/*.cuh kernels/*.h src/core/*.h
 	$(NVCC) $(NVCCFLAGS) -Isrc -c $< -o $@
 
 # Device link step for relocatable device code, so the .so needs no nvcc at load time.
-kernels/device_link.o: kernels/cuda_engine.o kernels/sdh.o kernels/pair_count.o kernels/simjoin.o \
-                       kernels/pairwise/pairwise.o
+kernels/device_link.o: $(CUDA_KOBJS)
 	$(NVCC) $(CUDA_ARCH) -Xcompiler -fPIC -dlink $^ -o $@
 
 $(CORE_OBJS) $(PG_OBJS): src/core/*.h src/pg/*.h src/pg/planner/*.h src/core/cpu_kernels.inc src/core/pairwise_cpu.inc

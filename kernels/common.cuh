@@ -133,16 +133,11 @@ void upload_points(Call& call, const PointsView& v, T* const* dst);
 // transfer time.
 void download(Call& call, void* host, const void* dev, size_t bytes);
 
-// ---- families (one .cu each) ---------------------------------------------------------------------
+// ---- families (one .cu or folder each) ---------------------------------------------------------------------
 
 std::vector<uint64_t> sdh(const SdhProblem& p, Control& ctl);
 uint64_t pair_count(const PairCountProblem& p, Control& ctl);
-void simjoin(const SimjoinProblem& p, PairSink& sink, Control& ctl);
-
-// Grid pair count (simjoin.cu): counts pairs with d2 <= r2 on the grid of cells of side
-// grid_cell_side(r, box) when it examines fewer pairs than all-pairs tiles (candidates *
-// kGridCountCost < all pairs). Returns false, having counted nothing, otherwise.
-bool grid_pair_count(const PairCountProblem& p, Call& call, uint64_t* count);
+void simjoin(const SimjoinProblem& p, PairSink& sink, Control& ctl);  // kernels/join/
 
 }  // namespace cuda
 }  // namespace gpu2bs

@@ -1,5 +1,5 @@
 // The CUDA engine: lazy CUDA initialization (never at load time), the Engine implementation that
-// dispatches to the family kernels (sdh.cu, pair_count.cu, simjoin.cu), the per-call scope and
+// dispatches to the family kernels (sdh.cu, pair_count.cu, join/), the per-call scope and
 // transfers, the SDH privatization model, and gpu2bs_info() facts.
 #include <algorithm>
 #include <atomic>
@@ -21,11 +21,6 @@ namespace {
 std::atomic<size_t> g_bytes_in_use{0};
 std::atomic<size_t> g_peak_bytes{0};
 DeviceFacts g_facts;
-
-std::atomic<int> g_forced_copies{0};
-std::atomic<int> g_forced_count_path{0};
-std::atomic<bool> g_force_host_grid{false};
-std::atomic<int> g_tile_variant{0};
 
 // Pinned staging buffer kept for the process (cudaHostAlloc costs milliseconds): one call at a
 // time borrows it; a concurrent call allocates its own.
@@ -67,14 +62,6 @@ size_t engine_bytes_in_use() { return g_bytes_in_use.load(); }
 size_t engine_peak_bytes() { return g_peak_bytes.load(); }
 void reset_engine_peak_bytes() { g_peak_bytes = g_bytes_in_use.load(); }
 
-void set_sdh_forced_copies(int copies) { g_forced_copies = copies; }
-int sdh_forced_copies() { return g_forced_copies; }
-void set_count_forced_path(int path) { g_forced_count_path = path; }
-int count_forced_path() { return g_forced_count_path; }
-void set_force_host_grid(bool on) { g_force_host_grid = on; }
-void set_tile_variant(int v) { g_tile_variant = v; }
-int tile_variant() { return g_tile_variant; }
-bool force_host_grid() { return g_force_host_grid; }
 
 LastRun& last_run() {
   static thread_local LastRun r;

@@ -11,13 +11,25 @@
 #   7. pushdown: the pushdown targets on u2, eps 0.01, pushdown on vs off (test/gpu/bench_pushdown.sh)
 #   8. pairwise: gpu_pairwise kNN / threshold / SQL benchmark beside PyTorch (test/gpu/bench_pairwise.sh;
 #      needs test/gpu/build/bench_pairwise, built here with make -C test/gpu all bench, carried)
-#   9. prep: non-engine share of gpu_sdh / gpu_pair_count at 1e6 rows, aggregate and relation
+#   9. sliding: builds and runs test/gpu/build/test_sliding (in-place data sliding vs CUB and std)
+#      and test/gpu/build/bench_sliding (writes $OUT/2026-11-23-h100-sliding.txt, to be stored in
+#      test/bench/results/); needs no PostgreSQL, and runs alone when it is the only step
+#  10. prep: non-engine share of gpu_sdh / gpu_pair_count at 1e6 rows, aggregate and relation
 #      forms (test/gpu/paircount_prep.sh)
 # Usage: bash test/gpu/device_suite.sh [steps, default "regress pytest diff bench"]
 set -uo pipefail
 steps=${1:-"regress pytest diff bench"}
 OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | tee "$OUT/gpu.txt"
+if [[ $steps == *sliding* ]]; then
+  make -C test/gpu -j16 sliding > "$OUT/sliding-build.log" 2>&1 || tail -30 "$OUT/sliding-build.log"
+  timeout ${SLIDING_TIMEOUT:-300} test/gpu/build/test_sliding > "$OUT/test_sliding.log" 2>&1
+  echo "test_sliding: $(grep -E '^\[  (PASSED|FAILED)' "$OUT/test_sliding.log" | tr '\n' ' ')"
+  { echo "# $(date -u +%F) $(head -1 "$OUT/gpu.txt"), command: test/gpu/build/bench_sliding 5"
+    timeout ${SLIDING_TIMEOUT:-300} test/gpu/build/bench_sliding 5; } > "$OUT/2026-11-23-h100-sliding.txt" 2>&1
+  tail -5 "$OUT/2026-11-23-h100-sliding.txt"
+  [[ $steps == sliding ]] && exit 0
+fi
 export PG_OPTS="-c shared_buffers=4GB -c work_mem=256MB -c max_parallel_workers_per_gather=8"
 # a server left by an earlier call on a warm machine is stopped first
 if [ -f /tmp/pgdata/postmaster.pid ]; then

@@ -99,8 +99,17 @@ double eps_for(size_t n, int dims, double nb) {
 
 // ---- engines ---------------------------------------------------------------------------------
 
+// Code paths the running test forces: every Control a test builds starts from them.
+EngineOverrides& forced() {
+  static EngineOverrides o;
+  return o;
+}
+
 struct Ctl : Control {
-  Ctl() { threads = ::threads(); }
+  Ctl() {
+    threads = ::threads();
+    overrides = forced();
+  }
 };
 
 std::vector<uint64_t> run_sdh(Engine* e, const ref::Points& pts, Precision prec, int nb,
@@ -360,10 +369,10 @@ TEST(Sdh, EveryPrivatizationGivesTheSameHistogram) {
     for (Precision prec : {Precision::Float32, Precision::Float64}) {
       auto want = run_sdh(cpu(), pts, prec, nb, 0);
       for (int copies : {-1, 1, 2, 4, 8, 16, 32}) {
-        cuda::set_sdh_forced_copies(copies);
+        forced().sdh_copies = copies;
         auto g = run_sdh(gpu(), pts, prec, nb, 0);
         int used = cuda::last_run().sdh_copies;
-        cuda::set_sdh_forced_copies(0);
+        forced().sdh_copies = 0;
         EXPECT_TRUE(g == want) << "nb=" << nb << " " << pname(prec) << " copies=" << copies
                                << " (used " << used << "): " << first_diff(g, want);
       }
@@ -442,13 +451,13 @@ TEST(SdhFastBucket, TakenAndEqualOnEdges) {
     for (int nb : {7, 500, 3000})
       for (int copies : {1, 4, 32})
         for (double w : {0.0, 0.9 / nb}) {
-          cuda::sdh_force_layout(layout);
-          cuda::set_sdh_forced_copies(copies);
+          forced().sdh_layout = layout;
+          forced().sdh_copies = copies;
           auto g = run_sdh(gpu(), small, Precision::Float32, nb, w);
           const bool fast = cuda::sdh_last_fast(), sh = cuda::sdh_last_shared_thresholds();
           const int used = cuda::last_run().sdh_copies;
-          cuda::set_sdh_forced_copies(0);
-          cuda::sdh_force_layout(0);
+          forced().sdh_copies = 0;
+          forced().sdh_layout = 0;
           auto c = run_sdh(cpu(), small, Precision::Float32, nb, w);
           EXPECT_TRUE(g == c) << "layout " << layout << " nb " << nb << " copies " << copies
                               << " (used " << used << ") w " << w << ": " << first_diff(g, c);
@@ -465,10 +474,10 @@ void count_case(const ref::Points& pts, Precision prec, double r, bool check_ref
                 const std::string& what) {
   const uint64_t want = run_count(cpu(), pts, prec, r);
   for (int path : {0, 1, 2}) {
-    cuda::set_count_forced_path(path);
+    forced().count_path = path;
     const uint64_t got = run_count(gpu(), pts, prec, r);
     const int used = cuda::last_run().count_path;
-    cuda::set_count_forced_path(0);
+    forced().count_path = 0;
     EXPECT_EQ(got, want) << what << " path=" << path << " (used " << used << ")";
   }
   if (check_ref) {
@@ -519,9 +528,9 @@ TEST(PairCount, CrowdedCellsVsReference) {
     auto want = ref::pair_count(pts, 0.3, prec);
     uint64_t got[3] = {};
     for (int path : {1, 2}) {
-      cuda::set_count_forced_path(path);
+      forced().count_path = path;
       got[path] = run_count(gpu(), pts, prec, 0.3);
-      cuda::set_count_forced_path(0);
+      forced().count_path = 0;
       const uint64_t d = got[path] > want.first ? got[path] - want.first : want.first - got[path];
       EXPECT_LE(d, want.second) << pname(prec) << " path " << path << ": " << got[path]
                                 << " vs reference " << want.first;
@@ -623,11 +632,11 @@ TEST(Simjoin, Large100k) {
 TEST(Simjoin, HostGridFallback) {
   REQUIRE_GPU();
   // Forced: the host-built grid gives the same result.
-  cuda::set_force_host_grid(true);
+  forced().host_grid = true;
   auto pts = ref::uniform(4000, 3, 110);
   auto got = run_join(gpu(), pts, nullptr, eps_for(4000, 3, 20), Precision::Float32);
   const bool host = cuda::last_run().host_grid;
-  cuda::set_force_host_grid(false);
+  forced().host_grid = false;
   EXPECT_TRUE(host);
   EXPECT_TRUE(got == run_join(cpu(), pts, nullptr, eps_for(4000, 3, 20), Precision::Float32));
   // Natural: 6-D with a far outlier needs more than 64 key bits.
@@ -842,7 +851,7 @@ TEST(JoinBalance, GridPairCountEveryStrategyAndK) {
   const double r = eps_for(20000, 3, 30) / 20.0;
   for (Precision prec : {Precision::Float32, Precision::Float64}) {
     const uint64_t want = run_count(cpu(), e, prec, r);
-    cuda::set_count_forced_path(2);
+    forced().count_path = 2;
     for (JoinBalance bal : kBalances)
       for (int k : kAllK) {
         auto p = make_pair_count(e.view(), r, prec);
@@ -852,7 +861,7 @@ TEST(JoinBalance, GridPairCountEveryStrategyAndK) {
         EXPECT_EQ(gpu()->pair_count(p, ctl), want) << bname(bal) << " k=" << k;
         EXPECT_EQ(cuda::last_run().count_path, 2);
       }
-    cuda::set_count_forced_path(0);
+    forced().count_path = 0;
   }
 }
 
@@ -883,6 +892,7 @@ TEST(JoinBalance, RejectsOtherLaneCountsAndAutoRule) {
 
 // interrupt_pending() turns true 100 ms after the first poll.
 struct LateCancel : Control {
+  LateCancel() { overrides = forced(); }
   Clock::time_point start{};
   bool started = false;
   Clock::time_point fired{};
@@ -931,14 +941,8 @@ TEST(Cancel, StopsWithinOneSecondAndFreesMemory) {
       "sdh 3M");
   expect_cancel(
       [&](Control& ctl) {
-        cuda::set_count_forced_path(1);
-        try {
-          gpu()->pair_count(make_pair_count(big.view(), 0.5, Precision::Float64), ctl);
-        } catch (...) {
-          cuda::set_count_forced_path(0);
-          throw;
-        }
-        cuda::set_count_forced_path(0);
+        ctl.overrides.count_path = 1;
+        gpu()->pair_count(make_pair_count(big.view(), 0.5, Precision::Float64), ctl);
       },
       "pair count tiles 3M f64");
   auto mid = ref::uniform(300000, 3, 141);
@@ -959,15 +963,15 @@ TEST(Cancel, StopsWithinOneSecondAndFreesMemory) {
 
 // ---- batched join output (issue 5) ------------------------------------------------------------
 
-// Restores the batched-join hooks when a test ends (also after a failed assertion).
+// Restores the batched join's forced paths when a test ends (also after a failed assertion).
 struct JoinHooks {
   JoinHooks() { reset(); }
   ~JoinHooks() { reset(); }
   // The defaults: batched, tuning.h streams, the sampled estimate as is.
   static void reset() {
-    cuda::set_join_serial_drain(false);
-    cuda::set_join_streams(0);
-    cuda::set_join_estimate_scale(1.0);
+    forced().join_serial_drain = false;
+    forced().join_streams = 0;
+    forced().join_estimate_scale = 1.0;
   }
 };
 
@@ -1056,7 +1060,7 @@ TEST(Batch, TinyBanksManyOverflows) {
   auto want2 = run_join(cpu(), pts, &b, eps, Precision::Float64);
   for (int streams : {1, 2, 3})
     for (size_t pages : {3, 7, 12}) {
-      cuda::set_join_streams(streams);
+      forced().join_streams = streams;
       Ctl ctl;
       ctl.page_pairs = 64;
       ctl.max_pages = pages;
@@ -1076,8 +1080,8 @@ TEST(Batch, TinyBanksManyOverflows) {
                                  << first_diff(got2, want2);
     }
   // Banks of one page each: every batch overflows its bank many times.
-  cuda::set_join_streams(3);
-  cuda::set_join_estimate_scale(1e-6);
+  forced().join_streams = 3;
+  forced().join_estimate_scale = 1e-6;
   Ctl one;
   one.page_pairs = 64;
   one.max_pages = 3;
@@ -1109,7 +1113,7 @@ TEST(Batch, EstimateFarOff) {
   const double eps = eps_for(60000, 3, 60);
   auto want = run_join(cpu(), u, nullptr, eps, Precision::Float32);
   for (double scale : {1e-4, 0.1, 10.0, 1e3}) {
-    cuda::set_join_estimate_scale(scale);
+    forced().join_estimate_scale = scale;
     Ctl lim;
     lim.device_memory_limit = size_t(200) << 20;
     auto got = run_join(gpu(), u, nullptr, eps, Precision::Float32, &lim);
@@ -1133,8 +1137,8 @@ TEST(Batch, ConfigurationsGiveTheSamePairs) {
       uint64_t sum0 = 0;
       for (int conf = 0; conf < 5; ++conf) {
         // 0 serial drain, 1..3 streams, 4: 3 streams under a 64 MB device memory limit
-        cuda::set_join_serial_drain(conf == 0);
-        cuda::set_join_streams(conf == 0 ? 0 : std::min(conf, 3));
+        forced().join_serial_drain = conf == 0;
+        forced().join_streams = conf == 0 ? 0 : std::min(conf, 3);
         Ctl ctl;
         if (conf == 4) ctl.device_memory_limit = size_t(64) << 20;
         auto got = run_join(gpu(), a, bp, eps, prec, &ctl);
@@ -1173,7 +1177,7 @@ TEST(Batch, MaxResultRowsStops) {
   }
   ASSERT_FALSE(cpu_msg.empty());
   for (int streams : {1, 3}) {
-    cuda::set_join_streams(streams);
+    forced().join_streams = streams;
     try {
       run_join(gpu(), pts, nullptr, eps, Precision::Float32, nullptr, total / 3);
       ADD_FAILURE() << "max_pairs not enforced with " << streams << " streams";
@@ -1193,7 +1197,7 @@ TEST(Batch, CancelMidJoin) {
   auto pts = ref::uniform(1000000, 3, 250);
   auto p = make_simjoin(pts.view(), nullptr, eps_for(1000000, 3, 1000), Precision::Float32, 0);
   for (int streams : {1, 3}) {
-    cuda::set_join_streams(streams);
+    forced().join_streams = streams;
     ChecksumSink sink;
     expect_cancel([&](Control& ctl) { gpu()->simjoin(p, sink, ctl); },
                   streams == 1 ? "batched join 1 stream, 5e8 pairs" : "batched join 3 streams");
@@ -1269,11 +1273,11 @@ TEST(Sanitizer, SmallEveryPath) {
   auto a3 = ref::uniform(900, 3, 172, 0.3, 0.8);
   for (Precision prec : {Precision::Float32, Precision::Float64}) {
     for (int copies : {0, -1, 1, 32}) {
-      cuda::set_sdh_forced_copies(copies);
+      forced().sdh_copies = copies;
       EXPECT_EQ(run_sdh(gpu(), pts, prec, 500, 0), run_sdh(cpu(), pts, prec, 500, 0));
       EXPECT_EQ(run_sdh(gpu(), p2, prec, 7, 0.01), run_sdh(cpu(), p2, prec, 7, 0.01));
     }
-    cuda::set_sdh_forced_copies(0);
+    forced().sdh_copies = 0;
     count_case(pts, prec, eps_for(3000, 3, 20), false, "sanitizer count");
     const double eps = eps_for(3000, 3, 20);
     join_case(pts, nullptr, eps, prec, false, "sanitizer self join");
@@ -1294,9 +1298,9 @@ TEST(Sanitizer, SmallEveryPath) {
         c2.max_pages = 2;
         EXPECT_TRUE(run_join(gpu(), a3, &pts, eps, prec, &c2) == want) << bname(bal) << k;
       }
-    cuda::set_force_host_grid(true);
+    forced().host_grid = true;
     auto hg = run_join(gpu(), p2, nullptr, 0.05, prec);
-    cuda::set_force_host_grid(false);
+    forced().host_grid = false;
     EXPECT_TRUE(hg == run_join(cpu(), p2, nullptr, 0.05, prec));
   }
 }
