@@ -14,7 +14,9 @@
 #   9. sliding: builds and runs test/gpu/build/test_sliding (in-place data sliding vs CUB and std)
 #      and test/gpu/build/bench_sliding (writes $OUT/2026-11-23-h100-sliding.txt, to be stored in
 #      test/bench/results/); needs no PostgreSQL, and runs alone when it is the only step
-#  10. resolve: resolution of cell pairs vs brute force at engine level, ~5 min of GPU time
+#  10. prep: non-engine share of gpu_sdh / gpu_pair_count at 1e6 rows, aggregate and relation
+#      forms (test/gpu/paircount_prep.sh)
+#  11. resolve: resolution of cell pairs vs brute force at engine level, ~5 min of GPU time
 #      (test/gpu/resolve_device.sh; needs test/gpu built)
 # Usage: bash test/gpu/device_suite.sh [steps, default "regress pytest diff bench"]
 set -uo pipefail
@@ -113,6 +115,10 @@ fi
 if [[ $steps == *pairwise* ]]; then
   timeout 300 bash test/gpu/bench_pairwise.sh > "$OUT/bench_pairwise.md" 2>&1
   summary+="pairwise: see bench_pairwise.md\n"
+fi
+if [[ $steps == *prep* ]]; then
+  bash test/gpu/paircount_prep.sh gpu > "$OUT/paircount_prep.md" 2>&1
+  summary+="prep: see paircount_prep.md\n"
 fi
 if [[ $steps == *resolve* ]]; then
   bash test/gpu/resolve_device.sh > "$OUT/resolve-summary.txt" 2>&1
