@@ -133,16 +133,19 @@ void upload_points(Call& call, const PointsView& v, T* const* dst);
 // transfer time.
 void download(Call& call, void* host, const void* dev, size_t bytes);
 
-// ---- families (one .cu each) ---------------------------------------------------------------------
+// ---- families (one .cu or folder each) ---------------------------------------------------------------------
 
 std::vector<uint64_t> sdh(const SdhProblem& p, Control& ctl);
 uint64_t pair_count(const PairCountProblem& p, Control& ctl);
-void simjoin(const SimjoinProblem& p, PairSink& sink, Control& ctl);
+void simjoin(const SimjoinProblem& p, PairSink& sink, Control& ctl);  // kernels/join/
 
-// Grid pair count (simjoin.cu): counts pairs with d2 <= r2 on the grid of cells of side
-// grid_cell_side(r, box) when it examines fewer pairs than all-pairs tiles (candidates *
-// kGridCountCost < all pairs). Returns false, having counted nothing, otherwise.
-bool grid_pair_count(const PairCountProblem& p, Call& call, uint64_t* count);
+// Resolution of cell pairs (resolve.cu): the SDH and the pair count over the density map, and
+// the cost model that chooses them (kernels/tuning.h); 2-D and 3-D only.
+std::vector<uint64_t> resolve_sdh(const SdhProblem& p, Control& ctl);
+uint64_t resolve_pair_count(const PairCountProblem& p, Control& ctl);
+bool resolve_sdh_wins(size_t n, int dims, int nbuckets);
+bool resolve_count_wins(size_t n, int dims, double r_rel);
+
 
 }  // namespace cuda
 }  // namespace gpu2bs

@@ -1,5 +1,5 @@
 // The CUDA engine: lazy CUDA initialization (never at load time), the Engine implementation that
-// dispatches to the family kernels (sdh.cu, pair_count.cu, simjoin.cu), the per-call scope and
+// dispatches to the family kernels (sdh.cu, pair_count.cu, join/), the per-call scope and
 // transfers, the SDH privatization model, and gpu2bs_info() facts.
 #include <algorithm>
 #include <atomic>
@@ -21,11 +21,6 @@ namespace {
 std::atomic<size_t> g_bytes_in_use{0};
 std::atomic<size_t> g_peak_bytes{0};
 DeviceFacts g_facts;
-
-std::atomic<int> g_forced_copies{0};
-std::atomic<int> g_forced_count_path{0};
-std::atomic<bool> g_force_host_grid{false};
-std::atomic<int> g_tile_variant{0};
 
 // Pinned staging buffer kept for the process (cudaHostAlloc costs milliseconds): one call at a
 // time borrows it; a concurrent call allocates its own.
@@ -67,14 +62,6 @@ size_t engine_bytes_in_use() { return g_bytes_in_use.load(); }
 size_t engine_peak_bytes() { return g_peak_bytes.load(); }
 void reset_engine_peak_bytes() { g_peak_bytes = g_bytes_in_use.load(); }
 
-void set_sdh_forced_copies(int copies) { g_forced_copies = copies; }
-int sdh_forced_copies() { return g_forced_copies; }
-void set_count_forced_path(int path) { g_forced_count_path = path; }
-int count_forced_path() { return g_forced_count_path; }
-void set_force_host_grid(bool on) { g_force_host_grid = on; }
-void set_tile_variant(int v) { g_tile_variant = v; }
-int tile_variant() { return g_tile_variant; }
-bool force_host_grid() { return g_force_host_grid; }
 
 LastRun& last_run() {
   static thread_local LastRun r;
@@ -375,16 +362,36 @@ PrivChoice choose_privatization(int nbuckets, int threads, size_t tile_bytes, do
 namespace {
 
 class CudaEngine final : public Engine {
+  // Resolution (resolve.cu) for 2-D and 3-D sets of 2 .. 2^32 - 1 points when the setting
+  // forces it or the cost model `wins` prefers it.
+  template <class W>
+  static bool use_resolve(const Control& ctl, const PointsView& pts, W wins) {
+    if ((pts.dims != 2 && pts.dims != 3) || pts.n < 2 || pts.n > 0xFFFFFFFFull) return false;
+    if (ctl.sdh_method == SdhMethod::Brute) return false;
+    return ctl.sdh_method == SdhMethod::Resolve || wins();
+  }
+
  public:
   std::string name() const override { return "cuda (" + g_facts.name + ")"; }
 
   std::vector<uint64_t> sdh(const SdhProblem& p, Control& ctl) override {
     last_run() = LastRun();
+    if (use_resolve(ctl, p.pts, [&] {
+          return resolve_sdh_wins(p.pts.n, p.pts.dims, p.params.nbuckets);
+        }))
+      return resolve_sdh(p, ctl);
     return cuda::sdh(p, ctl);
   }
 
   uint64_t pair_count(const PairCountProblem& p, Control& ctl) override {
     last_run() = LastRun();
+    if (use_resolve(ctl, p.pts, [&] {
+          const Bounds& box = p.box;
+          double extent = 0;
+          for (int k = 0; k < box.dims; ++k) extent = std::max(extent, box.hi[k] - box.lo[k]);
+          return extent > 0 && resolve_count_wins(p.pts.n, p.pts.dims, p.r / extent);
+        }))
+      return resolve_pair_count(p, ctl);
     return cuda::pair_count(p, ctl);
   }
 

@@ -1,5 +1,6 @@
 // CUDA-free declarations of the CUDA engine for tests and benchmarks: the SDH privatization
-// model (pure host code) and hooks that force a code path. No CUDA headers here.
+// model (pure host code), checks and what the last call did. Code paths are forced per call with
+// Control::overrides (core/engine.h). No CUDA headers here.
 #pragma once
 
 #include <cstddef>
@@ -37,34 +38,23 @@ double priv_estimate(int nbuckets, int copies, int threads, size_t tile_bytes, d
 PrivChoice choose_privatization(int nbuckets, int threads, size_t tile_bytes, double n_threads,
                                 const PrivMachine& m, int forced_copies = 0);
 
-// Bench/test hook: forces the SDH privatization (0 = model, -1 = global, k = k copies).
-void set_sdh_forced_copies(int copies);
-int sdh_forced_copies();
-// Bench/test hook: forces the pair count path (0 = cost rule, 1 = tiles, 2 = grid).
-void set_count_forced_path(int path);
-int count_forced_path();
-// Bench hook: launch configuration of the 3-D float32 tile kernels (0 = tuning.h). SDH:
+// Launch configurations of the 3-D float32 tile kernels (EngineOverrides::tile_variant; 0 =
+// tuning.h). SDH:
 // 1..4 = fast path with 512x2, 1024x1, 512x4, 256x4 threads x register points, 5 = exact path
 // (the kernel before issue 4), 6 = fast path with the bucket clamp, 7 = exact path 1024x2.
 // Pair count: 1..4 = 512x8, 512x4, 128x8, 256x4; 5 = 256x8 with FSETP counting (no carry chain).
-void set_tile_variant(int v);
-int tile_variant();
+
 // Test/bench hooks of the float32 fast SDH path (issue 4, kernels/sdh.cu): whether the last SDH
-// call on this thread took it and with one shared threshold table; forcing the layout (0 model,
-// 1 thresholds per copy, 2 shared thresholds).
+// call on this thread took it and with one shared threshold table (EngineOverrides::sdh_layout
+// forces the layout).
 bool sdh_last_fast();
 bool sdh_last_shared_thresholds();
-void sdh_force_layout(int layout);
 // Mismatches of the fast bucket function against sdh_bucket over all 2^32 bit patterns of d2
 // (-1: the fast path does not apply to these parameters); *first_bits = the smallest mismatch.
 // d2max > 0: the unclamped variant, its table sized for d2 <= d2max, checked on those d2 (-2:
 // that variant does not apply).
 long long sdh_fast_check_all(int nb, float inv_w, bool clamp, unsigned* first_bits,
                              double d2max = 0);
-// Bench/test hook: builds every grid on the host (gpu2bs::Grid), as when the cell key needs
-// more than 64 bits.
-void set_force_host_grid(bool on);
-bool force_host_grid();
 
 // Lanes per query point of the GPU join for k = 0 (the rule of kernels/tuning.h): the K of
 // 1, 2, 4, ..., 32 minimizing steps[e] * kJoinStepCost[e], steps[e] = compare-loop steps the
@@ -77,18 +67,6 @@ size_t engine_bytes_in_use();
 size_t engine_peak_bytes();
 void reset_engine_peak_bytes();
 
-// Bench/test hooks of the batched similarity join (kernels/simjoin.cu):
-// streams (result banks) of the batched join (0 = tuning.h kJoinStreams, 1..3 forced);
-void set_join_streams(int streams);
-int join_streams();
-// the serial drain of the direct output buffer before batching (one stream, pool sized from the
-// memory budget, kernel and drain never overlap): the "before" of bench_kernels batch;
-void set_join_serial_drain(bool on);
-bool join_serial_drain();
-// multiplies the sampled result estimate (tests force far under- and overestimates).
-void set_join_estimate_scale(double scale);
-double join_estimate_scale();
-
 // What the last engine call on this thread did (tests and benchmarks read it).
 struct LastRun {
   int sdh_copies = 0;        // private copies per block (0: global-memory histogram)
@@ -100,7 +78,7 @@ struct LastRun {
   size_t page_pairs = 0;     // pairs per page
   double kernel_ms = 0;      // pairwise kernel time measured with cudaEvents
   double grid_ms = 0;        // grid construction kernels (sort, cells), cudaEvents
-  // Similarity join / grid pair count load balancing (kernels/simjoin.cu):
+  // Similarity join / grid pair count load balancing (kernels/join/):
   int join_k = 0;                        // lanes per query point used (1..32)
   int join_balance = -1;                 // JoinBalance used
   unsigned long long join_work = 0;      // estimated candidate pairs (0: not estimated)

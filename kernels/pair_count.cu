@@ -1,10 +1,12 @@
 // Pair count (two-point correlation, 2-BS Type-I) on the GPU: each thread counts in a register,
 // one block reduction, one 64-bit atomic per block and slice. Two paths with the same answer:
-// all-pairs tiles (tiles.cuh), or the similarity-join grid in count-only mode (simjoin.cu) when
-// it examines fewer pairs (candidates * kGridCountCost < all pairs), as the CPU engine does.
+// all-pairs tiles (tiles.cuh), or the similarity-join grid and kernel in count-only mode
+// (kernels/join/) when it examines fewer pairs (candidates * kGridCountCost < all pairs), as the
+// CPU engine does.
 #include <cmath>
 
 #include "common.cuh"
+#include "join/join.cuh"
 #include "tiles.cuh"
 
 namespace gpu2bs {
@@ -102,7 +104,7 @@ uint64_t count_tiles(const PairCountProblem& p, Call& call, T r2) {
   // 512x8, 512x4, 128x8, 256x4 threads x points; 5 = 256x8 with FSETP counting (no carry
   // chain).
   int variant = 0;
-  if constexpr (sizeof(T) == 4 && D == 3) variant = tile_variant();
+  if constexpr (sizeof(T) == 4 && D == 3) variant = ctl.overrides.tile_variant;
   if constexpr (sizeof(T) == 4 && D == 3) {
     switch (variant) {
       case 1: count_launch<T, D, 512, 8>(call, args, out, r2); break;
@@ -120,6 +122,94 @@ uint64_t count_tiles(const PairCountProblem& p, Call& call, T r2) {
   ctl.stats.pairs_examined += uint64_t(n) * (n - 1) / 2;
   return total;
 }
+
+// ---- the grid path (kernels/join/) -------------------------------------------------------------
+
+using namespace join;
+
+// Pairs the unidirectional pattern examines (grid pair count: decides grid vs tiles).
+template <int D>
+__global__ void estimate_kernel(const unsigned* start, const long long* cc, unsigned ncells,
+                                const signed char* offsets, int noffsets,
+                                unsigned long long* total) {
+  const int lane = threadIdx.x & 31;
+  const unsigned warp = (blockIdx.x * blockDim.x + threadIdx.x) >> 5;
+  const unsigned nwarps = (gridDim.x * blockDim.x) >> 5;
+  unsigned long long acc = 0;
+  for (unsigned c = warp; c < ncells; c += nwarps) {
+    const unsigned long long nc = start[c + 1] - start[c];
+    unsigned long long around = 0;
+    // offsets[0] is the cell itself (self-join list)
+    for (int o = 1 + lane; o < noffsets; o += 32) {
+      long long key[D];
+#pragma unroll
+      for (int k = 0; k < D; ++k) key[k] = cc[size_t(c) * D + k] + offsets[o * D + k];
+      const int nb = find_cell<D>(cc, ncells, key);
+      if (nb >= 0) around += start[nb + 1] - start[nb];
+    }
+    for (int s = 16; s > 0; s >>= 1) around += __shfl_down_sync(0xffffffffu, around, s);
+    if (lane == 0) acc += nc * (nc - 1) / 2 + nc * around;
+  }
+  if (lane == 0 && acc) atomicAdd(total, acc);
+}
+
+// Grid pair count: counts pairs with d2 <= r2 on the grid of cells of side
+// grid_cell_side(r, box) when it examines fewer pairs than all-pairs tiles (candidates *
+// kGridCountCost < all pairs). Returns false, having counted nothing, otherwise.
+template <typename T, int D>
+bool grid_count_run(const PairCountProblem& p, Call& call, T r2, uint64_t* count) {
+  LastRun& lr = last_run();
+  Control& ctl = call.ctl;
+  auto t0 = Clock::now();
+  const size_t n = p.pts.n;
+  const Geometry g = make_geometry(p.box, p.r, p.prec, D, ctl.overrides.host_grid);
+  ctl.stats.prepare_s += seconds_since(t0);
+  const DevGrid<T> ga = build_grid<T, D>(call, p.pts, g, p.prec);
+  // Candidates of the unidirectional pattern, as the CPU engine's estimate.
+  const auto offsets = offsets_for(D, true);
+  uint64_t candidates = 0;
+  {
+    PrepareTimer prep(ctl);
+    signed char* d_off = upload_offsets(call, offsets);
+    unsigned long long* d_est = call.alloc<unsigned long long>(1, "estimate");
+    G2_CUDA(cudaMemsetAsync(d_est, 0, 8, call.stream()));
+    estimate_kernel<D><<<blocks_for(size_t(ga.ncells) * 32, 256), 256, 0, call.stream()>>>(
+        ga.start, ga.ccoord, ga.ncells, d_off, int(offsets.size() / D), d_est);
+    G2_CUDA_LAUNCH("estimate_kernel");
+    candidates = read_value(call, d_est);
+  }
+  const uint64_t all_pairs = uint64_t(n) * (n - 1) / 2;
+  if (ctl.overrides.count_path != 2 &&
+      !(double(candidates) * cuda_tuning::kGridCountCost < double(all_pairs)))
+    return false;
+  lr.count_path = 2;
+  JoinResult r = run_join<T, D, true, true>(call, ga, ga, r2, offsets, nullptr, 0);
+  ctl.stats.pairs_examined += r.examined;
+  *count = r.count;
+  return true;
+}
+
+// The grid pair count dispatched on the dimension.
+template <typename T>
+bool grid_count_dims(const PairCountProblem& p, Call& call, T r2, uint64_t* count) {
+  switch (p.pts.dims) {
+    case 2: return grid_count_run<T, 2>(p, call, r2, count);
+    case 3: return grid_count_run<T, 3>(p, call, r2, count);
+    case 4: return grid_count_run<T, 4>(p, call, r2, count);
+    case 5: return grid_count_run<T, 5>(p, call, r2, count);
+    case 6: return grid_count_run<T, 6>(p, call, r2, count);
+    default:
+      throw Error(ErrorCode::InvalidParameter, "points must have 2 to 6 coordinates");
+  }
+}
+
+// The grid pair count in the problem's precision.
+bool grid_pair_count(const PairCountProblem& p, Call& call, uint64_t* count) {
+  return p.prec == Precision::Float32 ? grid_count_dims<float>(p, call, p.r2_f, count)
+                                      : grid_count_dims<double>(p, call, p.r2, count);
+}
+
+// ---- dispatch ------------------------------------------------------------------------------------
 
 template <typename T>
 uint64_t count_dims(const PairCountProblem& p, Call& call, T r2) {
@@ -140,7 +230,7 @@ uint64_t pair_count(const PairCountProblem& p, Control& ctl) {
   const size_t n = p.pts.n;
   if (n < 2) return 0;  // the point count was checked by make_pair_count
   Call call(ctl);
-  const int forced = count_forced_path();
+  const int forced = ctl.overrides.count_path;
   // The grid needs a finite positive radius (cells of side ~r), as on the CPU.
   if (forced != 1 && std::isfinite(p.r) && p.r > 0 &&
       (n >= cuda_tuning::kGridCountMinPoints || forced == 2)) {

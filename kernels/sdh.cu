@@ -33,6 +33,7 @@
 #include <vector>
 
 #include "common.cuh"
+#include "sdh_bucket.cuh"
 #include "tiles.cuh"
 
 namespace gpu2bs {
@@ -44,31 +45,6 @@ constexpr int kB = cuda_tuning::kSdhThreads;
 constexpr int kRT = cuda_tuning::kSdhRegPoints;
 constexpr int kFB = cuda_tuning::kSdhFastThreads;
 constexpr int kFRT = cuda_tuning::kSdhFastRegPoints;
-
-// Correctly rounded float32 square root for bit patterns in [0x0d000000, 0x7f7fffff] (x >= 2^-101,
-// finite): the instruction sequence of the compiler's own __fsqrt_rn for that range (MUFU.RSQ,
-// two FMUL, two FFMA; its other inputs go to a called slow path, and the branch, call and
-// reconvergence cost about 4 instructions per pair in the SDH loop).
-__device__ __forceinline__ float sqrt_rn_inrange(float x) {
-  float y;
-  asm("rsqrt.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
-  const float s = __fmul_rn(x, y);
-  const float h = __fmul_rn(y, 0.5f);
-  const float r = __fmaf_rn(-s, s, x);
-  return __fmaf_rn(r, h, s);
-}
-
-// sdh_bucket<float> without the slow path, for the d2 that sq_dist returns (+0, positive, +inf,
-// NaN) and 0 <= inv_w <= 2^40: below 2^-101 the exact bucket is 0 (sqrt < 2^-50, times inv_w
-// < 2^-10) and s = 0 gives 0; for +inf and NaN the square root is x itself. The test
-// SdhFastBucket.EveryFloat compares it with sdh_bucket for every bit pattern.
-__device__ __forceinline__ int sdh_bucket_nocall(float d2, float inv_w, float nbt, float beyond) {
-  const unsigned b = __float_as_uint(d2);
-  float s = sqrt_rn_inrange(d2);
-  if (b - 0x0d000000u > 0x727fffffu) s = b < 0x0d000000u ? 0.0f : d2;
-  const float q = __fmul_rn(s, inv_w);
-  return static_cast<int>(q < nbt ? q : beyond);
-}
 
 template <typename T, bool GLOBAL, bool NOCALL = false>
 struct SdhOp {
@@ -125,8 +101,6 @@ struct SdhOp {
 
 thread_local bool g_last_fast = false;  // the last SDH call on this thread took the fast path
 thread_local bool g_last_shared_t = false;  // ... with one shared threshold table
-thread_local bool g_force_clamp = false;  // bench: keep the clamp even where it is not needed
-thread_local int g_force_layout = 0;  // bench: 0 model, 1 thresholds per copy, 2 shared thresholds
 
 constexpr float kMagic = 12582912.0f;      // 1.5 * 2^23: rn(x + kMagic) = kMagic + rn_int(x)
 constexpr unsigned kMagicBits = 0x4B400000u;  // its bit pattern
@@ -425,7 +399,9 @@ bool sdh_fast(Call& call, const SdhProblem& p, float* const* c, unsigned long lo
   const bool clamp = !p.params.explicit_width;
   const int cap = clamp ? nb - 1 : nb;
   // Without the clamp (one instruction less per pair) when the coordinates bound k_a.
-  int entries = g_force_clamp ? 0 : fast_entries(cap, inv_w, device_d2max<D>(call, c, n));
+  // (Tile variant 6, bench only: the clamp kept even where it is not needed.)
+  const bool force_clamp = D == 3 && call.ctl.overrides.tile_variant == 6;
+  int entries = force_clamp ? 0 : fast_entries(cap, inv_w, device_d2max<D>(call, c, n));
   const bool use_clamp = entries == 0;
   if (use_clamp) entries = cap + 1;
   const size_t tile_bytes = sizeof(float) * D * TILE;
@@ -435,17 +411,18 @@ bool sdh_fast(Call& call, const SdhProblem& p, float* const* c, unsigned long lo
   // per copy while the model keeps kSdhFastMinReplicatedCopies or more copies, else shared
   // thresholds when they allow more copies.
   const double nthr = double(n) / RT;
-  const int forced = sdh_forced_copies();
+  const int forced = call.ctl.overrides.sdh_copies;
+  const int layout = call.ctl.overrides.sdh_layout;
   PrivChoice ch = choose_privatization(2 * entries, B, tile_bytes, nthr, m, forced);
   bool shared_t =
-      g_force_layout == 2 ||
-      (g_force_layout == 0 &&
+      layout == 2 ||
+      (layout == 0 &&
        (ch.global || ch.copies < cuda_tuning::kSdhFastMinReplicatedCopies));
   const size_t tbytes = SdhFastOp<1, true, true>::table_bytes(entries);
   if (shared_t) {
     const PrivChoice sh = choose_privatization(entries, B, tile_bytes + tbytes, nthr, m, forced);
     if (sh.global) {
-      if (ch.global || g_force_layout == 2) return false;
+      if (ch.global || layout == 2) return false;
       shared_t = false;
     } else {
       ch = sh;
@@ -492,7 +469,7 @@ void sdh_tiles_op(Call& call, const SdhProblem& p, T* const* c, unsigned long lo
   const size_t tile_bytes = sizeof(T) * D * TILE;
   PrivMachine m = priv_machine(ks, B);
   const PrivChoice ch =
-      choose_privatization(nb, B, tile_bytes, double(n) / RT, m, sdh_forced_copies());
+      choose_privatization(nb, B, tile_bytes, double(n) / RT, m, call.ctl.overrides.sdh_copies);
   last_run().sdh_copies = ch.global ? 0 : ch.copies;
 
   TileArgs<T> args{};
@@ -540,7 +517,7 @@ std::vector<uint64_t> sdh_run(const SdhProblem& p, Control& ctl) {
   // fast path with 512x2, 1024x1, 512x4, 256x4 threads x points, 5 the exact path (the kernel
   // before issue 4, kSdhThreads x kSdhRegPoints).
   int variant = 0;
-  if constexpr (sizeof(T) == 4 && D == 3) variant = tile_variant();
+  if constexpr (sizeof(T) == 4 && D == 3) variant = ctl.overrides.tile_variant;
   bool done = false;
   if constexpr (sizeof(T) == 4) {
     if constexpr (D == 3) {
@@ -552,9 +529,7 @@ std::vector<uint64_t> sdh_run(const SdhProblem& p, Control& ctl) {
         case 5: sdh_tiles<T, D, kB, kRT, false>(call, p, c, hist); done = true; break;
         case 7: sdh_tiles<T, D, 1024, 2, false>(call, p, c, hist); done = true; break;
         case 6:  // the fast path with the clamp (bench: what the bound on k_a saves)
-          g_force_clamp = true;
           done = sdh_fast<D, kFB, kFRT>(call, p, c, hist);
-          g_force_clamp = false;
           break;
         default: done = sdh_fast<D, kFB, kFRT>(call, p, c, hist); break;
       }
@@ -622,7 +597,6 @@ __global__ void sdh_fast_check_kernel(const float* T, float inv_w, float nbt, fl
 
 bool sdh_last_fast() { return g_last_fast; }
 bool sdh_last_shared_thresholds() { return g_last_fast && g_last_shared_t; }
-void sdh_force_layout(int layout) { g_force_layout = layout; }
 
 long long sdh_fast_check_all(int nb, float inv_w, bool clamp, unsigned* first_bits,
                              double d2max) {

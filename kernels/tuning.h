@@ -180,6 +180,34 @@ constexpr double kGridCountCost = 3.0;
 // bench paths, tiles at N = 1e5 3.1 ms).
 constexpr size_t kGridCountMinPoints = 8192;
 
+// --- resolution of cell pairs (resolve.cu) ------------------------------------------------------
+// Points per leaf cell of the density map for uniform data (its depth): deep, so that dense
+// clusters can be split further; the walk stops splitting uniform data earlier, at
+// kResolveMinPairs point pairs (32 x 32: a pair's n_a x n_b pairs must outweigh the cost of
+// testing it, one d2_bounds and 2 x 2D box loads, many times over; one row per lane of a warp
+// in the work kernel). The CPU engine's measured optimum region (resolve_cpu.cpp) scaled to a
+// warp; to be confirmed by test/gpu/resolve_device.sh on the H100.
+constexpr double kResolveLeafPoints = 4.0;
+// Unresolved pairs with at most kResolveMinPairs point pairs, or at most kResolveDirectPairs
+// whose distance range spans two bucket edges, go to the work list instead of being split
+// (2-D: 16 child pairs, 3-D: 64 child pairs per split).
+constexpr unsigned long long kResolveMinPairs = 1024;
+constexpr unsigned long long kResolveDirectPairs[2] = {1ull << 16, 1ull << 16};
+// Walk buffers: cell pairs per level queue, work-list entries between work kernel launches
+// (16 bytes each: 64 MB; a launch computes a few ms of pairs, so cancel is seen promptly).
+constexpr size_t kResolveQueuePairs = size_t(1) << 22;
+constexpr size_t kResolveWorkEntries = size_t(1) << 22;
+// Cost model (auto): the unresolved fraction is about coef * s * nbuckets / sqrt(d) for leaf
+// side s (unit extent); resolution is chosen when it is below kResolveWinFraction and N is at
+// least kResolveMinPoints. The work kernel computes a pair at about a third of the tile
+// kernels' rate (shared-memory 64-bit atomics, short rows), hence a win fraction near 1/3;
+// the coefficients are the CPU engine's measured ones (resolve_cpu.cpp).
+constexpr double kResolveUnresolvedCoef[2] = {1.6, 2.2};
+constexpr double kResolveWinFraction = 0.3;
+constexpr size_t kResolveMinPoints = size_t(1) << 20;
+// Side of the cells where the walk stops on uniform data, in points (for the cost model).
+constexpr double kResolveStopPoints = 32.0;
+
 // --- transfers ---------------------------------------------------------------------------------
 // Pinned staging buffer (two halves, double-buffered uploads and page drains), kept for the
 // life of the process after first use (each cudaHostAlloc of it cost several ms: bench quick,

@@ -29,6 +29,24 @@ COMMENT ON AGGREGATE gpu_sdh_fixed(float8, float8, int4, float8) IS
 COMMENT ON FUNCTION gpu2bs_info() IS
 'Which engine answers now and why (gpu2bs.device), CPU instruction set and threads, precision, whether the library was built with CUDA, the bytes the backend''s C allocator has in use, the GPU (name, SMs, memory in use and free, driver and runtime versions) when one is usable, and the timings of this session''s last gpu2bs call.';
 
+-- Relation forms of gpu_sdh, gpu_sdh_fixed and gpu_pair_count (new in 0.2).
+CREATE FUNCTION gpu_sdh(rel regclass, nbuckets int4, coords text[] DEFAULT NULL)
+  RETURNS bigint[]
+  AS 'MODULE_PATHNAME', 'gpu2bs_sdh_rel' LANGUAGE C STABLE PARALLEL RESTRICTED;
+COMMENT ON FUNCTION gpu_sdh(regclass, int4, text[]) IS
+'Spatial distance histogram of the rows of rel, read as gpu_simjoin reads them (one query as the calling user, no per-row aggregate calls): bigint[nbuckets], element k+1 counts the unordered pairs with distance d in [k*w, (k+1)*w), w = bounding-box diagonal / nbuckets; a pair at d = diagonal counts in the last bucket; as gpu_sdh(x, y, z, nbuckets) over the same rows. Coordinates: the columns named in coords (2 to 6, any numeric type), else every float8 column in column order. Rows with a NULL coordinate are skipped; NULL for no rows or a NULL rel or nbuckets. Errors: nbuckets outside 1..1048576, NaN/infinite coordinates, fewer than 2 or more than 6 coordinates (22023); missing relation (42P01) or column (42703); non-numeric column (42804); not a table or view (42809); no SELECT privilege (42501). Method: 2-BS framework (Type-II output, tiling, output privatization).';
+CREATE FUNCTION gpu_sdh_fixed(rel regclass, nbuckets int4, width float8, coords text[] DEFAULT NULL)
+  RETURNS bigint[]
+  AS 'MODULE_PATHNAME', 'gpu2bs_sdh_fixed_rel' LANGUAGE C STABLE PARALLEL RESTRICTED;
+COMMENT ON FUNCTION gpu_sdh_fixed(regclass, int4, float8, text[]) IS
+'Spatial distance histogram of the rows of rel with explicit bucket width (coordinate units, positive and finite), read as gpu_simjoin reads them: bigint[nbuckets], element k+1 counts pairs with d in [k*width, (k+1)*width); pairs with d >= nbuckets*width are not counted; as gpu_sdh_fixed(x, y, z, nbuckets, width) over the same rows. Coordinates, rows and errors as gpu_sdh(rel, nbuckets, coords); a bad width is 22023; NULL for a NULL width. Method: 2-BS framework, Type-II.';
+
+CREATE FUNCTION gpu_pair_count(rel regclass, r float8, coords text[] DEFAULT NULL)
+  RETURNS bigint
+  AS 'MODULE_PATHNAME', 'gpu2bs_pair_count_rel' LANGUAGE C STABLE PARALLEL RESTRICTED;
+COMMENT ON FUNCTION gpu_pair_count(regclass, float8, text[]) IS
+'Two-point correlation count of the rows of rel, read as gpu_simjoin reads them (one query as the calling user, no per-row aggregate calls): the number (bigint) of unordered pairs with distance <= r (coordinate units, >= 0, +Infinity counts all pairs). Coordinates: the columns named in coords (2 to 6, any numeric type), else every float8 column in column order. Rows with a NULL coordinate are skipped; NULL for no rows or a NULL rel or r. Errors: NaN or negative r, NaN/infinite coordinates, fewer than 2 or more than 6 coordinates (22023); missing relation (42P01) or column (42703); non-numeric column (42804); no SELECT privilege (42501). Method: 2-BS framework, Type-I output, on the similarity join''s grid index when it examines fewer pairs.';
+
 -- gpu_simjoin reads PostGIS point columns and locks the relation it resolved to.
 COMMENT ON FUNCTION gpu_simjoin(regclass, float8, text[], text) IS
 'Distance similarity self-join: every unordered pair of rows of rel whose Euclidean distance is <= eps (inclusive, coordinate units), once, as (id1, id2, dist) with id1 < id2. Coordinates: the columns named in coords (a one-dimensional array; 2 to 6 columns of any numeric type, or one PostGIS geometry(Point) column for 2-D or geometry(PointZ) for 3-D, every row with the same SRID), else every float8 column except the key, in column order. Key (id): the named integer column, else the single-column integer primary key, else an integer column named id. Rows with a NULL key or coordinate are skipped. Errors: eps <= 0 or NaN, NaN/infinite coordinates, mixed SRIDs, non-point geometries, geography columns (22023); missing relation (42P01) or column (42703); non-numeric column (42804); no SELECT privilege (42501); more than gpu2bs.max_result_rows pairs (54000); the relation rewritten by a transaction that committed after this REPEATABLE READ transaction''s snapshot (40001). The relation is the one the regclass resolved to, locked with AccessShareLock before its columns are read. Method: 2-BS framework Type-III (direct output buffer), grid index with a unidirectional cell pattern (similarity-join load-imbalance paper).';

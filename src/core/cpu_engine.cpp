@@ -7,12 +7,14 @@
 #include <cstring>
 
 #include "cpu_kernels.h"
+#include "density_map.h"
 #include "engine.h"
 #include "error.h"
 #include "grid.h"
 #include "pair_ir.h"
 #include "pairwise.h"
 #include "parallel.h"
+#include "resolve_cpu.h"
 
 namespace gpu2bs {
 
@@ -41,20 +43,6 @@ struct TypedPoints {
         for (size_t s = 0; s < n; ++s) out[s] = T(in[(*order)[s]]);
       else
         for (size_t i = 0; i < n; ++i) out[i] = T(in[i]);
-      c[k] = out;
-    }
-  }
-};
-
-// Coordinates rounded to the precision and widened back (the grid is built on these).
-struct RoundedCoords {
-  std::vector<double> data;
-  const double* c[kMaxDims] = {};
-  RoundedCoords(const PointsView& v, Precision prec) : data(v.n * size_t(v.dims)) {
-    for (int k = 0; k < v.dims; ++k) {
-      double* out = data.data() + size_t(k) * v.n;
-      for (size_t i = 0; i < v.n; ++i)
-        out[i] = prec == Precision::Float32 ? double(float(v.coord[k][i])) : v.coord[k][i];
       c[k] = out;
     }
   }
@@ -126,6 +114,78 @@ std::vector<JoinItem> join_items(const Grid& g, JoinBalance balance = JoinBalanc
   return items;
 }
 
+// Factor by which to widen cells of side `side` over n points in `dims` dimensions whose mean
+// cell population seen by a point is `seen` (grid_occupancy; 1: keep): raised to about
+// kJoinTargetOccupancy when below kJoinSparseOccupancy, by at most kJoinMaxWidening per axis.
+double sparse_widening(int dims, size_t n, double seen) {
+  if (n < 4096 || seen >= kJoinSparseOccupancy) return 1;
+  // A point sees itself plus the others of its cell; the others grow with the cell volume.
+  const double others = std::max(seen - 1, 1e-3);
+  const double f = std::pow((kJoinTargetOccupancy - 1) / others, 1.0 / dims);
+  return std::min(f, kJoinMaxWidening);
+}
+
+// Calls fn(cell) for each non-empty cell at `offsets` from cell c.
+template <typename F>
+void for_each_neighbour(const Grid& g, size_t c, const std::vector<int>& offsets, F fn) {
+  for_each_cell_around(g, c, g, offsets, fn);
+}
+
+// Calls fn(cell of gb) for each non-empty cell of gb at `offsets` from cell c of ga (the two
+// grids share origin and cell side).
+template <typename F>
+void for_each_cell_around(const Grid& ga, size_t c, const Grid& gb,
+                                 const std::vector<int>& offsets, F fn) {
+  const int d = ga.dims();
+  const int64_t* base = ga.cell_coord(c);
+  int64_t key[kMaxDims];
+  for (size_t o = 0; o < offsets.size(); o += size_t(d)) {
+    for (int k = 0; k < d; ++k) key[k] = base[k] + offsets[o + k];
+    int64_t nc = gb.find(key);
+    if (nc >= 0) fn(size_t(nc));
+  }
+}
+
+// Points of grid gb in the cells at `offsets` around each cell of ga (the pattern's cells; the
+// own cell not included), on every core in chunks of cells.
+std::vector<uint64_t> neighbour_mass(Control& ctl, const Grid& ga, const Grid& gb,
+                                     const std::vector<int>& offsets) {
+  constexpr size_t kChunk = 2048;
+  std::vector<uint64_t> mass(ga.num_cells());
+  parallel_for(ctl, (ga.num_cells() + kChunk - 1) / kChunk, [&](size_t item, int) {
+    const size_t c1 = std::min(ga.num_cells(), (item + 1) * kChunk);
+    for (size_t c = item * kChunk; c < c1; ++c) {
+      uint64_t around = 0;
+      for_each_cell_around(ga, c, gb, offsets,
+                           [&](size_t nc) { around += gb.cell_end(nc) - gb.cell_begin(nc); });
+      mass[c] = around;
+    }
+  });
+  return mass;
+}
+
+// The grid of a join or pair count (and of the join's second relation): cells of side
+// grid_cell_side(eps, box) over the rounded coordinates (box: the problem's bounding box),
+// widened when the candidates' grid is sparse. At side ~eps a sparse set has about one point
+// per cell, and the work is then bound by neighbour-cell lookups (3^d - 1 per point, cache
+// misses) rather than by distances; wider cells trade lookups for vectorized distance tests
+// (any side >= eps finds the same pairs).
+struct JoinGrids {
+  std::unique_ptr<Grid> ga, gb;  // gb: null for a self-join
+  double side = 0;
+
+  JoinGrids(const PointsView& a, const PointsView* b, const Bounds& box, double eps,
+            Precision prec) {
+    side = grid_cell_side(eps, box);
+    const bool f32 = prec == Precision::Float32;
+    const PointsView& cand = b ? *b : a;
+    side *= sparse_widening(cand.dims, cand.n,
+                            grid_occupancy(cand.dims, cand.n, cand.coord, box.lo, side, f32));
+    if (b) gb.reset(new Grid(b->dims, b->n, b->coord, box.lo, side, f32));
+    ga.reset(new Grid(a.dims, a.n, a.coord, box.lo, side, f32));
+  }
+};
+
 class CpuEngine final : public Engine {
  public:
   std::string name() const override { return std::string("cpu (") + cpu_kernels().isa + ")"; }
@@ -195,6 +255,13 @@ class CpuEngine final : public Engine {
   std::vector<uint64_t> sdh_t(const SdhProblem& p, Control& ctl) {
     const auto& kern = cpu_kernels();
     auto t0 = Clock::now();
+    if (use_resolve(ctl, p.pts, [&] {
+          return cpu_resolve_sdh_wins(p.pts.n, p.pts.dims, p.params.nbuckets);
+        }))
+      return resolve_t<T>(p.pts, p.prec, ctl, [&](const DensityMap<T>& m, const T* const* c,
+                                                  ResolveStats* st) {
+        return cpu_resolve_sdh<T>(m, c, p.params, ctl, st);
+      });
     TypedPoints<T> pts(p.pts);
     const size_t nb = size_t(p.params.nbuckets);
     const size_t tile = tile_for(pts.n, threads(ctl));
@@ -238,7 +305,44 @@ class CpuEngine final : public Engine {
     return hist;
   }
 
-  // Pair count: through the grid when it examines fewer pairs than all-pairs tiles.
+  // Resolution applies to 2-D and 3-D sets of at least 2 points; forced by the setting, else
+  // chosen by the cost model `wins`.
+  template <class W>
+  static bool use_resolve(const Control& ctl, const PointsView& pts, W wins) {
+    if ((pts.dims != 2 && pts.dims != 3) || pts.n < 2 || pts.n > UINT32_MAX) return false;
+    if (ctl.sdh_method == SdhMethod::Brute) return false;
+    return ctl.sdh_method == SdhMethod::Resolve || wins();
+  }
+
+  // Builds the density map of the points in precision T, sorts the points by it and runs
+  // `walk` (the SDH or pair count resolution); time and counters go to the stats.
+  template <typename T, class F>
+  static auto resolve_t(const PointsView& v, Precision prec, Control& ctl, F walk) {
+    (void)prec;
+    auto t0 = Clock::now();
+    ResolveStats local;
+    ResolveStats* st = ctl.resolve_stats ? ctl.resolve_stats : &local;
+    DensityMap<T> map;
+    {
+      TypedPoints<T> raw(v);
+      map = build_density_map<T>(v.dims, v.n, raw.c, cpu_resolve_tuning(v.dims).leaf_points, ctl);
+    }
+    TypedPoints<T> sorted(v, &map.order);
+    const double build = seconds_since(t0);
+    ctl.stats.prepare_s += build;
+    st->build_s += build;
+    t0 = Clock::now();
+    const uint64_t before = st->examined_pairs;
+    auto out = walk(map, sorted.c, st);
+    const double walk_s = seconds_since(t0);
+    ctl.stats.kernel_s += walk_s;
+    st->walk_s += walk_s;
+    ctl.stats.pairs_examined += st->examined_pairs - before;
+    return out;
+  }
+
+  // Pair count: through the join's grid (same builder, same cell widening) when it examines
+  // fewer pairs than all-pairs tiles.
   template <typename T>
   uint64_t count_t(const PairCountProblem& p, T r2, Control& ctl) {
     const auto& kern = cpu_kernels();
@@ -246,27 +350,54 @@ class CpuEngine final : public Engine {
     const size_t n = p.pts.n;
     const uint64_t all_pairs = uint64_t(n) * (n ? n - 1 : 0) / 2;
     const int nt = threads(ctl);
+    if (use_resolve(ctl, p.pts, [&] {
+          const Bounds& box = p.box;
+          double extent = 0;
+          for (int k = 0; k < box.dims; ++k) extent = std::max(extent, box.hi[k] - box.lo[k]);
+          return extent > 0 && cpu_resolve_count_wins(n, p.pts.dims, p.r / extent);
+        }))
+      return resolve_t<T>(p.pts, p.prec, ctl, [&](const DensityMap<T>& m, const T* const* c,
+                                                  ResolveStats* st) {
+        return cpu_resolve_count<T>(m, c, r2, ctl, st);
+      });
     std::vector<uint64_t> partial(size_t(nt), 0);
     if (n >= 2 && std::isfinite(p.r) && p.r > 0) {
-      RoundedCoords rc(p.pts, p.prec);
-      Grid grid(p.pts.dims, n, rc.c, p.box.lo, grid_cell_side(p.r, p.box));
+      JoinGrids jg(p.pts, nullptr, p.box, p.r, p.prec);
+      const Grid& grid = *jg.ga;
       const auto fwd = neighbour_offsets(p.pts.dims, true);
-      uint64_t candidates = estimate_candidates(grid, fwd);
+      const std::vector<uint64_t> mass = neighbour_mass(ctl, grid, grid, fwd);
+      uint64_t candidates = 0;
+      for (size_t c = 0; c < grid.num_cells(); ++c) {
+        const uint64_t nc = grid.cell_end(c) - grid.cell_begin(c);
+        candidates += nc * (nc - 1) / 2 + nc * mass[c];
+      }
       if (candidates < all_pairs / 2) {
         TypedPoints<T> pts(p.pts, &grid.order());
         auto items = join_items(grid);
         ctl.stats.prepare_s += seconds_since(t0);
         t0 = Clock::now();
+        // Each item: its rows against themselves, the rest of its cell and the next cell on the
+        // last axis, then each forward row of three cells as one contiguous range (the same
+        // candidates as the (3^d - 1) / 2 forward cells, in longer vectorized runs).
+        const int d = p.pts.dims;
+        const auto rows = forward_rows(d);
         parallel_for(ctl, items.size(), [&](size_t it, int w) {
           const JoinItem& ji = items[it];
-          const size_t ce = grid.cell_end(ji.cell);
-          uint64_t c = count_kernel<T>(kern, pts.dims, pts.c, ji.r0, ji.r1, pts.c, ji.r0, ji.r1,
-                                       true, r2);
-          c += count_kernel<T>(kern, pts.dims, pts.c, ji.r0, ji.r1, pts.c, ji.r1, ce, false, r2);
-          for_each_neighbour(grid, ji.cell, fwd, [&](size_t nc) {
-            c += count_kernel<T>(kern, pts.dims, pts.c, ji.r0, ji.r1, pts.c, grid.cell_begin(nc),
-                                 grid.cell_end(nc), false, r2);
-          });
+          const int64_t* base = grid.cell_coord(ji.cell);
+          int64_t key[kMaxDims];
+          for (int k = 0; k < d; ++k) key[k] = base[k];
+          key[d - 1] += 1;
+          const int64_t next = grid.find(key);
+          const size_t own_end = next >= 0 ? grid.cell_end(size_t(next)) : grid.cell_end(ji.cell);
+          uint64_t c = count_kernel<T>(kern, d, pts.c, ji.r0, ji.r1, pts.c, ji.r0, ji.r1, true, r2);
+          c += count_kernel<T>(kern, d, pts.c, ji.r0, ji.r1, pts.c, ji.r1, own_end, false, r2);
+          key[d - 1] = base[d - 1];
+          for (size_t o = 0; o < rows.size(); o += size_t(d - 1)) {
+            for (int k = 0; k < d - 1; ++k) key[k] = base[k] + rows[o + size_t(k)];
+            size_t b, e;
+            grid.row_range(key, &b, &e);
+            if (b < e) c += count_kernel<T>(kern, d, pts.c, ji.r0, ji.r1, pts.c, b, e, false, r2);
+          }
           partial[w] += c;
         });
         ctl.stats.kernel_s += seconds_since(t0);
@@ -296,45 +427,6 @@ class CpuEngine final : public Engine {
     return total;
   }
 
-  // Factor by which to widen the cells of grid g (1: keep): the cell population a point sees on
-  // average (sum of squared cell sizes / N) is raised to about kJoinTargetOccupancy when it is
-  // below kJoinSparseOccupancy, by at most kJoinMaxWidening per axis.
-  static double sparse_widening(const Grid& g) {
-    double sq = 0, n = 0;
-    for (size_t c = 0; c < g.num_cells(); ++c) {
-      const double k = double(g.cell_end(c) - g.cell_begin(c));
-      sq += k * k;
-      n += k;
-    }
-    const double seen = n > 0 ? sq / n : 0;
-    if (n < 4096 || seen >= kJoinSparseOccupancy) return 1;
-    // A point sees itself plus the others of its cell; the others grow with the cell volume.
-    const double others = std::max(seen - 1, 1e-3);
-    const double f = std::pow((kJoinTargetOccupancy - 1) / others, 1.0 / g.dims());
-    return std::min(f, kJoinMaxWidening);
-  }
-
-  // Calls fn(cell) for each non-empty cell at `offsets` from cell c.
-  template <typename F>
-  static void for_each_neighbour(const Grid& g, size_t c, const std::vector<int>& offsets, F fn) {
-    for_each_cell_around(g, c, g, offsets, fn);
-  }
-
-  // Calls fn(cell of gb) for each non-empty cell of gb at `offsets` from cell c of ga (the two
-  // grids share origin and cell side).
-  template <typename F>
-  static void for_each_cell_around(const Grid& ga, size_t c, const Grid& gb,
-                                   const std::vector<int>& offsets, F fn) {
-    const int d = ga.dims();
-    const int64_t* base = ga.cell_coord(c);
-    int64_t key[kMaxDims];
-    for (size_t o = 0; o < offsets.size(); o += size_t(d)) {
-      for (int k = 0; k < d; ++k) key[k] = base[k] + offsets[o + k];
-      int64_t nc = gb.find(key);
-      if (nc >= 0) fn(size_t(nc));
-    }
-  }
-
   // The error for a join with more than max_pairs results (`found` when known).
   [[noreturn]] static void throw_too_many(uint64_t max_pairs, uint64_t found) {
     throw Error(ErrorCode::ProgramLimit, "similarity join result exceeds gpu2bs.max_result_rows",
@@ -344,18 +436,6 @@ class CpuEngine final : public Engine {
                 "Use a smaller eps, or raise gpu2bs.max_result_rows.");
   }
 
-  // Pairs the unidirectional grid pattern examines.
-  static uint64_t estimate_candidates(const Grid& g, const std::vector<int>& fwd) {
-    uint64_t total = 0;
-    for (size_t c = 0; c < g.num_cells(); ++c) {
-      uint64_t nc = g.cell_end(c) - g.cell_begin(c);
-      uint64_t around = 0;
-      for_each_neighbour(g, c, fwd, [&](size_t o) { around += g.cell_end(o) - g.cell_begin(o); });
-      total += nc * (nc - 1) / 2 + nc * around;
-    }
-    return total;
-  }
-
   // Similarity join on the grid: workers fill pages of pairs (sorted positions mapped back to
   // input indices); the calling thread hands the pages to the sink.
   template <typename T>
@@ -363,23 +443,9 @@ class CpuEngine final : public Engine {
     const auto& kern = cpu_kernels();
     auto t0 = Clock::now();
     if (p.a.n == 0 || p.b.n == 0) return;
-    const Bounds& box = p.box;
-    double side = grid_cell_side(p.eps, box);
-    RoundedCoords ra(p.a, p.prec);
-    std::unique_ptr<RoundedCoords> rb;
-    if (!p.self) rb.reset(new RoundedCoords(p.b, p.prec));
-    // The candidates' grid decides the cell side: at side ~eps a sparse set has about one point
-    // per cell, and the join is then bound by neighbour-cell lookups (3^d - 1 hash probes per
-    // point, cache misses) rather than by distances; wider cells trade lookups for vectorized
-    // distance tests (any side >= eps finds the same pairs).
-    std::unique_ptr<Grid> gb(p.self ? nullptr : new Grid(p.b.dims, p.b.n, rb->c, box.lo, side));
-    std::unique_ptr<Grid> ga_ptr(new Grid(p.a.dims, p.a.n, ra.c, box.lo, side));
-    const double widen = sparse_widening(p.self ? *ga_ptr : *gb);
-    if (widen > 1) {
-      side *= widen;
-      ga_ptr.reset(new Grid(p.a.dims, p.a.n, ra.c, box.lo, side));
-      if (!p.self) gb.reset(new Grid(p.b.dims, p.b.n, rb->c, box.lo, side));
-    }
+    JoinGrids jg(p.a, p.self ? nullptr : &p.b, p.box, p.eps, p.prec);
+    std::unique_ptr<Grid>& gb = jg.gb;
+    std::unique_ptr<Grid>& ga_ptr = jg.ga;
     const Grid& ga = *ga_ptr;
     TypedPoints<T> pa(p.a, &ga.order());
     std::unique_ptr<TypedPoints<T>> pb;
@@ -391,23 +457,15 @@ class CpuEngine final : public Engine {
     const JoinBalance balance =
         ctl.join_balance == JoinBalance::Auto ? JoinBalance::WorkQueue : ctl.join_balance;
     // Points of grid b in the neighbour cells of each cell of a (the pattern's cells; the own
-    // cell not included), on every core: 3^d lookups per cell, computed once when needed.
+    // cell not included), computed once when needed.
     std::vector<uint64_t> mass;
-    auto neighbour_mass = [&]() -> const std::vector<uint64_t>& {
-      if (mass.empty() && ga.num_cells()) {
-        mass.resize(ga.num_cells());
-        parallel_for(ctl, ga.num_cells(), [&](size_t c, int) {
-          uint64_t around = 0;
-          for_each_cell_around(ga, c, gridb, offsets,
-                               [&](size_t nc) { around += gridb.cell_end(nc) - gridb.cell_begin(nc); });
-          mass[c] = around;
-        });
-      }
+    auto neighbour_mass_once = [&]() -> const std::vector<uint64_t>& {
+      if (mass.empty() && ga.num_cells()) mass = neighbour_mass(ctl, ga, gridb, offsets);
       return mass;
     };
     std::vector<uint64_t> work;
     if (balance == JoinBalance::SortByWorkload) {
-      const auto& m = neighbour_mass();
+      const auto& m = neighbour_mass_once();
       work.resize(ga.num_cells());
       for (size_t c = 0; c < ga.num_cells(); ++c) {
         const uint64_t rows = ga.cell_end(c) - ga.cell_begin(c);
@@ -431,7 +489,7 @@ class CpuEngine final : public Engine {
     if (may_exceed) {
       // From the per-cell neighbour mass (lookups on every core, once: on one core per item
       // they took 16-43 s for 2e6 6-D points).
-      const auto& m = neighbour_mass();
+      const auto& m = neighbour_mass_once();
       uint64_t bound = 0;
       for (const JoinItem& ji : items)
         bound += uint64_t(ji.r1 - ji.r0) * ((p.self ? ga.cell_end(ji.cell) - ji.r0 : 0) + m[ji.cell]);

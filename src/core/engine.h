@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "problem.h"
+#include "resolve.h"
 
 namespace gpu2bs {
 
@@ -56,7 +57,7 @@ struct RunStats {
 //   Cell:      one work item per non-empty cell in cell order, taken dynamically (the paper's
 //              baseline: one query cell per worker, no splitting);
 //   SortByWorkload: one item per cell, largest estimated work first (SORTBYWL).
-// GPU engine (items are runs of up to 32 rows of one cell, taken by warps; kernels/simjoin.cu):
+// GPU engine (items are runs of up to 32 rows of one cell, taken by warps; kernels/join/):
 //   WorkQueue: items sorted by estimated workload (rows x candidates), largest first, taken from
 //              one atomic queue (WORKQUEUE, section III-D);
 //   Cell:      items in cell (linear id) order, static assignment: warp g of W takes items
@@ -66,6 +67,21 @@ struct RunStats {
 //   Auto:      the measured default of each engine: Cell on the GPU (fastest end to end on 19 of
 //              21 synthetic sets, kernels/tuning.h), WorkQueue on the CPU (bounded work items).
 enum class JoinBalance { WorkQueue = 0, Cell = 1, SortByWorkload = 2, Auto = 3 };
+
+// Code paths a test or benchmark forces for one call. The defaults leave every choice to the
+// engine; the SQL layer never changes them. The CPU engine ignores them.
+struct EngineOverrides {
+  int sdh_copies = 0;        // GPU SDH privatization: 0 the model, -1 global memory, k copies
+  int sdh_layout = 0;        // GPU float32 fast SDH thresholds: 0 the model, 1 per copy, 2 shared
+  int tile_variant = 0;      // launch configuration of the 3-D float32 tile kernels (0: tuning.h;
+                             // kernels/host_api.h lists the variants)
+  int count_path = 0;        // GPU pair count: 0 the cost rule, 1 all-pairs tiles, 2 the grid
+  bool host_grid = false;    // GPU: every grid built on the host (gpu2bs::Grid), as for keys
+                             // wider than 64 bits
+  int join_streams = 0;      // GPU join result banks (streams): 0 tuning.h, 1..3 forced
+  bool join_serial_drain = false;  // GPU join: one pool drained between launches, no batching
+  double join_estimate_scale = 1.0;  // GPU join: factor on the sampled result-size estimate
+};
 
 // What the caller lends the engine: an interrupt probe, thread count and buffer sizes.
 class Control {
@@ -83,6 +99,12 @@ class Control {
   // GPU join: lanes sharing one query point (k of the paper's section III-A: 1, 2, 4, 8, 16 or
   // 32; 32 / k points per warp step); 0 = automatic (kernels/tuning.h). The CPU ignores it.
   int join_threads_per_point = 0;
+  EngineOverrides overrides;   // tests and benchmarks only
+  // SDH and pair count: brute force or resolution of whole cell pairs (both engines); Auto
+  // follows each engine's cost model (resolve_cpu.h, kernels/tuning.h).
+  SdhMethod sdh_method = SdhMethod::Auto;
+  // When set, a resolution run adds its per-level counters here (benchmarks, tests).
+  ResolveStats* resolve_stats = nullptr;
   RunStats stats;
 };
 

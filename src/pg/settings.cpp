@@ -32,6 +32,7 @@ int result_page_setting = 16384;
 int join_balance_setting = int(JoinBalance::Auto);
 int join_threads_per_point_setting = 0;
 int pairwise_precision_setting = 0;
+int sdh_method_setting = int(SdhMethod::Auto);
 
 namespace {
 
@@ -53,6 +54,11 @@ const struct config_enum_entry balance_options[] = {
 
 const struct config_enum_entry pairwise_precision_options[] = {
     {"exact", 0, false}, {"fast", 1, false}, {nullptr, 0, false}};
+const struct config_enum_entry sdh_method_options[] = {
+    {"auto", int(SdhMethod::Auto), false},
+    {"brute", int(SdhMethod::Brute), false},
+    {"resolve", int(SdhMethod::Resolve), false},
+    {nullptr, 0, false}};
 
 // GUC check hook of gpu2bs.join_threads_per_point: 0 (automatic) or a power of two up to 32
 // (the join kernel is instantiated for those; a warp step holds 32 / k query points).
@@ -177,6 +183,16 @@ void define_settings() {
                            "returns. The CPU engine always computes exactly.",
                            &pairwise_precision_setting, 0, pairwise_precision_options, PGC_USERSET,
                            0, nullptr, nullptr, nullptr);
+  DefineCustomEnumVariable("gpu2bs.sdh_method",
+                           "Method of gpu_sdh and gpu_pair_count: auto, brute or resolve.",
+                           "brute computes every pair (all-pairs tiles; the pair count may use "
+                           "its grid); resolve walks a density map of the points (2-D and 3-D) "
+                           "and counts whole cell pairs whose distance range provably falls in "
+                           "one bucket, or on one side of r, computing only the other pairs; "
+                           "auto (default) chooses by each engine's cost model. Every method "
+                           "gives the same counts.",
+                           &sdh_method_setting, int(SdhMethod::Auto), sdh_method_options,
+                           PGC_USERSET, 0, nullptr, nullptr, nullptr);
   DefineCustomIntVariable("gpu2bs.result_page_pairs",
                           "Pairs per result page of the similarity join (bounds buffered results).",
                           nullptr, &result_page_setting, 16384, 64, 1 << 24, PGC_USERSET, 0,
@@ -213,6 +229,7 @@ PgControl::PgControl() {
   device_memory_limit = size_t(gpu_memory_limit_setting) * 1024 * 1024;
   join_balance = JoinBalance(join_balance_setting);
   join_threads_per_point = join_threads_per_point_setting;
+  sdh_method = SdhMethod(sdh_method_setting);
 }
 
 // Cancel, statement timeout and termination requests (read only; processed at the boundary).

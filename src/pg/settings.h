@@ -20,6 +20,7 @@ extern int result_page_setting;       // pairs per result page
 extern int join_balance_setting;      // JoinBalance
 extern int join_threads_per_point_setting;  // GPU join lanes per query point (0: automatic)
 extern int pairwise_precision_setting;  // PairwisePrecision: exact or fast (gpu_pairwise)
+extern int sdh_method_setting;        // SdhMethod
 
 // Registers the settings (from _PG_init).
 void define_settings();

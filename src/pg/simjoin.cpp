@@ -160,7 +160,8 @@ namespace {
 // Builds the SELECT that reads the locked relation `rel` (key and coordinates, schema-qualified
 // and quoted from the catalog under the lock, so names cannot inject SQL and search_path plays
 // no part). The columns are looked up in the descriptor as it is under the lock. `coords` may be
-// NULL (default rule).
+// NULL (default rule). With out->keyless no key column is looked up and the query's first
+// column is the constant 0.
 char* build_query(Relation rel, ArrayType* coords, const char* id_name, RelPoints* out) {
   char kind = rel->rd_rel->relkind;
   out->relid = RelationGetRelid(rel);
@@ -174,7 +175,9 @@ char* build_query(Relation rel, ArrayType* coords, const char* id_name, RelPoint
                     errmsg("%s is not a table, view or materialized view", relname)));
   TupleDesc td = RelationGetDescr(rel);
   AttrNumber key = InvalidAttrNumber;
-  if (id_name) {
+  if (out->keyless) {
+    // coordinates only
+  } else if (id_name) {
     key = find_column(td, id_name, relname);
     if (!is_int_type(TupleDescAttr(td, key - 1)->atttypid))
       ereport(ERROR, (errcode(ERRCODE_DATATYPE_MISMATCH),
@@ -278,8 +281,11 @@ char* build_query(Relation rel, ArrayType* coords, const char* id_name, RelPoint
   }
   StringInfoData q;
   initStringInfo(&q);
-  appendStringInfo(&q, "SELECT (%s)::pg_catalog.int8",
-                   quote_identifier(NameStr(TupleDescAttr(td, key - 1)->attname)));
+  if (out->keyless)
+    appendStringInfoString(&q, "SELECT 0::pg_catalog.int8");
+  else
+    appendStringInfo(&q, "SELECT (%s)::pg_catalog.int8",
+                     quote_identifier(NameStr(TupleDescAttr(td, key - 1)->attname)));
   if (geom_nsp) {
     append_geometry_columns(&q, geom_nsp, quote_identifier(NameStr(TupleDescAttr(td, cols[0] - 1)->attname)), dims);
   } else {
@@ -305,7 +311,8 @@ void grow_points(RelPoints* out, MemoryContext ctx, int64 need) {
   int64 cap = out->cap ? out->cap : 16384;
   while (cap < need) cap *= 2;
   cap = Min(cap, int64(kMaxPoints));
-  out->ids = (int64*)realloc_big(ctx, out->ids, Size(out->n) * sizeof(int64), Size(cap) * sizeof(int64));
+  if (!out->keyless)
+    out->ids = (int64*)realloc_big(ctx, out->ids, Size(out->n) * sizeof(int64), Size(cap) * sizeof(int64));
   for (int k = 0; k < out->dims; ++k)
     out->coord[k] = (double*)realloc_big(ctx, out->coord[k], Size(out->n) * sizeof(double),
                                          Size(cap) * sizeof(double));
@@ -371,7 +378,7 @@ bool receive_point(TupleTableSlot* slot, DestReceiver* self) {
       return stop_at(r, std::isnan(v[k]) ? ROW_NAN : ROW_INFINITE, key);
     }
   if (out->n == out->cap) grow_points(out, r->ctx, out->n + 1);
-  out->ids[out->n] = key;
+  if (!out->keyless) out->ids[out->n] = key;
   for (int k = 0; k < out->dims; ++k) out->coord[k][out->n] = v[k];
   out->n++;
   return true;
@@ -384,6 +391,8 @@ void receiver_noop(DestReceiver*) {}
 // Raises the error for the row the receiver stopped at.
 void report_bad_row(const PointsReceiver& recv, const RelPoints* out) {
   const char* col = out->geometry ? out->geom_col : recv.bad_col;
+  // The row, by its key (relations read without a key: "A row").
+  const char* who = recv.bad == ROW_OK ? "" : out->keyless ? "A row" : psprintf("The row with key " INT64_FORMAT, recv.bad_key);
   switch (recv.bad) {
     case ROW_OK:
       return;
@@ -391,28 +400,28 @@ void report_bad_row(const PointsReceiver& recv, const RelPoints* out) {
     case ROW_INFINITE:
       ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
                       errmsg("column \"%s\" of %s has a non-finite value", col, out->relname),
-                      errdetail("The row with key " INT64_FORMAT " has %s; NaN and infinite coordinates are not accepted.",
-                                recv.bad_key, recv.bad == ROW_NAN ? "NaN" : "an infinite value")));
+                      errdetail("%s has %s; NaN and infinite coordinates are not accepted.",
+                                who, recv.bad == ROW_NAN ? "NaN" : "an infinite value")));
       break;
     case ROW_NOT_POINT:
       ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
                       errmsg("geometry column \"%s\" of %s has a geometry that is not a point", col, out->relname),
-                      errdetail("The row with key " INT64_FORMAT " is not a point; only points are accepted.", recv.bad_key),
+                      errdetail("%s is not a point; only points are accepted.", who),
                       errhint("Pass a point per row, for example ST_Centroid(geom) in a view.")));
       break;
     case ROW_NO_Z:
     case ROW_HAS_Z:
       ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
                       errmsg("geometry column \"%s\" of %s has a point of the wrong dimension", col, out->relname),
-                      errdetail("The row with key " INT64_FORMAT " has a %s point; the column is read as %d-D.",
-                                recv.bad_key, recv.bad == ROW_HAS_Z ? "3-D" : "2-D", out->dims),
+                      errdetail("%s has a %s point; the column is read as %d-D.",
+                                who, recv.bad == ROW_HAS_Z ? "3-D" : "2-D", out->dims),
                       errhint("Declare the column geometry(Point, SRID) for 2-D or geometry(PointZ, SRID) for 3-D points.")));
       break;
     case ROW_SRID:
       ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
                       errmsg("geometry column \"%s\" of %s mixes SRIDs", col, out->relname),
-                      errdetail("The row with key " INT64_FORMAT " has SRID %d, earlier rows have SRID %d.",
-                                recv.bad_key, recv.bad_srid, out->srid),
+                      errdetail("%s has SRID %d, earlier rows have SRID %d.",
+                                who, recv.bad_srid, out->srid),
                       errhint("Transform every point to one SRID, for example with ST_Transform.")));
       break;
   }
@@ -551,7 +560,8 @@ bool simjoin_args(FunctionCallInfo fcinfo, int nrel, SimjoinArgs* a) {
 
 void simjoin_read(const SimjoinArgs& a, SimjoinInput* in) {
   in->prec = current_precision();
-  in->eps = make_eps(a.eps, in->prec);  // before reading: a bad eps fails at once
+  // Before reading: a bad eps fails at once. Coordinates read without a join have no eps.
+  if (!a.keyless) in->eps = make_eps(a.eps, in->prec);
   in->nrel = a.nrel;
   RelPoints* rels = in->rels;
   const auto t0 = std::chrono::steady_clock::now();
@@ -563,6 +573,7 @@ void simjoin_read(const SimjoinArgs& a, SimjoinInput* in) {
     // name in the query stays this relation's).
     const char* queries[2];
     for (int r = 0; r < a.nrel; ++r) {
+      rels[r].keyless = a.keyless;
       Relation rel = open_locked(a.relids[r]);
       queries[r] = build_query(rel, a.coords, id_name, &rels[r]);
       relation_close(rel, NoLock);
@@ -598,6 +609,15 @@ void simjoin_read(const SimjoinArgs& a, SimjoinInput* in) {
     SPI_finish();
   });
   in->scan_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+void read_coordinates(Oid relid, ArrayType* coords, SimjoinInput* in) {
+  SimjoinArgs a;
+  a.nrel = 1;
+  a.relids[0] = relid;
+  a.coords = coords;
+  a.keyless = true;
+  simjoin_read(a, in);
 }
 
 SimjoinPrepared simjoin_prepare(const SimjoinArgs& a, SimjoinInput* in) {

@@ -30,6 +30,7 @@ struct RelPoints {
   int64 n;
   int64 cap;
   int64 expect;         // rows the catalog expects (pg_class.reltuples), 0 when unknown
+  bool keyless;         // coordinates only (gpu_sdh, gpu_pair_count): no key column, ids null
   int64* ids;
   double* coord[kMaxDims];
 };
@@ -41,6 +42,7 @@ struct SimjoinArgs {
   double eps = 0;
   ArrayType* coords = nullptr;
   text* id = nullptr;
+  bool keyless = false;  // coordinates only, no key column and no eps (read_coordinates)
 };
 
 // The points read for one call; `ctx` owns them.
@@ -58,6 +60,11 @@ struct SimjoinInput {
 bool simjoin_args(FunctionCallInfo fcinfo, int nrel, SimjoinArgs* a);
 // Validates eps and reads the relations as the calling user. Throws.
 void simjoin_read(const SimjoinArgs& a, SimjoinInput* in);
+// Reads the coordinates of relation `relid` (the columns named in `coords`, else every float8
+// column; no key column) as the calling user into in->rels[0], through the same query and
+// receiver as gpu_simjoin. Rows with a NULL coordinate are skipped; NaN or infinite
+// coordinates are 22023. Throws.
+void read_coordinates(Oid relid, ArrayType* coords, SimjoinInput* in);
 // The problem over the points read and the engine chosen for it (checks the inputs). Throws.
 struct SimjoinPrepared {
   SimjoinProblem prob;

@@ -49,6 +49,12 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
+// Code paths the running measurement forces: every Control the benchmark builds starts from them.
+EngineOverrides& forced() {
+  static EngineOverrides o;
+  return o;
+}
+
 struct NullSink : PairSink {
   size_t count = 0;
   void consume(const PairRecord*, size_t n) override { count += n; }
@@ -69,6 +75,7 @@ double median(std::vector<double> v) {
 Sample measure(int runs, const std::function<void(Control&)>& fn) {
   {
     Control warm;
+    warm.overrides = forced();
     warm.threads = int(std::thread::hardware_concurrency());
     fn(warm);
   }
@@ -76,6 +83,7 @@ Sample measure(int runs, const std::function<void(Control&)>& fn) {
   Sample s{};
   for (int r = 0; r < runs; ++r) {
     Control ctl;
+    ctl.overrides = forced();
     ctl.threads = int(std::thread::hardware_concurrency());
     auto t0 = Clock::now();
     fn(ctl);
@@ -209,7 +217,7 @@ void bench_privatization(Engine* gpu, size_t n, int runs) {
         printf(" %8s", "skip");
         continue;
       }
-      cuda::set_sdh_forced_copies(c);
+      forced().sdh_copies = c;
       Sample s = measure(runs, [&](Control& ctl) { gpu->sdh(sp, ctl); });
       const int used = s.copies;
       const bool ok = c < 0 ? used == 0 : used == c;
@@ -224,7 +232,7 @@ void bench_privatization(Engine* gpu, size_t n, int runs) {
         printf(" %8s", "-");
       }
     }
-    cuda::set_sdh_forced_copies(0);
+    forced().sdh_copies = 0;
     Sample s = measure(runs, [&](Control& ctl) { gpu->sdh(sp, ctl); });
     printf(" %5.1f/%-2d %8d\n", all / (s.kernel_ms * 1e-3) * 1e-9, s.copies, best_c);
     fflush(stdout);
@@ -239,14 +247,14 @@ void bench_paths(Engine* gpu, int runs) {
     for (double nb : {30.0, 3000.0}) {
       auto cp = make_pair_count(pts.view(), eps_for(n, 3, nb), Precision::Float32);
       for (int path : {1, 2}) {
-        cuda::set_count_forced_path(path);
+        forced().count_path = path;
         Sample s = measure(runs, [&](Control& c) { gpu->pair_count(cp, c); });
         char notes[96];
         snprintf(notes, sizeof notes, "%.0f nbrs examined=%.3e (%.3e/s)", nb, double(s.examined),
                  double(s.examined) / (s.kernel_ms * 1e-3));
         row(path == 1 ? "count tiles" : "count grid", n, runs, s, all, notes);
       }
-      cuda::set_count_forced_path(0);
+      forced().count_path = 0;
     }
   }
   auto pts = ref::uniform(1000000, 3, 4);
@@ -277,23 +285,23 @@ void bench_configs(Engine* gpu, int runs) {
   sp.pts = pts.view();
   sp.params = make_sdh_params(500, 0, false, compute_bounds(sp.pts), sp.prec);
   for (int v = 0; v <= 4; ++v) {
-    cuda::set_tile_variant(v);
+    forced().tile_variant = v;
     Sample s = measure(runs, [&](Control& c) { gpu->sdh(sp, c); });
     char notes[96];
     snprintf(notes, sizeof notes, "threads x points %s copies=%d", sdh_names[v], s.copies);
     row("sdh500 f32 config", n, runs, s, all, notes);
   }
   auto cp = make_pair_count(pts.view(), eps_for(n, 3, 30), Precision::Float32);
-  cuda::set_count_forced_path(1);
+  forced().count_path = 1;
   for (int v = 0; v <= 4; ++v) {
-    cuda::set_tile_variant(v);
+    forced().tile_variant = v;
     Sample s = measure(runs, [&](Control& c) { gpu->pair_count(cp, c); });
     char notes[96];
     snprintf(notes, sizeof notes, "threads x points %s", cnt_names[v]);
     row("count tiles f32 config", n, runs, s, all, notes);
   }
-  cuda::set_count_forced_path(0);
-  cuda::set_tile_variant(0);
+  forced().count_path = 0;
+  forced().tile_variant = 0;
 }
 
 // Issue 4: the figures of the goal at N = 2^20, kernel-only pairs/s (median of `runs`).
@@ -323,7 +331,7 @@ void bench_issue4(Engine* gpu, int runs) {
     sp.pts = pts.view();
     sp.params = make_sdh_params(nb, 0, false, compute_bounds(sp.pts), sp.prec);
     for (int layout : {0, 1, 2}) {
-      cuda::sdh_force_layout(layout);
+      forced().sdh_layout = layout;
       bool fast = false, sh = false;
       Sample s = measure(runs, [&](Control& c) {
         gpu->sdh(sp, c);
@@ -335,7 +343,7 @@ void bench_issue4(Engine* gpu, int runs) {
                fast ? "fast" : "exact", sh ? " shared-T" : "", s.copies);
       row("sdh f32 layout", n, runs, s, all, notes);
     }
-    cuda::sdh_force_layout(0);
+    forced().sdh_layout = 0;
   }
   {
     SdhProblem sp;
@@ -344,7 +352,7 @@ void bench_issue4(Engine* gpu, int runs) {
     const char* names[] = {"tuning.h", "fast 512x2", "fast 1024x1", "fast 512x4", "fast 256x4",
                            "exact 512x2 (before)", "fast, clamp kept", "exact 1024x2 (call sqrt)"};
     for (int v = 1; v <= 7; ++v) {
-      cuda::set_tile_variant(v);
+      forced().tile_variant = v;
       bool fast = false;
       Sample s = measure(runs, [&](Control& c) {
         gpu->sdh(sp, c);
@@ -354,45 +362,45 @@ void bench_issue4(Engine* gpu, int runs) {
                fast ? "fast" : "exact", s.copies);
       row("sdh500 f32 variant", n, runs, s, all, notes);
     }
-    cuda::set_tile_variant(0);
+    forced().tile_variant = 0;
     {
       SdhProblem sp5;
       sp5.pts = pts.view();
       sp5.params = make_sdh_params(50000, 0, false, compute_bounds(sp5.pts), sp5.prec);
-      cuda::set_tile_variant(7);
+      forced().tile_variant = 7;
       Sample s = measure(runs, [&](Control& c) { gpu->sdh(sp5, c); });
-      cuda::set_tile_variant(0);
+      forced().tile_variant = 0;
       snprintf(notes, sizeof notes, "50000 buckets exact 1024x2 (call sqrt) copies=%d", s.copies);
       row("sdh f32 variant", n, runs, s, all, notes);
     }
     // copies forced (the model's choice is in the rows above)
     for (int c : {8, 16, 32}) {
-      cuda::set_sdh_forced_copies(c);
+      forced().sdh_copies = c;
       Sample s = measure(runs, [&](Control& ctl) { gpu->sdh(sp, ctl); });
       snprintf(notes, sizeof notes, "500 buckets forced copies %d (used %d)", c, s.copies);
       row("sdh500 f32 copies", n, runs, s, all, notes);
     }
-    cuda::set_sdh_forced_copies(0);
+    forced().sdh_copies = 0;
   }
   {
     auto cp = make_pair_count(pts.view(), eps_for(n, 3, 30), Precision::Float32);
-    cuda::set_count_forced_path(1);
+    forced().count_path = 1;
     const char* names[] = {"tuning.h", "512x8", "512x4", "128x8", "256x4", "256x8 FSETP"};
     for (int v = 0; v <= 5; ++v) {
-      cuda::set_tile_variant(v);
+      forced().tile_variant = v;
       uint64_t cnt = 0;
       Sample s = measure(runs, [&](Control& c) { cnt = gpu->pair_count(cp, c); });
       snprintf(notes, sizeof notes, "variant %d %s count=%llu", v, names[v],
                (unsigned long long)cnt);
       row("count tiles f32", n, runs, s, all, notes);
     }
-    cuda::set_tile_variant(0);
+    forced().tile_variant = 0;
     auto cp64 = make_pair_count(pts.view(), eps_for(n, 3, 30), Precision::Float64);
     uint64_t cnt = 0;
     Sample s = measure(runs, [&](Control& c) { cnt = gpu->pair_count(cp64, c); });
     snprintf(notes, sizeof notes, "count=%llu", (unsigned long long)cnt);
     row("count tiles f64", n, runs, s, all, notes);
-    cuda::set_count_forced_path(0);
+    forced().count_path = 0;
   }
   {
     SdhProblem sp;
@@ -449,6 +457,7 @@ LbRow lb_run(Engine* gpu, const SimjoinProblem& jp, JoinBalance bal, int k, int 
   LbRow r;
   for (int i = 0; i < runs; ++i) {
     Control c;
+    c.overrides = forced();
     c.threads = int(std::thread::hardware_concurrency());
     c.join_balance = bal;
     c.join_threads_per_point = k;
@@ -614,13 +623,14 @@ void bench_batch(Engine* gpu, int runs, const std::vector<double>& targets) {
     auto jp = make_simjoin(pts.view(), nullptr, eps, Precision::Float32, 0);
     {
       Control warm;
+      warm.overrides = forced();
       ChecksumSink sink;
       gpu->simjoin(jp, sink, warm);
     }
     uint64_t ref_sum = 0, ref_count = 0;
     for (const Config& c : configs) {
-      cuda::set_join_serial_drain(c.serial);
-      cuda::set_join_streams(c.streams);
+      forced().join_serial_drain = c.serial;
+      forced().join_streams = c.streams;
       std::vector<double> total, kern, copy, sk, sx, sm, samp;
       cuda::LastRun lr;
       ChecksumSink last;
@@ -628,6 +638,7 @@ void bench_batch(Engine* gpu, int runs, const std::vector<double>& targets) {
       long rss = 0;
       for (int r = 0; r < runs; ++r) {
         Control ctl;
+        ctl.overrides = forced();
         ctl.threads = int(std::thread::hardware_concurrency());
         ctl.device_memory_limit = c.mem_limit;
         ChecksumSink sink;
@@ -662,8 +673,8 @@ void bench_batch(Engine* gpu, int runs, const std::vector<double>& targets) {
              last.count == ref_count && last.sum == ref_sum ? "" : "  MISMATCH");
       fflush(stdout);
     }
-    cuda::set_join_serial_drain(false);
-    cuda::set_join_streams(0);
+    forced().join_serial_drain = false;
+    forced().join_streams = 0;
   }
 }
 

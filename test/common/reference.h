@@ -53,6 +53,37 @@ inline Points exponential(size_t n, int dims, uint64_t seed, double lambda) {
   return random_points(n, dims, seed, std::exponential_distribution<double>(lambda));
 }
 
+// Clustered points: `blobs` Gaussian blobs of standard deviation `sigma` around centres drawn
+// uniformly from [0, 1)^dims, each point in a blob drawn at random.
+inline Points clustered(size_t n, int dims, uint64_t seed, int blobs = 8, double sigma = 0.02) {
+  std::mt19937_64 rng(seed);
+  std::uniform_real_distribution<double> u(0, 1);
+  std::normal_distribution<double> g(0, sigma);
+  std::vector<double> centre(size_t(blobs) * size_t(dims));
+  for (auto& c : centre) c = u(rng);
+  Points p;
+  p.dims = dims;
+  p.c.assign(size_t(dims), std::vector<double>(n));
+  for (size_t i = 0; i < n; ++i) {
+    const size_t b = size_t(rng() % uint64_t(blobs));
+    for (int k = 0; k < dims; ++k) p.c[size_t(k)][i] = centre[b * size_t(dims) + size_t(k)] + g(rng);
+  }
+  return p;
+}
+
+// Points on the integer lattice {0, .., side - 1}^dims (`spacing` apart), in a shuffled order,
+// repeated until n points: every distance is spacing * sqrt(integer), so with bucket width
+// `spacing` many pairs lie exactly on bucket edges (the hardest case for resolution bounds).
+inline Points lattice(size_t n, int dims, uint64_t seed, int side, double spacing = 1.0) {
+  std::mt19937_64 rng(seed);
+  Points p;
+  p.dims = dims;
+  p.c.assign(size_t(dims), std::vector<double>(n));
+  for (size_t i = 0; i < n; ++i)
+    for (int k = 0; k < dims; ++k) p.c[size_t(k)][i] = spacing * double(rng() % uint64_t(side));
+  return p;
+}
+
 // Exact-ish float64 distance of points i (of a) and j (of b).
 inline double dist(const Points& a, size_t i, const Points& b, size_t j) {
   long double s = 0;

@@ -13,11 +13,27 @@
 #      the whole test_gpu with test/gpu/device_run.sh)
 #   9. pairwise: gpu_pairwise kNN / threshold / SQL benchmark beside PyTorch (test/gpu/bench_pairwise.sh;
 #      needs test/gpu/build/bench_pairwise, built here with make -C test/gpu all bench, carried)
+#   9. sliding: builds and runs test/gpu/build/test_sliding (in-place data sliding vs CUB and std)
+#      and test/gpu/build/bench_sliding (writes $OUT/2026-11-23-h100-sliding.txt, to be stored in
+#      test/bench/results/); needs no PostgreSQL, and runs alone when it is the only step
+#  10. prep: non-engine share of gpu_sdh / gpu_pair_count at 1e6 rows, aggregate and relation
+#      forms (test/gpu/paircount_prep.sh)
+#  11. resolve: resolution of cell pairs vs brute force at engine level, ~5 min of GPU time
+#      (test/gpu/resolve_device.sh; needs test/gpu built)
 # Usage: bash test/gpu/device_suite.sh [steps, default "regress pytest diff bench"]
 set -uo pipefail
 steps=${1:-"regress pytest diff bench"}
 OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | tee "$OUT/gpu.txt"
+if [[ $steps == *sliding* ]]; then
+  make -C test/gpu -j16 sliding > "$OUT/sliding-build.log" 2>&1 || tail -30 "$OUT/sliding-build.log"
+  timeout ${SLIDING_TIMEOUT:-300} test/gpu/build/test_sliding > "$OUT/test_sliding.log" 2>&1
+  echo "test_sliding: $(grep -E '^\[  (PASSED|FAILED)' "$OUT/test_sliding.log" | tr '\n' ' ')"
+  { echo "# $(date -u +%F) $(head -1 "$OUT/gpu.txt"), command: test/gpu/build/bench_sliding 5"
+    timeout ${SLIDING_TIMEOUT:-300} test/gpu/build/bench_sliding 5; } > "$OUT/2026-11-23-h100-sliding.txt" 2>&1
+  tail -5 "$OUT/2026-11-23-h100-sliding.txt"
+  [[ $steps == sliding ]] && exit 0
+fi
 export PG_OPTS="-c shared_buffers=4GB -c work_mem=256MB -c max_parallel_workers_per_gather=8"
 # a server left by an earlier call on a warm machine is stopped first
 if [ -f /tmp/pgdata/postmaster.pid ]; then
@@ -106,6 +122,14 @@ fi
 if [[ $steps == *pairwise* ]]; then
   timeout 300 bash test/gpu/bench_pairwise.sh > "$OUT/bench_pairwise.md" 2>&1
   summary+="pairwise: see bench_pairwise.md\n"
+fi
+if [[ $steps == *prep* ]]; then
+  bash test/gpu/paircount_prep.sh gpu > "$OUT/paircount_prep.md" 2>&1
+  summary+="prep: see paircount_prep.md\n"
+fi
+if [[ $steps == *resolve* ]]; then
+  bash test/gpu/resolve_device.sh > "$OUT/resolve-summary.txt" 2>&1
+  summary+="resolve: see resolve-summary.txt, resolve-bench.md\n"
 fi
 grep -c 'terminated by signal' /tmp/pg.log | sed 's/^/server log "terminated by signal" lines: /' | tee -a "$OUT/gpu.txt"
 cp /tmp/pg.log "$OUT/server.log"

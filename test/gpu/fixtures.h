@@ -97,8 +97,17 @@ inline double eps_for(size_t n, int dims, double nb) {
 
 // ---- engines ---------------------------------------------------------------------------------
 
+// Code paths the running test forces: every Control a test builds starts from them.
+inline EngineOverrides& forced() {
+  static EngineOverrides o;
+  return o;
+}
+
 struct Ctl : Control {
-  Ctl() { threads = gputest::threads(); }
+  Ctl() {
+    threads = gputest::threads();
+    overrides = forced();
+  }
 };
 
 inline std::vector<uint64_t> run_sdh(Engine* e, const ref::Points& pts, Precision prec, int nb,
@@ -207,10 +216,10 @@ inline void count_case(const ref::Points& pts, Precision prec, double r, bool ch
                 const std::string& what) {
   const uint64_t want = run_count(cpu(), pts, prec, r);
   for (int path : {0, 1, 2}) {
-    cuda::set_count_forced_path(path);
+    forced().count_path = path;
     const uint64_t got = run_count(gpu(), pts, prec, r);
     const int used = cuda::last_run().count_path;
-    cuda::set_count_forced_path(0);
+    forced().count_path = 0;
     EXPECT_EQ(got, want) << what << " path=" << path << " (used " << used << ")";
   }
   if (check_ref) {
@@ -251,6 +260,7 @@ inline int log2_of(int k) {
 
 // interrupt_pending() turns true 100 ms after the first poll.
 struct LateCancel : Control {
+  LateCancel() { overrides = forced(); }
   Clock::time_point start{};
   bool started = false;
   Clock::time_point fired{};

@@ -48,15 +48,33 @@ TEST(PairCount, CrowdedCellsVsReference) {
     auto want = ref::pair_count(pts, 0.3, prec);
     uint64_t got[3] = {};
     for (int path : {1, 2}) {
-      cuda::set_count_forced_path(path);
+      forced().count_path = path;
       got[path] = run_count(gpu(), pts, prec, 0.3);
-      cuda::set_count_forced_path(0);
+      forced().count_path = 0;
       const uint64_t d = got[path] > want.first ? got[path] - want.first : want.first - got[path];
       EXPECT_LE(d, want.second) << pname(prec) << " path " << path << ": " << got[path]
                                 << " vs reference " << want.first;
     }
     EXPECT_EQ(got[1], got[2]) << pname(prec);
   }
+}
+
+// Sparse sets whose CPU grid is widened (about one point per cell of side r) on a dense
+// lattice (uniform) and on a hashed one (skewed, wide box), 2-D to 6-D, and the 1e6-point 3-D
+// case of the benchmarks: the CPU engine's grid count (forward rows of three cells) equals
+// every GPU path bit for bit.
+TEST(PairCount, SparseWidenedGridsMatchCpu) {
+  REQUIRE_GPU();
+  for (int dims = 2; dims <= 6; ++dims)
+    for (Precision prec : {Precision::Float32, Precision::Float64}) {
+      const size_t n = 60000;
+      auto u = ref::uniform(n, dims, 70 + dims);
+      count_case(u, prec, eps_for(n, dims, 1.0), false, "sparse uniform d=" + std::to_string(dims));
+      auto e = ref::exponential(n, dims, 80 + dims, 30.0);
+      count_case(e, prec, eps_for(n, dims, 1.0) / 30, false, "sparse skewed d=" + std::to_string(dims));
+    }
+  auto big = ref::uniform(1000000, 3, 1);
+  count_case(big, Precision::Float32, 0.01, false, "1e6 3-D r=0.01 f32");
 }
 
 TEST(PairCount, Large100k) {

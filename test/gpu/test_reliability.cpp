@@ -46,14 +46,8 @@ TEST(Cancel, StopsWithinOneSecondAndFreesMemory) {
       "sdh 3M");
   expect_cancel(
       [&](Control& ctl) {
-        cuda::set_count_forced_path(1);
-        try {
-          gpu()->pair_count(make_pair_count(big.view(), 0.5, Precision::Float64), ctl);
-        } catch (...) {
-          cuda::set_count_forced_path(0);
-          throw;
-        }
-        cuda::set_count_forced_path(0);
+        ctl.overrides.count_path = 1;
+        gpu()->pair_count(make_pair_count(big.view(), 0.5, Precision::Float64), ctl);
       },
       "pair count tiles 3M f64");
   auto mid = ref::uniform(300000, 3, 141);
@@ -138,11 +132,11 @@ TEST(Sanitizer, SmallEveryPath) {
   auto a3 = ref::uniform(900, 3, 172, 0.3, 0.8);
   for (Precision prec : {Precision::Float32, Precision::Float64}) {
     for (int copies : {0, -1, 1, 32}) {
-      cuda::set_sdh_forced_copies(copies);
+      forced().sdh_copies = copies;
       EXPECT_EQ(run_sdh(gpu(), pts, prec, 500, 0), run_sdh(cpu(), pts, prec, 500, 0));
       EXPECT_EQ(run_sdh(gpu(), p2, prec, 7, 0.01), run_sdh(cpu(), p2, prec, 7, 0.01));
     }
-    cuda::set_sdh_forced_copies(0);
+    forced().sdh_copies = 0;
     count_case(pts, prec, eps_for(3000, 3, 20), false, "sanitizer count");
     const double eps = eps_for(3000, 3, 20);
     join_case(pts, nullptr, eps, prec, false, "sanitizer self join");
@@ -163,9 +157,9 @@ TEST(Sanitizer, SmallEveryPath) {
         c2.max_pages = 2;
         EXPECT_TRUE(run_join(gpu(), a3, &pts, eps, prec, &c2) == want) << bname(bal) << k;
       }
-    cuda::set_force_host_grid(true);
+    forced().host_grid = true;
     auto hg = run_join(gpu(), p2, nullptr, 0.05, prec);
-    cuda::set_force_host_grid(false);
+    forced().host_grid = false;
     EXPECT_TRUE(hg == run_join(cpu(), p2, nullptr, 0.05, prec));
   }
 }
@@ -182,12 +176,12 @@ TEST(Metamorphic, FarPointsChangeNothing) {
     SCOPED_TRACE(c.describe());
     const meta::Outcome want = meta::run(*cpu(), c, c.s);
     const int path = int(seed % 3);  // cost rule, all-pairs tiles, grid
-    cuda::set_count_forced_path(path);
-    cuda::set_force_host_grid(seed % 5 == 4);
+    forced().count_path = path;
+    forced().host_grid = seed % 5 == 4;
     const meta::Outcome a = meta::run(*gpu(), c, c.s);
     const meta::Outcome b = meta::run(*gpu(), c, c.sf);
-    cuda::set_count_forced_path(0);
-    cuda::set_force_host_grid(false);
+    forced().count_path = 0;
+    forced().host_grid = false;
     ASSERT_EQ(a.refused, want.refused) << a.why << " / " << want.why;
     ASSERT_EQ(b.refused, want.refused) << b.why << " / " << want.why;
     if (want.refused) continue;

@@ -138,10 +138,10 @@ TEST(Sdh, EveryPrivatizationGivesTheSameHistogram) {
     for (Precision prec : {Precision::Float32, Precision::Float64}) {
       auto want = run_sdh(cpu(), pts, prec, nb, 0);
       for (int copies : {-1, 1, 2, 4, 8, 16, 32}) {
-        cuda::set_sdh_forced_copies(copies);
+        forced().sdh_copies = copies;
         auto g = run_sdh(gpu(), pts, prec, nb, 0);
         int used = cuda::last_run().sdh_copies;
-        cuda::set_sdh_forced_copies(0);
+        forced().sdh_copies = 0;
         EXPECT_TRUE(g == want) << "nb=" << nb << " " << pname(prec) << " copies=" << copies
                                << " (used " << used << "): " << first_diff(g, want);
       }
@@ -220,13 +220,13 @@ TEST(SdhFastBucket, TakenAndEqualOnEdges) {
     for (int nb : {7, 500, 3000})
       for (int copies : {1, 4, 32})
         for (double w : {0.0, 0.9 / nb}) {
-          cuda::sdh_force_layout(layout);
-          cuda::set_sdh_forced_copies(copies);
+          forced().sdh_layout = layout;
+          forced().sdh_copies = copies;
           auto g = run_sdh(gpu(), small, Precision::Float32, nb, w);
           const bool fast = cuda::sdh_last_fast(), sh = cuda::sdh_last_shared_thresholds();
           const int used = cuda::last_run().sdh_copies;
-          cuda::set_sdh_forced_copies(0);
-          cuda::sdh_force_layout(0);
+          forced().sdh_copies = 0;
+          forced().sdh_layout = 0;
           auto c = run_sdh(cpu(), small, Precision::Float32, nb, w);
           EXPECT_TRUE(g == c) << "layout " << layout << " nb " << nb << " copies " << copies
                               << " (used " << used << ") w " << w << ": " << first_diff(g, c);

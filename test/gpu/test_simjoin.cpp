@@ -63,11 +63,11 @@ TEST(Simjoin, Large100k) {
 TEST(Simjoin, HostGridFallback) {
   REQUIRE_GPU();
   // Forced: the host-built grid gives the same result.
-  cuda::set_force_host_grid(true);
+  forced().host_grid = true;
   auto pts = ref::uniform(4000, 3, 110);
   auto got = run_join(gpu(), pts, nullptr, eps_for(4000, 3, 20), Precision::Float32);
   const bool host = cuda::last_run().host_grid;
-  cuda::set_force_host_grid(false);
+  forced().host_grid = false;
   EXPECT_TRUE(host);
   EXPECT_TRUE(got == run_join(cpu(), pts, nullptr, eps_for(4000, 3, 20), Precision::Float32));
   // Natural: 6-D with a far outlier needs more than 64 key bits.
@@ -266,7 +266,7 @@ TEST(JoinBalance, GridPairCountEveryStrategyAndK) {
   const double r = eps_for(20000, 3, 30) / 20.0;
   for (Precision prec : {Precision::Float32, Precision::Float64}) {
     const uint64_t want = run_count(cpu(), e, prec, r);
-    cuda::set_count_forced_path(2);
+    forced().count_path = 2;
     for (JoinBalance bal : kBalances)
       for (int k : kAllK) {
         auto p = make_pair_count(e.view(), r, prec);
@@ -276,7 +276,7 @@ TEST(JoinBalance, GridPairCountEveryStrategyAndK) {
         EXPECT_EQ(gpu()->pair_count(p, ctl), want) << bname(bal) << " k=" << k;
         EXPECT_EQ(cuda::last_run().count_path, 2);
       }
-    cuda::set_count_forced_path(0);
+    forced().count_path = 0;
   }
 }
 
@@ -305,15 +305,15 @@ TEST(JoinBalance, RejectsOtherLaneCountsAndAutoRule) {
 
 // ---- batched join output (issue 5) ------------------------------------------------------------
 
-// Restores the batched-join hooks when a test ends (also after a failed assertion).
+// Restores the batched join's forced paths when a test ends (also after a failed assertion).
 struct JoinHooks {
   JoinHooks() { reset(); }
   ~JoinHooks() { reset(); }
   // The defaults: batched, tuning.h streams, the sampled estimate as is.
   static void reset() {
-    cuda::set_join_serial_drain(false);
-    cuda::set_join_streams(0);
-    cuda::set_join_estimate_scale(1.0);
+    forced().join_serial_drain = false;
+    forced().join_streams = 0;
+    forced().join_estimate_scale = 1.0;
   }
 };
 
@@ -402,7 +402,7 @@ TEST(Batch, TinyBanksManyOverflows) {
   auto want2 = run_join(cpu(), pts, &b, eps, Precision::Float64);
   for (int streams : {1, 2, 3})
     for (size_t pages : {3, 7, 12}) {
-      cuda::set_join_streams(streams);
+      forced().join_streams = streams;
       Ctl ctl;
       ctl.page_pairs = 64;
       ctl.max_pages = pages;
@@ -422,8 +422,8 @@ TEST(Batch, TinyBanksManyOverflows) {
                                  << first_diff(got2, want2);
     }
   // Banks of one page each: every batch overflows its bank many times.
-  cuda::set_join_streams(3);
-  cuda::set_join_estimate_scale(1e-6);
+  forced().join_streams = 3;
+  forced().join_estimate_scale = 1e-6;
   Ctl one;
   one.page_pairs = 64;
   one.max_pages = 3;
@@ -455,7 +455,7 @@ TEST(Batch, EstimateFarOff) {
   const double eps = eps_for(60000, 3, 60);
   auto want = run_join(cpu(), u, nullptr, eps, Precision::Float32);
   for (double scale : {1e-4, 0.1, 10.0, 1e3}) {
-    cuda::set_join_estimate_scale(scale);
+    forced().join_estimate_scale = scale;
     Ctl lim;
     lim.device_memory_limit = size_t(200) << 20;
     auto got = run_join(gpu(), u, nullptr, eps, Precision::Float32, &lim);
@@ -479,8 +479,8 @@ TEST(Batch, ConfigurationsGiveTheSamePairs) {
       uint64_t sum0 = 0;
       for (int conf = 0; conf < 5; ++conf) {
         // 0 serial drain, 1..3 streams, 4: 3 streams under a 64 MB device memory limit
-        cuda::set_join_serial_drain(conf == 0);
-        cuda::set_join_streams(conf == 0 ? 0 : std::min(conf, 3));
+        forced().join_serial_drain = conf == 0;
+        forced().join_streams = conf == 0 ? 0 : std::min(conf, 3);
         Ctl ctl;
         if (conf == 4) ctl.device_memory_limit = size_t(64) << 20;
         auto got = run_join(gpu(), a, bp, eps, prec, &ctl);
@@ -519,7 +519,7 @@ TEST(Batch, MaxResultRowsStops) {
   }
   ASSERT_FALSE(cpu_msg.empty());
   for (int streams : {1, 3}) {
-    cuda::set_join_streams(streams);
+    forced().join_streams = streams;
     try {
       run_join(gpu(), pts, nullptr, eps, Precision::Float32, nullptr, total / 3);
       ADD_FAILURE() << "max_pairs not enforced with " << streams << " streams";
@@ -539,7 +539,7 @@ TEST(Batch, CancelMidJoin) {
   auto pts = ref::uniform(1000000, 3, 250);
   auto p = make_simjoin(pts.view(), nullptr, eps_for(1000000, 3, 1000), Precision::Float32, 0);
   for (int streams : {1, 3}) {
-    cuda::set_join_streams(streams);
+    forced().join_streams = streams;
     ChecksumSink sink;
     expect_cancel([&](Control& ctl) { gpu()->simjoin(p, sink, ctl); },
                   streams == 1 ? "batched join 1 stream, 5e8 pairs" : "batched join 3 streams");

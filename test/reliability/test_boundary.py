@@ -8,7 +8,7 @@ import pytest
 CASES = [
     # similarity join result over gpu2bs.max_result_rows: raised by the engine's join
     ("SET gpu2bs.max_result_rows = 1; SELECT count(*) FROM gpu_simjoin('loc_pts', 10)",
-     "54000", {"cpu_engine.cpp", "cuda_engine.cu", "simjoin.cu", "problem.cpp"}),
+     "54000", {"cpu_engine.cpp", "cuda_engine.cu", "banks.cu", "problem.cpp"}),
     # float4 range check of the points
     ("SET gpu2bs.precision = float4; SELECT gpu_sdh(x * 1e39, y, z, 4) FROM loc_pts",
      "22023", {"problem.cpp", "validate.cpp"}),

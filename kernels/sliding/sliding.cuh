@@ -1,0 +1,522 @@
+// In-place data sliding on the GPU: stable select (copy_if / remove_if), unique (adjacent
+// duplicates), stream compaction and partition of a device array, in one pass and without a
+// second buffer of the array's size (partition keeps the rejected elements in scratch).
+//
+// Method: the irregular data-sliding algorithm of J. Gómez-Luna, L.-W. Chang, I.-J. Sung,
+// W.-M. Hwu, N. Guil, "In-Place Data Sliding Algorithms for Many-Core Architectures" (ICPP 2015),
+// Algorithm 2: a block ("work-group") takes a dynamic tile id from an atomic counter, loads its
+// tile (kThreads x items_per_thread elements) into registers, counts the kept elements, then
+// synchronizes with the blocks before it, which hands it the running offset (the number of kept
+// elements before its tile), publishes its own inclusive offset, and stores its kept elements at
+// the offset. Every block stores only after all blocks before it have loaded, and a block's
+// output range ends at or before the end of its own tile, so no element is overwritten before it
+// was read: the array is its own output.
+//
+// Synchronization: the paper's adjacent synchronization waits for the predecessor's inclusive
+// offset, a chain of one flag hop per tile. On a GPU with thousands of tiles in flight that
+// chain, not memory, bounds the throughput, so the default (SlideSync::Lookback) publishes a
+// tile's own count as soon as it is loaded (status A) and its inclusive offset once known
+// (status P); a block waits for its predecessor's flag and, while it only holds a count, looks
+// further back, 32 tiles per step, adding counts until a P (the decoupled look-back of Merrill
+// and Garland, "Single-pass Parallel Prefix Scan with Decoupled Look-back", NVR-2016-002, built
+// on the chained scan the paper cites as [14]). A P at tile k means every tile <= k has loaded,
+// so the in-place invariant holds as with the plain chain. SlideSync::Adjacent is the paper's
+// chain itself (benchmarks). Flags are 64-bit words (2 status bits, 62 bits of offset) written
+// with __threadfence + st.release.gpu and read with ld.acquire.gpu. Tile ids come from the
+// atomic counter in the order blocks start, and a block waits only for smaller ids, whose blocks
+// have started: no deadlock however few blocks are resident. A block never stores an element to
+// the position it was read from (the leading run of a tile when every element before it is kept),
+// so unique may read the element before its tile without a race.
+//
+// ---- API (host, on a device array `d` of n elements and a stream) ------------------------------
+//
+//   SlidingScratch scratch;              // tile flags, counters, pinned count; reused across calls
+//   size_t kept = select_inplace(d, n, keep, stream, scratch);
+//       keeps the elements with keep(x) true, in order, in d[0, kept) (copy_if semantics in
+//       place); d[kept, n) is unspecified. Waits for the stream (returns the count).
+//   select_inplace_async(d, n, keep, d_count, stream, scratch);
+//       the same without a host synchronization: the kept count is written to the device word
+//       *d_count (unsigned long long) in stream order.
+//   remove_if_inplace(d, n, pred, stream, scratch)      removes the elements with pred(x) true
+//   unique_inplace(d, n, eq, stream, scratch)           keeps d[0] and every d[i] with
+//       !eq(d[i - 1], d[i]) (adjacent input elements, as cub::DeviceSelect::Unique; eq must be an
+//       equivalence; BitwiseEqual{} compares the bytes)
+//   compact_inplace(d, n, value, stream, scratch)       removes the elements bitwise equal to value
+//   partition_inplace(d, n, keep, stream, scratch)      elements with keep(x) true first, then the
+//       others, both in their original order (cub::DevicePartition::If reverses the second part);
+//       returns the count of the first part. Needs scratch for the rejected elements (up to n).
+//   ..._async variants of each take `unsigned long long* d_count` after the functor.
+//
+// T: trivially copyable, 4, 8 or 16 bytes (e.g. uint32_t, double, gpu2bs::PairRecord), `d`
+// aligned to sizeof(T). Functors: __device__ callable on `const T&`, copied to the kernel by
+// value. n < 2^62. The templates are instantiated in the caller's .cu file (nvcc); errors throw
+// gpu2bs::Error (core/error.h). SlidingScratch may allocate through a Call (counted against the
+// call's memory limit, freed with it) or, without one, with cudaMalloc (freed by its destructor).
+// Not for concurrent use of one SlidingScratch from two streams.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <type_traits>
+
+#include "../common.cuh"
+
+namespace gpu2bs {
+namespace cuda {
+namespace sliding {
+
+// Threads per block of the sliding kernels.
+constexpr int kThreads = 256;
+constexpr int kWarps = kThreads / 32;
+
+// Elements per thread: 64 bytes per thread, 16 KiB tiles for every element size.
+template <typename T>
+__host__ __device__ constexpr int items_per_thread() {
+  return int(64 / sizeof(T));
+}
+
+// Elements per tile (one block).
+template <typename T>
+__host__ __device__ constexpr size_t tile_elems() {
+  return size_t(kThreads) * size_t(items_per_thread<T>());
+}
+
+// How a block learns its running offset.
+enum class SlideSync {
+  Lookback,  // predecessor's flag, further back while it holds only a count (default)
+  Adjacent   // the paper's chain: wait for the predecessor's inclusive offset
+};
+
+// What the pass does with the elements the functor selects.
+enum class SlideMode { Select, Unique, Partition };
+
+// Scratch of the sliding primitives: tile flags, tile counter, device count, pinned host count,
+// and (partition) room for the rejected elements. Grows on demand; keep one per stream.
+class SlidingScratch {
+ public:
+  // Allocations through `call` when given (its memory limit, freed with it), else cudaMalloc.
+  explicit SlidingScratch(Call* call = nullptr) : call_(call) {}
+  ~SlidingScratch();
+  SlidingScratch(const SlidingScratch&) = delete;
+  SlidingScratch& operator=(const SlidingScratch&) = delete;
+
+  // Device bytes held now.
+  size_t device_bytes() const { return flags_bytes_ + aux_bytes_; }
+  // Room for `tiles` tile flags (plus the counter and the device count), zeroed on `s`.
+  unsigned long long* flags_for(size_t tiles, cudaStream_t s);
+  // Device buffer of at least `bytes` (partition's rejected elements).
+  void* aux_for(size_t bytes);
+  // Pinned host word for the count read-back.
+  unsigned long long* host_count();
+
+ private:
+  void* dev_alloc(size_t bytes, const char* what);
+  void dev_free(void* p);
+  Call* call_ = nullptr;
+  unsigned long long* flags_ = nullptr;  // [0] tile counter, [1] count, [2..] tile flags
+  size_t flags_bytes_ = 0;
+  void* aux_ = nullptr;
+  size_t aux_bytes_ = 0;
+  unsigned long long* host_ = nullptr;
+};
+
+// Equality of the bytes of two elements (unique's default).
+struct BitwiseEqual {
+  template <typename T>
+  __host__ __device__ bool operator()(const T& a, const T& b) const {
+    static_assert(sizeof(T) % 4 == 0, "elements of a multiple of 4 bytes");
+    unsigned x[sizeof(T) / 4], y[sizeof(T) / 4];
+    memcpy(x, &a, sizeof(T));
+    memcpy(y, &b, sizeof(T));
+    unsigned diff = 0;
+    for (size_t k = 0; k < sizeof(T) / 4; ++k) diff |= x[k] ^ y[k];
+    return diff == 0;
+  }
+};
+
+namespace detail {
+
+constexpr unsigned long long kStatusShift = 62;
+constexpr unsigned long long kStatusA = 1ull << kStatusShift;  // the tile's own count
+constexpr unsigned long long kStatusP = 2ull << kStatusShift;  // its inclusive offset
+constexpr unsigned long long kValueMask = kStatusA - 1;
+
+// The machine word of an element size.
+template <size_t S>
+struct Word;
+template <>
+struct Word<4> {
+  using type = unsigned;
+};
+template <>
+struct Word<8> {
+  using type = unsigned long long;
+};
+template <>
+struct Word<16> {
+  using type = ulonglong2;
+};
+
+// The element held by a word.
+template <typename T, typename W>
+__device__ __forceinline__ T as_elem(const W& w) {
+  T x;
+  memcpy(&x, &w, sizeof(T));
+  return x;
+}
+
+// Word of the lane `delta` below (its own word for the lowest lanes).
+__device__ __forceinline__ unsigned shfl_up_word(unsigned v, int delta) {
+  return __shfl_up_sync(0xffffffffu, v, delta);
+}
+__device__ __forceinline__ unsigned long long shfl_up_word(unsigned long long v, int delta) {
+  return __shfl_up_sync(0xffffffffu, v, delta);
+}
+__device__ __forceinline__ ulonglong2 shfl_up_word(ulonglong2 v, int delta) {
+  v.x = __shfl_up_sync(0xffffffffu, v.x, delta);
+  v.y = __shfl_up_sync(0xffffffffu, v.y, delta);
+  return v;
+}
+
+// Publishes a tile flag: everything this block did before (loads included, through the
+// preceding barrier) is visible to whoever reads the flag with ld_acquire.
+__device__ __forceinline__ void st_release(unsigned long long* p, unsigned long long v) {
+  __threadfence();
+  asm volatile("st.release.gpu.global.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
+}
+
+// Reads a tile flag (acquire: the publisher's earlier memory operations precede ours).
+__device__ __forceinline__ unsigned long long ld_acquire(const unsigned long long* p) {
+  unsigned long long v;
+  asm volatile("ld.acquire.gpu.global.u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
+  return v;
+}
+
+// Waits until tile t's flag carries a status (A or P), and returns it.
+__device__ __forceinline__ unsigned long long wait_flag(const unsigned long long* flags,
+                                                        long long t) {
+  unsigned long long s = ld_acquire(flags + t);
+  while ((s >> kStatusShift) == 0) {
+    __nanosleep(32);
+    s = ld_acquire(flags + t);
+  }
+  return s;
+}
+
+// The sliding pass over d[0, n): see the top of this file. F: the predicate (Select,
+// Partition) or the equivalence (Unique). flags[0]: tile counter, flags[1]: unused here,
+// flags[2 + t]: tile t. aux: Partition's rejected elements. d_count: the kept count (may be null).
+template <typename T, SlideMode MODE, SlideSync SYNC, typename F>
+__global__ void __launch_bounds__(kThreads) slide_kernel(T* d, unsigned long long n, F f,
+                                                         unsigned long long* flags, T* aux,
+                                                         unsigned long long* d_count) {
+  using W = typename Word<sizeof(T)>::type;
+  constexpr int C = items_per_thread<T>();
+  constexpr unsigned TILE = unsigned(kThreads) * C;
+  constexpr unsigned FULL = 0xffffffffu;
+  __shared__ unsigned s_bid;
+  __shared__ unsigned s_cnt[C * kWarps];  // kept per (item, warp), then their exclusive scan
+  __shared__ unsigned s_total;            // kept in the tile
+  __shared__ unsigned s_lead;             // leading kept run of the tile (tile order)
+  __shared__ unsigned long long s_prefix;  // kept before the tile
+  __shared__ W s_stage[TILE];             // the tile, kept elements first (in order)
+
+  const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+  if (tid == 0) {
+    s_bid = atomicAdd(reinterpret_cast<unsigned*>(flags), 1u);  // dynamic tile id
+    s_lead = TILE;
+  }
+  __syncthreads();
+  const unsigned bid = s_bid;
+  const unsigned long long base = (unsigned long long)bid * TILE;
+  W* const w = reinterpret_cast<W*>(d);
+  unsigned long long* const tflag = flags + 2;
+
+  // 1. Load the tile (coalesced: item c of thread t is element c * kThreads + t) and evaluate.
+  W v[C];
+  unsigned keep = 0, valid = 0;
+#pragma unroll
+  for (int c = 0; c < C; ++c) {
+    const unsigned long long g = base + unsigned(c * kThreads + tid);
+    if (g < n) {
+      v[c] = w[g];
+      valid |= 1u << c;
+    } else {
+      memset(&v[c], 0, sizeof(W));
+    }
+    bool k = false;
+    if constexpr (MODE == SlideMode::Unique) {
+      W prev = shfl_up_word(v[c], 1);
+      if (lane == 0 && g < n && g > 0) prev = w[g - 1];  // the element before (other warp/tile)
+      k = g < n && (g == 0 || !f(as_elem<T>(prev), as_elem<T>(v[c])));
+    } else {
+      k = g < n && f(as_elem<T>(v[c]));
+    }
+    keep |= unsigned(k) << c;
+  }
+  // Leading kept run: the first element of the tile that is valid and not kept.
+  {
+    const unsigned drop = valid & ~keep;
+    if (drop) atomicMin(&s_lead, unsigned(__ffs(int(drop)) - 1) * kThreads + tid);
+  }
+
+  // 2. Ranks: ballots per item, counts per (item, warp), one warp scans them in tile order.
+#pragma unroll
+  for (int c = 0; c < C; ++c) {
+    const unsigned m = __ballot_sync(FULL, (keep >> c) & 1u);
+    if (lane == 0) s_cnt[c * kWarps + warp] = __popc(m);
+  }
+  __syncthreads();  // also orders every load of the tile before the flag published below
+  if (warp == 0) {
+    constexpr int E = C * kWarps / 32;
+    static_assert(E * 32 == C * kWarps, "items per thread must be a multiple of 4");
+    unsigned loc[E], sum = 0;
+#pragma unroll
+    for (int e = 0; e < E; ++e) {
+      loc[e] = s_cnt[lane * E + e];
+      sum += loc[e];
+    }
+    unsigned incl = sum;
+#pragma unroll
+    for (int o = 1; o < 32; o <<= 1) {
+      const unsigned t = __shfl_up_sync(FULL, incl, o);
+      if (lane >= o) incl += t;
+    }
+    unsigned run = incl - sum;
+#pragma unroll
+    for (int e = 0; e < E; ++e) {
+      const unsigned x = loc[e];
+      s_cnt[lane * E + e] = run;
+      run += x;
+    }
+    if (lane == 31) {
+      s_total = incl;
+      // Publish the tile's count (tile 0: its inclusive offset).
+      if constexpr (SYNC == SlideSync::Lookback)
+        st_release(tflag + bid, (bid == 0 ? kStatusP : kStatusA) | incl);
+      else if (bid == 0)
+        st_release(tflag, kStatusP | incl);
+    }
+  }
+  __syncthreads();
+  const unsigned total = s_total;
+
+  // 3. Stage the tile in shared memory: kept elements at their ranks, then (Partition) the others.
+  const unsigned lt = (1u << lane) - 1u;
+#pragma unroll
+  for (int c = 0; c < C; ++c) {
+    const unsigned m = __ballot_sync(FULL, (keep >> c) & 1u);  // again: fewer registers
+    const unsigned r = s_cnt[c * kWarps + warp] + __popc(m & lt);
+    if ((keep >> c) & 1u) {
+      s_stage[r] = v[c];
+    } else if (MODE == SlideMode::Partition && ((valid >> c) & 1u)) {
+      s_stage[total + unsigned(c * kThreads + tid) - r] = v[c];
+    }
+  }
+
+  // 4. The running offset from the tiles before (warp 0), and this tile's inclusive offset.
+  if (warp == 0) {
+    unsigned long long excl = 0;
+    if (bid > 0) {
+      if constexpr (SYNC == SlideSync::Lookback) {
+        long long top = (long long)bid - 1;
+        for (;;) {
+          const long long t = top - lane;
+          const unsigned long long s = t >= 0 ? wait_flag(tflag, t) : kStatusP;
+          const unsigned pmask = __ballot_sync(FULL, (s >> kStatusShift) == 2);
+          const int stop = pmask ? __ffs(int(pmask)) - 1 : 31;  // nearest P, or the window
+          unsigned long long val = lane <= stop ? (s & kValueMask) : 0ull;
+#pragma unroll
+          for (int o = 16; o > 0; o >>= 1) val += __shfl_xor_sync(FULL, val, o);
+          excl += val;
+          if (pmask) break;
+          top -= 32;
+        }
+        if (lane == 0) st_release(tflag + bid, kStatusP | (excl + total));
+      } else {
+        if (lane == 0) {
+          unsigned long long s = ld_acquire(tflag + bid - 1);
+          while ((s >> kStatusShift) != 2) {
+            __nanosleep(32);
+            s = ld_acquire(tflag + bid - 1);
+          }
+          excl = s & kValueMask;
+          st_release(tflag + bid, kStatusP | (excl + total));
+        }
+      }
+    }
+    if (lane == 0) {
+      s_prefix = excl;
+      if (d_count && base + TILE >= n) *d_count = excl + total;  // the last tile
+    }
+    __threadfence();
+  }
+  __syncthreads();
+
+  // 5. Store: kept elements at prefix + rank (not those already in place), the others (Partition)
+  // to aux at their rank among the rejected elements.
+  const unsigned long long prefix = s_prefix;
+  const unsigned first = prefix == base ? min(s_lead, total) : 0u;
+  for (unsigned k = first + tid; k < total; k += kThreads) w[prefix + k] = s_stage[k];
+  if constexpr (MODE == SlideMode::Partition) {
+    const unsigned nvalid = n - base < TILE ? unsigned(n - base) : TILE;
+    W* const a = reinterpret_cast<W*>(aux) + (base - prefix);
+    for (unsigned k = total + tid; k < nvalid; k += kThreads) a[k - total] = s_stage[k];
+  }
+}
+
+// Moves partition's rejected elements behind the kept ones: d[count + k] = aux[k], k < n - count.
+template <typename T>
+__global__ void append_kernel(T* d, unsigned long long n, const T* aux,
+                              const unsigned long long* d_count) {
+  using W = typename Word<sizeof(T)>::type;
+  const unsigned long long count = *d_count;
+  const unsigned long long m = n - count;
+  W* const out = reinterpret_cast<W*>(d) + count;
+  const W* const in = reinterpret_cast<const W*>(aux);
+  for (unsigned long long k = blockIdx.x * (unsigned long long)blockDim.x + threadIdx.x; k < m;
+       k += (unsigned long long)gridDim.x * blockDim.x)
+    out[k] = in[k];
+}
+
+// Negation of a predicate (remove_if).
+template <typename F>
+struct Not {
+  F f;
+  template <typename T>
+  __device__ bool operator()(const T& x) const {
+    return !f(x);
+  }
+};
+
+// Bitwise inequality with a value (stream compaction).
+template <typename T>
+struct NotValue {
+  T value;
+  __device__ bool operator()(const T& x) const { return !BitwiseEqual()(x, value); }
+};
+
+// Checks the arguments every primitive takes.
+template <typename T>
+void check_args(const T* d, size_t n) {
+  static_assert(sizeof(T) == 4 || sizeof(T) == 8 || sizeof(T) == 16,
+                "sliding primitives take elements of 4, 8 or 16 bytes");
+  static_assert(std::is_trivially_copyable<T>::value, "elements must be trivially copyable");
+  if (n && reinterpret_cast<uintptr_t>(d) % sizeof(T) != 0)
+    throw Error(ErrorCode::Internal, "sliding primitive on a misaligned device array");
+  if (n >> kStatusShift)
+    throw Error(ErrorCode::ProgramLimit, "too many elements for a sliding primitive");
+}
+
+}  // namespace detail
+
+// The sliding pass with an explicit mode and synchronization (the primitives below call it;
+// benchmarks compare SlideSync::Adjacent). The count goes to *d_count (device) when not null,
+// else to the scratch's device word; returns that device word.
+template <typename T, SlideMode MODE, SlideSync SYNC = SlideSync::Lookback, typename F>
+unsigned long long* slide_async(T* d, size_t n, F f, unsigned long long* d_count, cudaStream_t s,
+                                SlidingScratch& scratch) {
+  detail::check_args(d, n);
+  const size_t tiles = (n + tile_elems<T>() - 1) / tile_elems<T>();
+  unsigned long long* flags = scratch.flags_for(tiles, s);
+  unsigned long long* count = d_count ? d_count : flags + 1;
+  if (n == 0) {
+    G2_CUDA(cudaMemsetAsync(count, 0, sizeof(unsigned long long), s));
+    return count;
+  }
+  if (tiles > 0x7FFFFFFFull)
+    throw Error(ErrorCode::ProgramLimit, "too many elements for a sliding primitive");
+  T* aux = nullptr;
+  if constexpr (MODE == SlideMode::Partition) aux = static_cast<T*>(scratch.aux_for(n * sizeof(T)));
+  detail::slide_kernel<T, MODE, SYNC, F>
+      <<<unsigned(tiles), kThreads, 0, s>>>(d, (unsigned long long)n, f, flags, aux, count);
+  G2_CUDA_LAUNCH("sliding kernel launch");
+  if constexpr (MODE == SlideMode::Partition) {
+    const size_t blocks = std::min<size_t>((n + kThreads - 1) / kThreads, 4096);
+    detail::append_kernel<T><<<unsigned(blocks), kThreads, 0, s>>>(d, n, aux, count);
+    G2_CUDA_LAUNCH("partition append kernel launch");
+  }
+  return count;
+}
+
+// Reads a device count on the stream (waits for it).
+inline size_t read_count(const unsigned long long* d_count, cudaStream_t s,
+                         SlidingScratch& scratch) {
+  unsigned long long* h = scratch.host_count();
+  G2_CUDA(cudaMemcpyAsync(h, d_count, sizeof(unsigned long long), cudaMemcpyDeviceToHost, s));
+  G2_CUDA(cudaStreamSynchronize(s));
+  return size_t(*h);
+}
+
+// Keeps the elements with keep(x) true, in order, in d[0, kept); returns kept (waits).
+template <typename T, typename Pred>
+size_t select_inplace(T* d, size_t n, Pred keep, cudaStream_t s, SlidingScratch& scratch) {
+  return read_count(slide_async<T, SlideMode::Select>(d, n, keep, nullptr, s, scratch), s,
+                    scratch);
+}
+// select_inplace with the kept count written to *d_count on the device (no host wait).
+template <typename T, typename Pred>
+void select_inplace_async(T* d, size_t n, Pred keep, unsigned long long* d_count,
+                          cudaStream_t s, SlidingScratch& scratch) {
+  slide_async<T, SlideMode::Select>(d, n, keep, d_count, s, scratch);
+}
+
+// Removes the elements with pred(x) true (std::remove_if); returns the count left (waits).
+template <typename T, typename Pred>
+size_t remove_if_inplace(T* d, size_t n, Pred pred, cudaStream_t s, SlidingScratch& scratch) {
+  return select_inplace(d, n, detail::Not<Pred>{pred}, s, scratch);
+}
+// remove_if_inplace with the count written to *d_count on the device.
+template <typename T, typename Pred>
+void remove_if_inplace_async(T* d, size_t n, Pred pred, unsigned long long* d_count,
+                             cudaStream_t s, SlidingScratch& scratch) {
+  select_inplace_async(d, n, detail::Not<Pred>{pred}, d_count, s, scratch);
+}
+
+// Keeps the first element of every run of adjacent elements with eq(a, b) true; returns the
+// count kept (waits).
+template <typename T, typename Eq>
+size_t unique_inplace(T* d, size_t n, Eq eq, cudaStream_t s, SlidingScratch& scratch) {
+  return read_count(slide_async<T, SlideMode::Unique>(d, n, eq, nullptr, s, scratch), s,
+                    scratch);
+}
+// unique_inplace with the count written to *d_count on the device.
+template <typename T, typename Eq>
+void unique_inplace_async(T* d, size_t n, Eq eq, unsigned long long* d_count, cudaStream_t s,
+                          SlidingScratch& scratch) {
+  slide_async<T, SlideMode::Unique>(d, n, eq, d_count, s, scratch);
+}
+
+// Removes the elements bitwise equal to `value` (stream compaction); returns the count left.
+template <typename T>
+size_t compact_inplace(T* d, size_t n, const T& value, cudaStream_t s, SlidingScratch& scratch) {
+  return select_inplace(d, n, detail::NotValue<T>{value}, s, scratch);
+}
+// compact_inplace with the count written to *d_count on the device.
+template <typename T>
+void compact_inplace_async(T* d, size_t n, const T& value, unsigned long long* d_count,
+                           cudaStream_t s, SlidingScratch& scratch) {
+  select_inplace_async(d, n, detail::NotValue<T>{value}, d_count, s, scratch);
+}
+
+// Stable partition: elements with keep(x) true first, then the others, each in order; returns
+// the count of the first part (waits).
+template <typename T, typename Pred>
+size_t partition_inplace(T* d, size_t n, Pred keep, cudaStream_t s, SlidingScratch& scratch) {
+  return read_count(slide_async<T, SlideMode::Partition>(d, n, keep, nullptr, s, scratch), s,
+                    scratch);
+}
+// partition_inplace with the first part's count written to *d_count on the device.
+template <typename T, typename Pred>
+void partition_inplace_async(T* d, size_t n, Pred keep, unsigned long long* d_count,
+                             cudaStream_t s, SlidingScratch& scratch) {
+  slide_async<T, SlideMode::Partition>(d, n, keep, d_count, s, scratch);
+}
+
+}  // namespace sliding
+}  // namespace cuda
+}  // namespace gpu2bs

@@ -1,0 +1,109 @@
+// Relation forms of gpu_sdh and gpu_pair_count: the relation's coordinates are read like
+// gpu_simjoin reads them (one query through SPI as the calling user, rows streamed by a
+// DestReceiver into SoA arrays, no per-row aggregate calls), then the chosen engine runs.
+#include "pg.h"
+
+extern "C" {
+#include "catalog/pg_type.h"
+#include "utils/array.h"
+#include "utils/memutils.h"
+}
+
+#include "../core/error.h"
+#include "settings.h"
+#include "simjoin.h"
+
+using namespace gpu2bs;
+using namespace gpu2bs::pg;
+
+namespace {
+
+// The points read from a relation as an engine view.
+PointsView view_of_rel(const RelPoints& r) {
+  PointsView v;
+  v.dims = r.dims;
+  v.n = size_t(r.n);
+  v.name = r.relname;
+  for (int k = 0; k < r.dims; ++k) v.coord[k] = r.coord[k];
+  return v;
+}
+
+// Frees the points' memory context.
+void drop_points(SimjoinInput* in) {
+  MemoryContext ctx = in->ctx;
+  in->ctx = nullptr;
+  if (ctx) pg_guard([&] { MemoryContextDelete(ctx); });
+}
+
+// The histogram of relation `relid` as bigint[nbuckets] (width <= 0 when derived from the
+// data), or NULL for no rows.
+Datum sdh_relation(FunctionCallInfo fcinfo, Oid relid, int32 nbuckets, ArrayType* coords,
+                   bool explicit_width, double width) {
+  const Precision prec = current_precision();
+  make_sdh_params(nbuckets, width, explicit_width, Bounds(), prec);  // arguments, before reading
+  SimjoinInput in;
+  read_coordinates(relid, coords, &in);
+  if (in.rels[0].n == 0) {
+    drop_points(&in);
+    PG_RETURN_NULL();
+  }
+  const SdhProblem prob = make_sdh(view_of_rel(in.rels[0]), nbuckets, width, explicit_width, prec);
+  std::string reason;
+  Engine* eng = choose_engine(&reason);
+  PgControl ctl;
+  ctl.stats.scan_s = in.scan_s;
+  std::vector<uint64_t> hist = eng->sdh(prob, ctl);
+  record_run(explicit_width ? "gpu_sdh_fixed" : "gpu_sdh", eng->name(), ctl.stats);
+  drop_points(&in);
+  ArrayType* result = nullptr;
+  const uint64_t* h = hist.data();
+  const int nb = int(hist.size());
+  pg_guard([&] {
+    Datum* elems = (Datum*)palloc(sizeof(Datum) * size_t(nb));
+    for (int k = 0; k < nb; ++k) elems[k] = Int64GetDatum(int64(h[k]));
+    result = construct_array(elems, nb, INT8OID, 8, FLOAT8PASSBYVAL, TYPALIGN_DOUBLE);
+  });
+  PG_RETURN_ARRAYTYPE_P(result);
+}
+
+}  // namespace
+
+// gpu_sdh(rel, nbuckets, coords): the histogram with the width derived from the data.
+GPU2BS_FUNCTION(gpu2bs_sdh_rel) {
+  if (PG_ARGISNULL(0) || PG_ARGISNULL(1)) PG_RETURN_NULL();
+  return sdh_relation(fcinfo, PG_GETARG_OID(0), PG_GETARG_INT32(1),
+                      PG_ARGISNULL(2) ? nullptr : PG_GETARG_ARRAYTYPE_P(2), false, 0);
+}
+
+// gpu_sdh_fixed(rel, nbuckets, width, coords): the histogram with an explicit bucket width.
+GPU2BS_FUNCTION(gpu2bs_sdh_fixed_rel) {
+  if (PG_ARGISNULL(0) || PG_ARGISNULL(1) || PG_ARGISNULL(2)) PG_RETURN_NULL();
+  return sdh_relation(fcinfo, PG_GETARG_OID(0), PG_GETARG_INT32(1),
+                      PG_ARGISNULL(3) ? nullptr : PG_GETARG_ARRAYTYPE_P(3), true,
+                      PG_GETARG_FLOAT8(2));
+}
+
+// gpu_pair_count(rel, r, coords): unordered pairs with distance <= r, NULL for no rows.
+GPU2BS_FUNCTION(gpu2bs_pair_count_rel) {
+  if (PG_ARGISNULL(0) || PG_ARGISNULL(1)) PG_RETURN_NULL();
+  const Oid relid = PG_GETARG_OID(0);
+  const double r = PG_GETARG_FLOAT8(1);
+  ArrayType* coords = PG_ARGISNULL(2) ? nullptr : PG_GETARG_ARRAYTYPE_P(2);
+  const Precision prec = current_precision();
+  make_pair_count(PointsView(), r, prec);  // the radius, before reading
+  SimjoinInput in;
+  read_coordinates(relid, coords, &in);
+  if (in.rels[0].n == 0) {
+    drop_points(&in);
+    PG_RETURN_NULL();
+  }
+  const PairCountProblem prob = make_pair_count(view_of_rel(in.rels[0]), r, prec);
+  std::string reason;
+  Engine* eng = choose_engine(&reason);
+  PgControl ctl;
+  ctl.stats.scan_s = in.scan_s;
+  const uint64_t n = eng->pair_count(prob, ctl);
+  record_run("gpu_pair_count", eng->name(), ctl.stats);
+  drop_points(&in);
+  PG_RETURN_INT64(int64(n));
+}

@@ -1,0 +1,209 @@
+// Resolution of cell pairs vs brute force at engine level (core/resolve.h): for 2-D/3-D,
+// uniform/clustered points, N and bucket counts, the time of gpu2bs.sdh_method = resolve and of
+// brute force, the equality of their histograms, the resolved fraction, and cell pairs
+// visited / resolved and point pairs examined per density-map level.
+//
+//   bench_resolve ENGINE sdh   DIMS DIST N NB [BRUTE_MAX]
+//   bench_resolve ENGINE count DIMS DIST N R_REL [BRUTE_MAX]
+//   bench_resolve ENGINE map   DIMS DIST N1,N2,.. NB1,NB2,.. [BRUTE_MAX]
+//
+// ENGINE: cpu or gpu; DIST: uniform (unit cube) or clustered (16 Gaussian blobs, sigma 0.05).
+// Brute force runs on the whole set when N <= BRUTE_MAX (default 2^22); otherwise on the first
+// BRUTE_MAX points, where it must equal resolve on the same subset (checked), and its time at
+// N is extrapolated as t(BRUTE_MAX) * (N / BRUTE_MAX)^2 (all-pairs work). Prints Markdown rows.
+// Built by test/unit (CPU: test/unit/build/bench_resolve) and test/gpu (make -C test/gpu bench).
+#include <sys/resource.h>
+
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "common/reference.h"
+#include "core/engine.h"
+#include "core/error.h"
+#include "core/resolve.h"
+
+using namespace gpu2bs;
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+Engine* g_engine = nullptr;
+
+ref::Points make_points(const std::string& dist, size_t n, int dims) {
+  if (dist == "clustered") return ref::clustered(n, dims, 1234, 16, 0.05);
+  return ref::uniform(n, dims, 1234);
+}
+
+ref::Points prefix(const ref::Points& p, size_t n) {
+  ref::Points q;
+  q.dims = p.dims;
+  for (auto& c : p.c) q.c.emplace_back(c.begin(), c.begin() + long(std::min(n, c.size())));
+  return q;
+}
+
+// CPU time of the process (user + system), seconds: on a shared machine the wall time of the
+// CPU engine depends on the other users; its CPU time much less.
+double cpu_seconds() {
+  rusage u{};
+  getrusage(RUSAGE_SELF, &u);
+  return double(u.ru_utime.tv_sec + u.ru_stime.tv_sec) +
+         1e-6 * double(u.ru_utime.tv_usec + u.ru_stime.tv_usec);
+}
+
+struct Run {
+  std::vector<uint64_t> out;
+  double seconds = 0;
+  double cpu = 0;
+  ResolveStats st;
+};
+
+Run run(const ref::Points& pts, bool sdh, int nb, double r_rel, SdhMethod m) {
+  Run res;
+  Control ctl;
+  ctl.threads = int(std::max(1u, std::thread::hardware_concurrency()));
+  ctl.sdh_method = m;
+  ctl.resolve_stats = &res.st;
+  auto t0 = Clock::now();
+  const double c0 = cpu_seconds();
+  if (sdh) {
+    SdhProblem p;
+    p.pts = pts.view();
+    p.prec = Precision::Float32;
+    p.params = make_sdh_params(nb, 0, false, compute_bounds(p.pts), p.prec);
+    res.out = g_engine->sdh(p, ctl);
+  } else {
+    res.out = {g_engine->pair_count(make_pair_count(pts.view(), r_rel, Precision::Float32), ctl)};
+  }
+  res.seconds = std::chrono::duration<double>(Clock::now() - t0).count();
+  res.cpu = cpu_seconds() - c0;
+  return res;
+}
+
+// Per-level counters: "L<level>:visited/resolved/examined".
+std::string levels(const ResolveStats& st) {
+  std::ostringstream o;
+  for (int l = 0; l < st.levels; ++l) {
+    if (!st.visited[l]) continue;
+    o << "L" << l << ":" << st.visited[l] << "/" << st.resolved[l] << "/" << st.examined[l]
+      << " ";
+  }
+  return o.str();
+}
+
+void one(int dims, const std::string& dist, size_t n, bool sdh, int nb, double r_rel,
+         size_t brute_max) {
+  auto pts = make_points(dist, n, dims);
+  // BENCH_RESOLVE_DUMP=FILE: the points as float64, coordinate by coordinate (for Corrfunc,
+  // test/bench/corrfunc_dd.py), then exit.
+  if (const char* dump = getenv("BENCH_RESOLVE_DUMP")) {
+    FILE* f = fopen(dump, "wb");
+    for (auto& c : pts.c) fwrite(c.data(), sizeof(double), c.size(), f);
+    fclose(f);
+    exit(0);
+  }
+  double brute_s, brute_cpu;
+  const char* how;
+  bool equal;
+  Run b;
+  if (n <= brute_max) {
+    b = run(pts, sdh, nb, r_rel, SdhMethod::Brute);
+    how = "measured";
+  } else {
+    // The subset first, printed at once: its row stands even if the full run is stopped.
+    auto sub = prefix(pts, brute_max);
+    b = run(sub, sdh, nb, r_rel, SdhMethod::Brute);
+    Run rs = run(sub, sdh, nb, r_rel, SdhMethod::Resolve);
+    equal = b.out == rs.out;
+    printf("| %s | %d-D | %s | %zu (subset) | %s | %.3f | %.3f (measured) | %.2fx | %.2f | %.2f | "
+           "%.2fx | %s | %.4f | %.3f | %.3f | %s |\n",
+           g_engine->name().c_str(), dims, dist.c_str(), brute_max,
+           sdh ? std::to_string(nb).c_str() : ("r=" + std::to_string(r_rel)).c_str(),
+           rs.seconds, b.seconds, b.seconds / rs.seconds, rs.cpu, b.cpu,
+           b.cpu / std::max(rs.cpu, 1e-9), equal ? "equal" : "DIFFERENT",
+           rs.st.resolved_fraction(), rs.st.build_s, rs.st.walk_s, levels(rs.st).c_str());
+    fflush(stdout);
+    how = "extrapolated";
+  }
+  Run r = run(pts, sdh, nb, r_rel, SdhMethod::Resolve);
+  if (n <= brute_max) {
+    brute_s = b.seconds;
+    brute_cpu = b.cpu;
+    equal = b.out == r.out;
+  } else {
+    const double f = double(n) / double(brute_max);
+    brute_s = b.seconds * f * f;
+    brute_cpu = b.cpu * f * f;
+  }
+  printf("| %s | %d-D | %s | %zu | %s | %.3f | %.3f (%s) | %.2fx | %.2f | %.2f | %.2fx | %s | "
+         "%.4f | %.3f | %.3f | %s |\n",
+         g_engine->name().c_str(), dims, dist.c_str(), n,
+         sdh ? std::to_string(nb).c_str() : ("r=" + std::to_string(r_rel)).c_str(), r.seconds,
+         brute_s, how, brute_s / r.seconds, r.cpu, brute_cpu, brute_cpu / std::max(r.cpu, 1e-9),
+         equal ? "equal" : "DIFFERENT",
+         r.st.resolved_fraction(), r.st.build_s, r.st.walk_s, levels(r.st).c_str());
+  fflush(stdout);
+}
+
+std::vector<double> list(const char* s) {
+  std::vector<double> v;
+  for (const char* p = s; *p;) {
+    v.push_back(atof(p));
+    const char* c = strchr(p, ',');
+    if (!c) break;
+    p = c + 1;
+  }
+  return v;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc < 7) {
+    fprintf(stderr,
+            "usage: %s cpu|gpu sdh|count|map DIMS uniform|clustered N|N1,.. NB|R_REL|NB1,.. "
+            "[BRUTE_MAX]\n",
+            argv[0]);
+    return 2;
+  }
+  std::unique_ptr<Engine> cpu = make_cpu_engine();
+  std::string why;
+  g_engine = std::string(argv[1]) == "gpu" ? cuda_engine(&why) : cpu.get();
+  if (!g_engine) {
+    fprintf(stderr, "no GPU: %s\n", why.c_str());
+    return 1;
+  }
+  const std::string mode = argv[2];
+  const int dims = atoi(argv[3]);
+  const std::string dist = argv[4];
+  const size_t brute_max = argc > 7 ? size_t(atof(argv[7])) : size_t(1) << 22;
+  printf("| engine | dims | points | N | buckets | resolve s | brute s | speedup | resolve cpu s | "
+         "brute cpu s | cpu speedup | histograms | resolved fraction | build s | walk s | "
+         "per level: visited/resolved/examined |\n");
+  printf("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
+  try {
+    if (mode == "sdh") {
+      one(dims, dist, size_t(atof(argv[5])), true, atoi(argv[6]), 0, brute_max);
+    } else if (mode == "count") {
+      one(dims, dist, size_t(atof(argv[5])), false, 0, atof(argv[6]), brute_max);
+    } else if (mode == "map") {
+      for (double n : list(argv[5]))
+        for (double nb : list(argv[6])) one(dims, dist, size_t(n), true, int(nb), 0, brute_max);
+    } else {
+      fprintf(stderr, "unknown mode %s\n", mode.c_str());
+      return 2;
+    }
+  } catch (const Error& e) {
+    fprintf(stderr, "error: %s\n", e.what());
+    return 1;
+  }
+  return 0;
+}

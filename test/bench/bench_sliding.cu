@@ -1,0 +1,320 @@
+// Benchmark of the in-place data-sliding primitives (kernels/sliding/sliding.cuh) beside CUB and
+// the device-to-device copy, on one GPU.
+//
+//   bench_sliding [runs] [sizes in M elements...]     default: 5 runs, 16M and 256M
+//
+// For 16M and 256M elements of 4, 8 and 16 bytes (uint32, uint64, PairRecord) and selectivity
+// 10 / 50 / 90 % (kept fraction; for unique the fraction of run heads), the median of `runs`
+// timed calls (cudaEvents, input restored from a pristine copy before each call, outside the
+// timed region) of:
+//   copy D2D        cudaMemcpyAsync of the array (device to device), same run
+//   select          sliding::select_inplace (decoupled look-back), in place
+//   select adjacent the paper's adjacent (chained) synchronization, in place
+//   cub If          cub::DeviceSelect::If, out of place (d_in -> d_out)
+//   cub If inplace  cub::DeviceSelect::If, in-place overload
+//   unique          sliding::unique_inplace      | cub Unique: cub::DeviceSelect::Unique
+//   partition       sliding::partition_inplace   | cub Partition: cub::DevicePartition::If
+// GB/s counts bytes read plus bytes written once each, as the paper does: n * size read and
+// kept * size written for select / unique (both ours and CUB), n * size written for partition,
+// 2 * n * size for the copy (what moves through memory at least once, whatever the method
+// moves beyond that). "of copy" = GB/s / copy GB/s. Memory: device bytes the method needs for
+// its data (array(s) + scratch/temp storage), in MiB.
+#include <cub/device/device_partition.cuh>
+#include <cub/device/device_scan.cuh>
+#include <cub/device/device_select.cuh>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "core/engine.h"
+#include "kernels/sliding/sliding.cuh"
+
+namespace gpu2bs {
+
+// Equality of keys for CUB's Unique on PairRecord.
+__host__ __device__ inline bool operator==(const PairRecord& a, const PairRecord& b) {
+  return a.i == b.i;
+}
+
+namespace {
+
+using namespace cuda::sliding;
+
+#define CK(x)                                                                      \
+  do {                                                                             \
+    cudaError_t e_ = (x);                                                          \
+    if (e_ != cudaSuccess) {                                                       \
+      fprintf(stderr, "%s failed: %s (line %d)\n", #x, cudaGetErrorString(e_), __LINE__); \
+      exit(1);                                                                     \
+    }                                                                              \
+  } while (0)
+
+__host__ __device__ inline uint32_t hash32(unsigned long long x) {
+  x ^= x >> 33;
+  x *= 0xff51afd7ed558ccdull;
+  x ^= x >> 33;
+  x *= 0xc4ceb9fe1a85ec53ull;
+  x ^= x >> 33;
+  return uint32_t(x);
+}
+
+__host__ __device__ inline uint32_t key(uint32_t x) { return x; }
+__host__ __device__ inline uint32_t key(unsigned long long x) { return uint32_t(x >> 32); }
+__host__ __device__ inline uint32_t key(const PairRecord& r) { return r.i; }
+
+// Element with key k at index i.
+template <typename T>
+__host__ __device__ inline T make_elem(uint32_t k, unsigned long long i);
+template <>
+__host__ __device__ inline uint32_t make_elem<uint32_t>(uint32_t k, unsigned long long) {
+  return k;
+}
+template <>
+__host__ __device__ inline unsigned long long make_elem<unsigned long long>(
+    uint32_t k, unsigned long long) {
+  return (unsigned long long)k << 32 | (k * 2654435761u);
+}
+template <>
+__host__ __device__ inline PairRecord make_elem<PairRecord>(uint32_t k, unsigned long long i) {
+  PairRecord r;
+  r.i = k;
+  r.j = uint32_t(i);
+  r.dist = double(hash32(i + 7) & 0xFFFF) * (1.0 / 65536);
+  return r;
+}
+
+// Keys uniform in [0, 2^32).
+template <typename T>
+__global__ void fill_random(T* d, unsigned long long n) {
+  for (unsigned long long i = blockIdx.x * (unsigned long long)blockDim.x + threadIdx.x; i < n;
+       i += (unsigned long long)gridDim.x * blockDim.x)
+    d[i] = make_elem<T>(hash32(i), i);
+}
+
+// Run heads with probability p: head flags (0/1) into keys (scanned afterwards).
+__global__ void fill_heads(uint32_t* k, unsigned long long n, uint32_t thr) {
+  for (unsigned long long i = blockIdx.x * (unsigned long long)blockDim.x + threadIdx.x; i < n;
+       i += (unsigned long long)gridDim.x * blockDim.x)
+    k[i] = (i == 0 || hash32(i * 3 + 1) < thr) ? 1u : 0u;
+}
+template <typename T>
+__global__ void fill_from_keys(T* d, const uint32_t* k, unsigned long long n) {
+  for (unsigned long long i = blockIdx.x * (unsigned long long)blockDim.x + threadIdx.x; i < n;
+       i += (unsigned long long)gridDim.x * blockDim.x)
+    d[i] = make_elem<T>(k[i], i);
+}
+
+template <typename T>
+struct KeepBelow {
+  uint32_t t;
+  __host__ __device__ bool operator()(const T& x) const { return key(x) < t; }
+};
+struct KeyEq {
+  template <typename T>
+  __host__ __device__ bool operator()(const T& a, const T& b) const {
+    return key(a) == key(b);
+  }
+};
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+// Median ms of `runs` calls of fn (after one warm-up), each after prep (untimed).
+double time_ms(int runs, cudaStream_t s, const std::function<void()>& prep,
+               const std::function<void()>& fn) {
+  cudaEvent_t a, b;
+  CK(cudaEventCreate(&a));
+  CK(cudaEventCreate(&b));
+  std::vector<double> t;
+  for (int r = -1; r < runs; ++r) {
+    prep();
+    CK(cudaEventRecord(a, s));
+    fn();
+    CK(cudaEventRecord(b, s));
+    CK(cudaEventSynchronize(b));
+    float ms = 0;
+    CK(cudaEventElapsedTime(&ms, a, b));
+    if (r >= 0) t.push_back(ms);
+  }
+  CK(cudaEventDestroy(a));
+  CK(cudaEventDestroy(b));
+  return median(t);
+}
+
+void row(const char* what, size_t n, int size, int pct, double ms, double bytes, double copy_gbs,
+         double mib, unsigned long long result) {
+  const double gbs = bytes / (ms * 1e-3) / 1e9;
+  printf("| %-16s | %5zuM | %2d B | %2d %% | %9.3f | %7.1f | %5.1f %% | %9.0f | %llu |\n", what,
+         n >> 20, size, pct, ms, gbs, copy_gbs > 0 ? 100.0 * gbs / copy_gbs : 100.0, mib,
+         result);
+  fflush(stdout);
+}
+
+// Temp storage size of a CUB call (first phase).
+template <typename F>
+size_t cub_bytes(F f) {
+  size_t b = 0;
+  CK(f(nullptr, b));
+  return b;
+}
+
+template <typename T>
+void bench_type(size_t n, int runs, void* tmp, size_t tmp_cap) {
+  const double S = double(sizeof(T)), MiB = 1048576.0;
+  const double arr = double(n) * S;
+  cudaStream_t s;
+  CK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+  T *pristine = nullptr, *d = nullptr, *out = nullptr;
+  unsigned long long* cnt = nullptr;
+  uint32_t* keys = nullptr;
+  CK(cudaMalloc(&pristine, n * sizeof(T)));
+  CK(cudaMalloc(&d, n * sizeof(T)));
+  CK(cudaMalloc(&out, n * sizeof(T)));
+  CK(cudaMalloc(&cnt, 8));
+  SlidingScratch scr;
+  auto get = [&](unsigned long long* p) {
+    unsigned long long h = 0;
+    CK(cudaMemcpy(&h, p, 8, cudaMemcpyDeviceToHost));
+    return h;
+  };
+  const unsigned grid = 132 * 16;
+  auto restore = [&]() {
+    CK(cudaMemcpyAsync(d, pristine, n * sizeof(T), cudaMemcpyDeviceToDevice, s));
+  };
+  auto none = []() {};
+  for (int pct : {10, 50, 90}) {
+    const uint32_t thr = uint32_t(double(pct) / 100.0 * 4294967296.0);
+    // copy rate, same run
+    const double t_copy = time_ms(runs, s, none, [&]() {
+      CK(cudaMemcpyAsync(out, pristine, n * sizeof(T), cudaMemcpyDeviceToDevice, s));
+    });
+    const double copy_gbs = 2 * arr / (t_copy * 1e-3) / 1e9;
+    row("copy D2D", n, int(S), pct, t_copy, 2 * arr, copy_gbs, 2 * arr / MiB, n);
+
+    // ---- select: keys uniform, keep key < pct %
+    fill_random<T><<<grid, 256, 0, s>>>(pristine, n);
+    CK(cudaGetLastError());
+    const KeepBelow<T> keep{thr};
+    unsigned long long kept = 0;
+    double t = time_ms(runs, s, restore, [&]() {
+      select_inplace_async(d, n, keep, cnt, s, scr);
+    });
+    kept = get(cnt);
+    // scratch of select / unique: the tile flags; partition: plus n elements for the rejected
+    const double flags = double((n + tile_elems<T>() - 1) / tile_elems<T>() + 2) * 8;
+    row("select", n, int(S), pct, t, arr + double(kept) * S, copy_gbs, (arr + flags) / MiB, kept);
+    t = time_ms(runs, s, restore, [&]() {
+      slide_async<T, SlideMode::Select, SlideSync::Adjacent>(d, n, keep, cnt, s, scr);
+    });
+    if (get(cnt) != kept) printf("MISMATCH adjacent select\n");
+    row("select adjacent", n, int(S), pct, t, arr + double(kept) * S, copy_gbs,
+        (arr + flags) / MiB, get(cnt));
+    size_t b = cub_bytes([&](void* p, size_t& bb) {
+      return cub::DeviceSelect::If(p, bb, pristine, out, cnt, int64_t(n), keep, s);
+    });
+    if (b > tmp_cap) {
+      printf("temp storage too small\n");
+      exit(1);
+    }
+    t = time_ms(runs, s, none, [&]() {
+      CK(cub::DeviceSelect::If(tmp, b, pristine, out, cnt, int64_t(n), keep, s));
+    });
+    if (get(cnt) != kept) printf("MISMATCH cub If\n");
+    row("cub If", n, int(S), pct, t, arr + double(kept) * S, copy_gbs, (2 * arr + b) / MiB,
+        get(cnt));
+    b = cub_bytes([&](void* p, size_t& bb) {
+      return cub::DeviceSelect::If(p, bb, d, cnt, int64_t(n), keep, s);
+    });
+    t = time_ms(runs, s, restore, [&]() {
+      CK(cub::DeviceSelect::If(tmp, b, d, cnt, int64_t(n), keep, s));
+    });
+    if (get(cnt) != kept) printf("MISMATCH cub If in place\n");
+    row("cub If inplace", n, int(S), pct, t, arr + double(kept) * S, copy_gbs, (arr + b) / MiB,
+        get(cnt));
+
+    // ---- partition (same input)
+    t = time_ms(runs, s, restore, [&]() { partition_inplace_async(d, n, keep, cnt, s, scr); });
+    if (get(cnt) != kept) printf("MISMATCH partition\n");
+    row("partition", n, int(S), pct, t, 2 * arr, copy_gbs,
+        (2 * arr + flags) / MiB, get(cnt));
+    b = cub_bytes([&](void* p, size_t& bb) {
+      return cub::DevicePartition::If(p, bb, pristine, out, cnt, int64_t(n), keep, s);
+    });
+    t = time_ms(runs, s, none, [&]() {
+      CK(cub::DevicePartition::If(tmp, b, pristine, out, cnt, int64_t(n), keep, s));
+    });
+    if (get(cnt) != kept) printf("MISMATCH cub partition\n");
+    row("cub Partition", n, int(S), pct, t, 2 * arr, copy_gbs, (2 * arr + b) / MiB, get(cnt));
+
+    // ---- unique: run heads with probability pct %
+    CK(cudaMalloc(&keys, n * 4));
+    fill_heads<<<grid, 256, 0, s>>>(keys, n, thr);
+    CK(cudaGetLastError());
+    size_t sb = 0;
+    CK(cub::DeviceScan::InclusiveSum(nullptr, sb, keys, keys, int64_t(n), s));
+    if (sb > tmp_cap) {
+      printf("temp storage too small\n");
+      exit(1);
+    }
+    CK(cub::DeviceScan::InclusiveSum(tmp, sb, keys, keys, int64_t(n), s));
+    fill_from_keys<T><<<grid, 256, 0, s>>>(pristine, keys, n);
+    CK(cudaGetLastError());
+    CK(cudaStreamSynchronize(s));
+    CK(cudaFree(keys));
+    keys = nullptr;
+    t = time_ms(runs, s, restore, [&]() { unique_inplace_async(d, n, KeyEq(), cnt, s, scr); });
+    const unsigned long long uk = get(cnt);
+    row("unique", n, int(S), pct, t, arr + double(uk) * S, copy_gbs,
+        (arr + flags) / MiB, uk);
+    b = cub_bytes([&](void* p, size_t& bb) {
+      return cub::DeviceSelect::Unique(p, bb, pristine, out, cnt, int64_t(n), s);
+    });
+    t = time_ms(runs, s, none, [&]() {
+      CK(cub::DeviceSelect::Unique(tmp, b, pristine, out, cnt, int64_t(n), s));
+    });
+    if (get(cnt) != uk) printf("MISMATCH cub unique\n");
+    row("cub Unique", n, int(S), pct, t, arr + double(uk) * S, copy_gbs, (2 * arr + b) / MiB,
+        get(cnt));
+  }
+  CK(cudaFree(pristine));
+  CK(cudaFree(d));
+  CK(cudaFree(out));
+  CK(cudaFree(cnt));
+  CK(cudaStreamDestroy(s));
+}
+
+}  // namespace
+}  // namespace gpu2bs
+
+int main(int argc, char** argv) {
+  using namespace gpu2bs;
+  const int runs = argc > 1 ? std::max(1, atoi(argv[1])) : 5;
+  std::vector<size_t> sizes;
+  for (int a = 2; a < argc; ++a) sizes.push_back(size_t(atol(argv[a])) << 20);
+  if (sizes.empty()) sizes = {size_t(16) << 20, size_t(256) << 20};
+  cudaDeviceProp prop;
+  CK(cudaGetDeviceProperties(&prop, 0));
+  printf("# bench_sliding on %s (%d SMs), median of %d runs, cudaEvents\n", prop.name,
+         prop.multiProcessorCount, runs);
+  printf("# GB/s = (bytes read + bytes written) / time: select/unique n*size + kept*size,\n"
+         "# partition 2*n*size, copy 2*n*size. Memory: data arrays + scratch/temp (MiB).\n"
+         "# Note: the sliding partition keeps the rejected elements in scratch (counted).\n\n");
+  printf("| method | n | size | sel | ms | GB/s | of copy | memory MiB | result |\n");
+  printf("|---|---|---|---|---|---|---|---|---|\n");
+  size_t tmp_cap = size_t(64) << 20;  // CUB temp storage (a few MB at 256M)
+  void* tmp = nullptr;
+  CK(cudaMalloc(&tmp, tmp_cap));
+  for (size_t n : sizes) {
+    bench_type<uint32_t>(n, runs, tmp, tmp_cap);
+    bench_type<unsigned long long>(n, runs, tmp, tmp_cap);
+    bench_type<PairRecord>(n, runs, tmp, tmp_cap);
+  }
+  CK(cudaFree(tmp));
+  return 0;
+}

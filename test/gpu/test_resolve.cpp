@@ -1,0 +1,99 @@
+// Resolution of cell pairs (kernels/resolve.cu): gpu2bs.sdh_method = resolve gives exactly the
+// brute-force histogram / count. GPU resolve vs GPU brute vs CPU resolve, bit for bit, on
+// random, clustered, lattice (exact ties at bucket edges) and coincident points, both
+// precisions, derived and explicit widths.
+#include "fixtures.h"
+
+using namespace gpu2bs;
+using namespace gpu2bs::gputest;
+
+namespace {
+
+std::vector<uint64_t> sdh_with(Engine* e, const ref::Points& pts, Precision prec, int nb,
+                               double width, SdhMethod m, ResolveStats* st = nullptr) {
+  const SdhProblem p = make_sdh(pts.view(), nb, width, width > 0, prec);
+  Ctl ctl;
+  ctl.sdh_method = m;
+  ctl.resolve_stats = st;
+  return e->sdh(p, ctl);
+}
+
+uint64_t count_with(Engine* e, const ref::Points& pts, Precision prec, double r, SdhMethod m,
+                    ResolveStats* st = nullptr) {
+  auto p = make_pair_count(pts.view(), r, prec);
+  Ctl ctl;
+  ctl.sdh_method = m;
+  ctl.resolve_stats = st;
+  return e->pair_count(p, ctl);
+}
+
+// GPU resolve == GPU brute (and == CPU resolve when `cpu_too`).
+void resolve_sdh_case(const ref::Points& pts, Precision prec, int nb, double width, bool cpu_too,
+                      const char* what) {
+  ResolveStats st;
+  const auto r = sdh_with(gpu(), pts, prec, nb, width, SdhMethod::Resolve, &st);
+  EXPECT_EQ(r, sdh_with(gpu(), pts, prec, nb, width, SdhMethod::Brute)) << what;
+  if (cpu_too) {
+    EXPECT_EQ(r, sdh_with(cpu(), pts, prec, nb, width, SdhMethod::Resolve)) << what;
+  }
+  const uint64_t n = pts.n();
+  EXPECT_EQ(st.resolved_pairs + st.examined_pairs, n * (n - 1) / 2) << what;
+}
+
+void resolve_count_case(const ref::Points& pts, Precision prec, double r, bool cpu_too,
+                        const char* what) {
+  const uint64_t c = count_with(gpu(), pts, prec, r, SdhMethod::Resolve);
+  EXPECT_EQ(c, count_with(gpu(), pts, prec, r, SdhMethod::Brute)) << what;
+  if (cpu_too) {
+    EXPECT_EQ(c, count_with(cpu(), pts, prec, r, SdhMethod::Resolve)) << what;
+  }
+}
+
+TEST(Resolve, SmallEveryShape) {
+  REQUIRE_GPU();
+  for (Precision prec : {Precision::Float32, Precision::Float64})
+    for (int dims : {2, 3})
+      for (size_t n : {size_t(2), size_t(3), size_t(100), size_t(3000), size_t(10000)}) {
+        char what[96];
+        snprintf(what, sizeof what, "n=%zu d=%d %s", n, dims, pname(prec));
+        resolve_sdh_case(ref::uniform(n, dims, n + 1), prec, 10, 0, true, what);
+        resolve_sdh_case(ref::clustered(n, dims, n + 2), prec, 100, 0, true, what);
+        resolve_sdh_case(ref::clustered(n, dims, n + 3), prec, 37, 0.01, true, what);
+        resolve_sdh_case(ref::lattice(n, dims, n + 4, 12), prec, 20, 1.0, true, what);
+        resolve_sdh_case(ref::lattice(n, dims, n + 5, 12), prec, 17, 0, true, what);
+        resolve_sdh_case(same_point(n, dims), prec, 10, 0, true, what);
+        resolve_sdh_case(ref::uniform(n, dims, n + 6), prec, 20000, 0, n <= 3000, what);
+        resolve_count_case(ref::uniform(n, dims, n + 7), prec, 0.05, true, what);
+        resolve_count_case(ref::lattice(n, dims, n + 8, 12), prec, 2.0, true, what);
+        resolve_count_case(same_point(n, dims), prec, 0.0, true, what);
+      }
+}
+
+TEST(Resolve, MillionsBitIdenticalToBrute) {
+  REQUIRE_GPU();
+  const size_t n = size_t(1) << 22;  // 4,194,304
+  {
+    auto pts = ref::uniform(n, 2, 901);
+    ResolveStats st;
+    const auto r = sdh_with(gpu(), pts, Precision::Float32, 100, 0, SdhMethod::Resolve, &st);
+    EXPECT_EQ(r, sdh_with(gpu(), pts, Precision::Float32, 100, 0, SdhMethod::Brute));
+    printf("2-D uniform 4M, 100 buckets: resolved fraction %.4f, build %.3f s, walk %.3f s\n",
+           st.resolved_fraction(), st.build_s, st.walk_s);
+    EXPECT_EQ(count_with(gpu(), pts, Precision::Float32, 0.01, SdhMethod::Resolve),
+              count_with(gpu(), pts, Precision::Float32, 0.01, SdhMethod::Brute));
+  }
+  {
+    auto pts = ref::clustered(n, 3, 902, 16, 0.05);
+    EXPECT_EQ(sdh_with(gpu(), pts, Precision::Float32, 50, 0, SdhMethod::Resolve),
+              sdh_with(gpu(), pts, Precision::Float32, 50, 0, SdhMethod::Brute));
+    EXPECT_EQ(count_with(gpu(), pts, Precision::Float32, 0.01, SdhMethod::Resolve),
+              count_with(gpu(), pts, Precision::Float32, 0.01, SdhMethod::Brute));
+  }
+  {
+    auto pts = ref::lattice(n, 3, 903, 64);  // width 1: ties on every square distance
+    EXPECT_EQ(sdh_with(gpu(), pts, Precision::Float32, 60, 1.0, SdhMethod::Resolve),
+              sdh_with(gpu(), pts, Precision::Float32, 60, 1.0, SdhMethod::Brute));
+  }
+}
+
+}  // namespace

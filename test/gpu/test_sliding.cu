@@ -1,0 +1,295 @@
+// GPU in-place data sliding (kernels/sliding/sliding.cuh) against CUB (DeviceSelect::If,
+// DeviceSelect::Unique, DevicePartition::If, out of place) and the CPU counterparts
+// (core/sliding.h) / the standard library, bit for bit: 4-, 8- and 16-byte elements (PairRecord),
+// empty, 1 element, all kept, none kept, sizes around the tile, millions of elements (far more
+// tiles than resident blocks), both synchronizations, the device-count variants, a scratch
+// reused across calls and one allocated through a Call. Skips without a GPU.
+#include <gtest/gtest.h>
+
+#include <cub/device/device_partition.cuh>
+#include <cub/device/device_select.cuh>
+
+#include <algorithm>
+#include <cstdint>
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "core/engine.h"
+#include "core/sliding.h"
+#include "kernels/sliding/sliding.cuh"
+
+namespace gpu2bs {
+
+// Equality of the key only (CUB's Unique compares with ==).
+__host__ __device__ inline bool operator==(const PairRecord& a, const PairRecord& b) {
+  return a.i == b.i;
+}
+
+namespace {
+
+using namespace cuda::sliding;
+
+bool have_gpu() {
+  static int ok = -1;
+  if (ok < 0) {
+    std::string why;
+    ok = cuda_engine(&why) != nullptr ? 1 : 0;
+    if (!ok) printf("no GPU: %s\n", why.c_str());
+  }
+  return ok == 1;
+}
+
+#define REQUIRE_GPU() \
+  if (!have_gpu()) GTEST_SKIP() << "no usable GPU"
+
+#define CK(x) ASSERT_EQ((x), cudaSuccess)
+
+// The key predicates and unique look at.
+__host__ __device__ inline uint32_t key(uint32_t x) { return x; }
+__host__ __device__ inline uint32_t key(unsigned long long x) { return uint32_t(x >> 32); }
+__host__ __device__ inline uint32_t key(const PairRecord& r) { return r.i; }
+
+// keep(x): key(x) < t.
+template <typename T>
+struct KeepBelow {
+  uint32_t t;
+  __host__ __device__ bool operator()(const T& x) const { return key(x) < t; }
+};
+
+// Equal keys.
+struct KeyEq {
+  template <typename T>
+  __host__ __device__ bool operator()(const T& a, const T& b) const {
+    return key(a) == key(b);
+  }
+};
+
+// Random elements whose keys are uniform in [0, range), or runs (unique) when `runs`: key grows
+// by one with probability 1/run_len.
+template <typename T>
+std::vector<T> make_input(size_t n, uint32_t range, uint64_t seed, bool runs, int run_len = 3) {
+  std::mt19937_64 g(seed);
+  std::vector<T> v(n);
+  uint32_t k = 0;
+  for (size_t i = 0; i < n; ++i) {
+    const uint32_t r = uint32_t(g());
+    if (runs) {
+      if (r % unsigned(run_len) == 0) ++k;
+    } else {
+      k = uint32_t(g() % range);
+    }
+    if constexpr (std::is_same<T, uint32_t>::value) {
+      v[i] = k;
+    } else if constexpr (std::is_same<T, unsigned long long>::value) {
+      v[i] = (unsigned long long)k << 32 | (k * 2654435761u);  // key equality = bitwise
+    } else {
+      v[i].i = k;
+      v[i].j = uint32_t(i);
+      v[i].dist = double(r % 1000) * 0.001;
+    }
+  }
+  return v;
+}
+
+template <typename T>
+struct Dev {
+  T* p = nullptr;
+  size_t n = 0;
+  explicit Dev(size_t m) : n(m) {
+    if (m) EXPECT_EQ(cudaMalloc(&p, m * sizeof(T)), cudaSuccess);
+  }
+  ~Dev() {
+    if (p) cudaFree(p);
+  }
+  void put(const std::vector<T>& v) {
+    if (n) EXPECT_EQ(cudaMemcpy(p, v.data(), n * sizeof(T), cudaMemcpyHostToDevice), cudaSuccess);
+  }
+  std::vector<T> get(size_t m) const {
+    std::vector<T> v(m);
+    if (m) EXPECT_EQ(cudaMemcpy(v.data(), p, m * sizeof(T), cudaMemcpyDeviceToHost), cudaSuccess);
+    return v;
+  }
+};
+
+template <typename T>
+bool same(const std::vector<T>& a, const std::vector<T>& b) {
+  return a.size() == b.size() &&
+         (a.empty() || std::memcmp(a.data(), b.data(), a.size() * sizeof(T)) == 0);
+}
+
+// Runs one CUB algorithm (two-phase temp storage); returns its selected count.
+template <typename F>
+size_t run_cub(F f) {
+  Dev<unsigned long long> cnt(1);
+  size_t bytes = 0;
+  EXPECT_EQ(f(nullptr, bytes, cnt.p), cudaSuccess);
+  void* tmp = nullptr;
+  EXPECT_EQ(cudaMalloc(&tmp, std::max<size_t>(bytes, 1)), cudaSuccess);
+  EXPECT_EQ(f(tmp, bytes, cnt.p), cudaSuccess);
+  EXPECT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  cudaFree(tmp);
+  return size_t(cnt.get(1)[0]);
+}
+
+// Every primitive on one input, against CUB, the CPU counterpart and std.
+template <typename T, SlideSync SYNC>
+void check_case(size_t n, uint32_t keep_below, bool runs, uint64_t seed, SlidingScratch& scr) {
+  const auto in = make_input<T>(n, 100, seed, runs);
+  const KeepBelow<T> keep{keep_below};
+  const std::string tag = "n=" + std::to_string(n) + " keep<" + std::to_string(keep_below) +
+                          (runs ? " runs" : "") + " size=" + std::to_string(sizeof(T)) +
+                          (SYNC == SlideSync::Adjacent ? " adjacent" : " lookback");
+  Dev<T> src(n), d(n), out(n);
+  src.put(in);
+  cudaStream_t s = nullptr;
+  Control ctl;
+  ctl.threads = 4;
+
+  // select vs cub::DeviceSelect::If (out of place) vs std::copy_if vs the CPU
+  {
+    std::vector<T> want;
+    std::copy_if(in.begin(), in.end(), std::back_inserter(want), keep);
+    const size_t nc = run_cub([&](void* t, size_t& b, unsigned long long* c) {
+      return cub::DeviceSelect::If(t, b, src.p, out.p, c, int64_t(n), keep);
+    });
+    EXPECT_EQ(nc, want.size()) << tag;
+    EXPECT_TRUE(same(out.get(nc), want)) << "cub select " << tag;
+    d.put(in);
+    unsigned long long* c =
+        slide_async<T, SlideMode::Select, SYNC>(d.p, n, keep, nullptr, s, scr);
+    const size_t k = read_count(c, s, scr);
+    EXPECT_EQ(k, want.size()) << tag;
+    EXPECT_TRUE(same(d.get(k), want)) << "select " << tag;
+    auto h = in;
+    EXPECT_EQ(sliding::select_inplace(h.data(), n, keep, &ctl), want.size()) << tag;
+    h.resize(want.size());
+    EXPECT_TRUE(same(h, want)) << "cpu select " << tag;
+  }
+  // unique vs cub::DeviceSelect::Unique vs std::unique
+  {
+    auto want = in;
+    want.resize(size_t(std::unique(want.begin(), want.end(), KeyEq()) - want.begin()));
+    const size_t nc = run_cub([&](void* t, size_t& b, unsigned long long* c) {
+      return cub::DeviceSelect::Unique(t, b, src.p, out.p, c, int64_t(n));
+    });
+    EXPECT_EQ(nc, want.size()) << tag;
+    EXPECT_TRUE(same(out.get(nc), want)) << "cub unique " << tag;
+    d.put(in);
+    const size_t k = read_count(
+        slide_async<T, SlideMode::Unique, SYNC>(d.p, n, KeyEq(), nullptr, s, scr), s, scr);
+    EXPECT_EQ(k, want.size()) << tag;
+    EXPECT_TRUE(same(d.get(k), want)) << "unique " << tag;
+    auto h = in;
+    EXPECT_EQ(sliding::unique_inplace(h.data(), n, KeyEq(), &ctl), want.size()) << tag;
+    h.resize(want.size());
+    EXPECT_TRUE(same(h, want)) << "cpu unique " << tag;
+  }
+  // partition vs cub::DevicePartition::If (second part reversed) vs std::stable_partition
+  {
+    auto want = in;
+    const size_t wn =
+        size_t(std::stable_partition(want.begin(), want.end(), keep) - want.begin());
+    const size_t nc = run_cub([&](void* t, size_t& b, unsigned long long* c) {
+      return cub::DevicePartition::If(t, b, src.p, out.p, c, int64_t(n), keep);
+    });
+    EXPECT_EQ(nc, wn) << tag;
+    auto co = out.get(n);
+    std::reverse(co.begin() + nc, co.end());
+    EXPECT_TRUE(same(co, want)) << "cub partition " << tag;
+    d.put(in);
+    const size_t k = read_count(
+        slide_async<T, SlideMode::Partition, SYNC>(d.p, n, keep, nullptr, s, scr), s, scr);
+    EXPECT_EQ(k, wn) << tag;
+    EXPECT_TRUE(same(d.get(n), want)) << "partition " << tag;
+    auto h = in;
+    EXPECT_EQ(sliding::partition_inplace(h.data(), n, keep, &ctl), wn) << tag;
+    EXPECT_TRUE(same(h, want)) << "cpu partition " << tag;
+  }
+  // compaction (remove the elements equal to the first) vs std
+  if (n) {
+    std::vector<T> want;
+    for (const T& x : in)
+      if (std::memcmp(&x, &in[0], sizeof(T)) != 0) want.push_back(x);
+    d.put(in);
+    const size_t k = compact_inplace(d.p, n, in[0], s, scr);
+    EXPECT_EQ(k, want.size()) << tag;
+    EXPECT_TRUE(same(d.get(k), want)) << "compact " << tag;
+  }
+}
+
+template <typename T>
+void check_sizes(uint64_t seed) {
+  const size_t t = tile_elems<T>();
+  SlidingScratch scr;  // reused by every call
+  for (size_t n : {size_t(0), size_t(1), size_t(2), size_t(31), t - 1, t, t + 1, 3 * t + 17,
+                   size_t(1000003)})
+    for (uint32_t keep : {0u, 10u, 50u, 90u, 100u}) {
+      check_case<T, SlideSync::Lookback>(n, keep, false, seed + n + keep, scr);
+      if (n == t + 1 || n == 1000003)
+        check_case<T, SlideSync::Adjacent>(n, keep, false, seed + n + keep, scr);
+    }
+  for (size_t n : {size_t(1), t + 1, size_t(1000003)}) {
+    check_case<T, SlideSync::Lookback>(n, 50, true, seed + 7 * n, scr);
+    check_case<T, SlideSync::Adjacent>(n, 50, true, seed + 7 * n, scr);
+  }
+}
+
+TEST(Sliding, Uint32) {
+  REQUIRE_GPU();
+  check_sizes<uint32_t>(11);
+}
+TEST(Sliding, Uint64) {
+  REQUIRE_GPU();
+  check_sizes<unsigned long long>(12);
+}
+TEST(Sliding, PairRecord) {
+  REQUIRE_GPU();
+  check_sizes<PairRecord>(13);
+}
+
+// Many tiles (tens of thousands of blocks, far more than are resident), 16-byte records, long
+// runs for unique: the public API, the device-count variants, and a scratch from a Call.
+TEST(Sliding, ManyTilesAndDeviceCounts) {
+  REQUIRE_GPU();
+  const size_t n = 40000000;  // 40M records (640 MB): ~39k tiles
+  const auto in = make_input<PairRecord>(n, 1000, 99, false);
+  const KeepBelow<PairRecord> keep{500};
+  std::vector<PairRecord> want;
+  std::copy_if(in.begin(), in.end(), std::back_inserter(want), keep);
+  Control ctl;
+  {
+    cuda::Call call(ctl);
+    SlidingScratch scr(&call);
+    PairRecord* d = call.alloc<PairRecord>(n, "test array");
+    unsigned long long* c = call.alloc<unsigned long long>(1, "test count");
+    CK(cudaMemcpy(d, in.data(), n * sizeof(PairRecord), cudaMemcpyHostToDevice));
+    select_inplace_async(d, n, keep, c, call.stream(), scr);
+    call.sync();
+    unsigned long long k = 0;
+    CK(cudaMemcpy(&k, c, 8, cudaMemcpyDeviceToHost));
+    ASSERT_EQ(k, want.size());
+    std::vector<PairRecord> got(k);
+    CK(cudaMemcpy(got.data(), d, k * sizeof(PairRecord), cudaMemcpyDeviceToHost));
+    EXPECT_TRUE(same(got, want));
+    // the array again, removing what was kept: nothing of the kept part remains
+    CK(cudaMemcpy(d, in.data(), n * sizeof(PairRecord), cudaMemcpyHostToDevice));
+    EXPECT_EQ(remove_if_inplace(d, n, keep, call.stream(), scr), n - want.size());
+    EXPECT_GT(scr.device_bytes(), 0u);
+  }
+  EXPECT_EQ(cuda::engine_bytes_in_use(), 0u);
+  // unique over 40M uint32 with long runs: vs std::unique
+  const auto u = make_input<uint32_t>(n, 0, 5, true, 50);
+  auto wu = u;
+  wu.resize(size_t(std::unique(wu.begin(), wu.end()) - wu.begin()));
+  Dev<uint32_t> du(n);
+  du.put(u);
+  SlidingScratch scr;
+  const size_t k = unique_inplace(du.p, n, BitwiseEqual(), nullptr, scr);
+  EXPECT_EQ(k, wu.size());
+  EXPECT_TRUE(same(du.get(k), wu));
+}
+
+}  // namespace
+}  // namespace gpu2bs
