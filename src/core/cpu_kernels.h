@@ -16,7 +16,7 @@ constexpr size_t kCpuTile = 1024;
 
 // Histograms up to this many buckets get 4 interleaved private copies per worker (bench_cpu,
 // 2-core EPYC, N=1e5 f32, pairs/s/thread: 10 buckets 1.13e9 -> 1.24e9, 500 buckets 1.53e9 ->
-// 1.66e9; test/bench/results/2026-11-22-cpu-2core-bench_cpu.txt).
+// 1.66e9, measured with test/bench/bench_cpu).
 constexpr int kCpuSdhCopiesMaxBuckets = 1024;
 
 // Upper bound of the CPU SDH's private histograms together (unless one histogram alone is

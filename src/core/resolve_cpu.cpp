@@ -47,7 +47,7 @@ CpuResolveTuning cpu_resolve_tuning(int dims) {
 // along the diagonal). Unresolved pairs cost about twice a tile pair (short ranges) and the
 // walk adds its visits, so resolution wins below about a third unresolved; below
 // kCpuResolveMinPoints brute force takes milliseconds and keeps the simpler path
-// (test/bench/results/2026-11-23-cpu-2core-resolve.md).
+// (measured with test/bench/bench_resolve).
 namespace {
 constexpr double kCpuUnresolvedCoef[2] = {1.6, 2.2};  // 2-D, 3-D
 constexpr double kCpuResolveWinFraction = 0.35;

@@ -13,7 +13,7 @@
 namespace gpu2bs {
 
 // Measured constants of the CPU resolution path and its cost model (2-core AMD EPYC dev
-// machine, AVX2; test/bench/results/2026-11-23-cpu-2core-resolve.md).
+// machine, AVX2, measured with test/bench/bench_resolve).
 struct CpuResolveTuning {
   // Points per leaf cell for uniform data (the map's depth).
   double leaf_points;

@@ -157,13 +157,8 @@ void define_settings() {
                            "queue (WORKQUEUE, section III-D); sortbywl sorts them the same way and "
                            "assigns them statically (SORTBYWL, section III-C); cell keeps cell "
                            "order with static assignment (GPUCALCGLOBAL baseline, section II-C3). "
-                           "auto (default) is cell on the GPU: fastest end to end over 21 "
-                           "synthetic sets (workqueue 1.08x, sortbywl 1.11x of its time, geometric "
-                           "mean; workqueue has the faster kernel but its workload estimate costs "
-                           "as much as a sparse join: test/bench/results/2026-11-22-h100-joinlb.txt), "
-                           "and workqueue on the CPU, where it splits crowded cells into items of "
-                           "at most 256 rows (cell and sortbywl keep one item per cell, sortbywl "
-                           "largest first: test/bench/results/2026-11-22-cpu-2core-simjoin-skew-3d.md).",
+                           "auto (default) is cell on the GPU and workqueue on the CPU, the fastest end to end "
+                           "of the strategies in the join benchmarks (docs/settings.md).",
                            &join_balance_setting, int(JoinBalance::Auto), balance_options,
                            PGC_USERSET, 0, nullptr, nullptr, nullptr);
   DefineCustomIntVariable("gpu2bs.join_threads_per_point",
