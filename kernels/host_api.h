@@ -41,10 +41,10 @@ PrivChoice choose_privatization(int nbuckets, int threads, size_t tile_bytes, do
 // Launch configurations of the 3-D float32 tile kernels (EngineOverrides::tile_variant; 0 =
 // tuning.h). SDH:
 // 1..4 = fast path with 512x2, 1024x1, 512x4, 256x4 threads x register points, 5 = exact path
-// (the kernel before issue 4), 6 = fast path with the bucket clamp, 7 = exact path 1024x2.
+// (the earlier exact-path kernel), 6 = fast path with the bucket clamp, 7 = exact path 1024x2.
 // Pair count: 1..4 = 512x8, 512x4, 128x8, 256x4; 5 = 256x8 with FSETP counting (no carry chain).
 
-// Test/bench hooks of the float32 fast SDH path (issue 4, kernels/sdh.cu): whether the last SDH
+// Test/bench hooks of the float32 fast SDH path (kernels/sdh.cu): whether the last SDH
 // call on this thread took it and with one shared threshold table (EngineOverrides::sdh_layout
 // forces the layout).
 bool sdh_last_fast();

@@ -11,7 +11,7 @@
 // counts in global memory (one atomic per pair; measured 5x slower than one shared copy, see
 // tuning.h, so it is used only then).
 //
-// Float32 fast path (issue 4): the bucket k = floor(fl(sqrt(d2)) * inv_w) is a non-decreasing
+// Float32 fast path: the bucket k = floor(fl(sqrt(d2)) * inv_w) is a non-decreasing
 // function of d2, so it is fixed by thresholds T_k = the smallest float d2 whose bucket is >= k
 // (computed exactly, by binary search over the float bit patterns with sdh_bucket itself, in a
 // small kernel per call). Per pair the kernel takes an approximate bucket k_a = rn(s * inv_w)
@@ -490,7 +490,7 @@ void sdh_tiles_op(Call& call, const SdhProblem& p, T* const* c, unsigned long lo
 }
 
 // The exact kernel; float32 with 0 <= 1/width <= 2^40 without the square root's call
-// (sdh_bucket_nocall). ALLOW_NOCALL = false: the kernel before issue 4 (bench).
+// (sdh_bucket_nocall). ALLOW_NOCALL = false: the earlier exact-path kernel (bench).
 template <typename T, int D, int B, int RT, bool ALLOW_NOCALL = true>
 void sdh_tiles(Call& call, const SdhProblem& p, T* const* c, unsigned long long* hist) {
   if constexpr (sizeof(T) == 4 && ALLOW_NOCALL) {
@@ -515,7 +515,7 @@ std::vector<uint64_t> sdh_run(const SdhProblem& p, Control& ctl) {
   upload_points<T>(call, p.pts, c);
   // Bench-only launch configurations (3-D float32 only), to justify the tuning table: 1..4 the
   // fast path with 512x2, 1024x1, 512x4, 256x4 threads x points, 5 the exact path (the kernel
-  // before issue 4, kSdhThreads x kSdhRegPoints).
+  // the earlier exact-path kernel, kSdhThreads x kSdhRegPoints).
   int variant = 0;
   if constexpr (sizeof(T) == 4 && D == 3) variant = ctl.overrides.tile_variant;
   bool done = false;
