@@ -35,17 +35,32 @@ CREATE FUNCTION gpu_sdh(rel regclass, nbuckets int4, coords text[] DEFAULT NULL)
   AS 'MODULE_PATHNAME', 'gpu2bs_sdh_rel' LANGUAGE C STABLE PARALLEL RESTRICTED;
 COMMENT ON FUNCTION gpu_sdh(regclass, int4, text[]) IS
 'Spatial distance histogram of the rows of rel, read as gpu_simjoin reads them (one query as the calling user, no per-row aggregate calls): bigint[nbuckets], element k+1 counts the unordered pairs with distance d in [k*w, (k+1)*w), w = bounding-box diagonal / nbuckets; a pair at d = diagonal counts in the last bucket; as gpu_sdh(x, y, z, nbuckets) over the same rows. Coordinates: the columns named in coords (2 to 6, any numeric type), else every float8 column in column order. Rows with a NULL coordinate are skipped; NULL for no rows or a NULL rel or nbuckets. Errors: nbuckets outside 1..1048576, NaN/infinite coordinates, fewer than 2 or more than 6 coordinates (22023); missing relation (42P01) or column (42703); non-numeric column (42804); not a table or view (42809); no SELECT privilege (42501). Method: 2-BS framework (Type-II output, tiling, output privatization).';
+CREATE FUNCTION gpu_sdh(rel text, nbuckets int4, coords text DEFAULT NULL)
+  RETURNS bigint[]
+  AS $$ SELECT @extschema@.gpu_sdh(rel::regclass, nbuckets, coords::text[]) $$ LANGUAGE sql STABLE PARALLEL RESTRICTED;
+COMMENT ON FUNCTION gpu_sdh(text, int4, text) IS
+'The relation named by a string (gpu_sdh(rel regclass, nbuckets, coords) with rel read as a regclass, schema-qualified and quoted names as in ''s."T"''::regclass, and coords as a text[] literal such as ''{x,y}''). It makes calls with untyped literals, such as gpu_sdh(''t'', ..., ''{x,y}''), choose the relation form: string-typed parameters are the ones PostgreSQL prefers for untyped literals, where the float8 aggregate of the same name would otherwise be chosen and fail reading ''t'' as a number. Errors as the regclass form; a missing relation is 42P01.';
 CREATE FUNCTION gpu_sdh_fixed(rel regclass, nbuckets int4, width float8, coords text[] DEFAULT NULL)
   RETURNS bigint[]
   AS 'MODULE_PATHNAME', 'gpu2bs_sdh_fixed_rel' LANGUAGE C STABLE PARALLEL RESTRICTED;
 COMMENT ON FUNCTION gpu_sdh_fixed(regclass, int4, float8, text[]) IS
 'Spatial distance histogram of the rows of rel with explicit bucket width (coordinate units, positive and finite), read as gpu_simjoin reads them: bigint[nbuckets], element k+1 counts pairs with d in [k*width, (k+1)*width); pairs with d >= nbuckets*width are not counted; as gpu_sdh_fixed(x, y, z, nbuckets, width) over the same rows. Coordinates, rows and errors as gpu_sdh(rel, nbuckets, coords); a bad width is 22023; NULL for a NULL width. Method: 2-BS framework, Type-II.';
+CREATE FUNCTION gpu_sdh_fixed(rel text, nbuckets int4, width float8, coords text DEFAULT NULL)
+  RETURNS bigint[]
+  AS $$ SELECT @extschema@.gpu_sdh_fixed(rel::regclass, nbuckets, width, coords::text[]) $$ LANGUAGE sql STABLE PARALLEL RESTRICTED;
+COMMENT ON FUNCTION gpu_sdh_fixed(text, int4, float8, text) IS
+'The relation named by a string (gpu_sdh_fixed(rel regclass, nbuckets, width, coords) with rel read as a regclass, schema-qualified and quoted names as in ''s."T"''::regclass, and coords as a text[] literal such as ''{x,y}''). It makes calls with untyped literals, such as gpu_sdh_fixed(''t'', ..., ''{x,y}''), choose the relation form: string-typed parameters are the ones PostgreSQL prefers for untyped literals, where the float8 aggregate of the same name would otherwise be chosen and fail reading ''t'' as a number. Errors as the regclass form; a missing relation is 42P01.';
 
 CREATE FUNCTION gpu_pair_count(rel regclass, r float8, coords text[] DEFAULT NULL)
   RETURNS bigint
   AS 'MODULE_PATHNAME', 'gpu2bs_pair_count_rel' LANGUAGE C STABLE PARALLEL RESTRICTED;
 COMMENT ON FUNCTION gpu_pair_count(regclass, float8, text[]) IS
 'Two-point correlation count of the rows of rel, read as gpu_simjoin reads them (one query as the calling user, no per-row aggregate calls): the number (bigint) of unordered pairs with distance <= r (coordinate units, >= 0, +Infinity counts all pairs). Coordinates: the columns named in coords (2 to 6, any numeric type), else every float8 column in column order. Rows with a NULL coordinate are skipped; NULL for no rows or a NULL rel or r. Errors: NaN or negative r, NaN/infinite coordinates, fewer than 2 or more than 6 coordinates (22023); missing relation (42P01) or column (42703); non-numeric column (42804); no SELECT privilege (42501). Method: 2-BS framework, Type-I output, on the similarity join''s grid index when it examines fewer pairs.';
+CREATE FUNCTION gpu_pair_count(rel text, r float8, coords text DEFAULT NULL)
+  RETURNS bigint
+  AS $$ SELECT @extschema@.gpu_pair_count(rel::regclass, r, coords::text[]) $$ LANGUAGE sql STABLE PARALLEL RESTRICTED;
+COMMENT ON FUNCTION gpu_pair_count(text, float8, text) IS
+'The relation named by a string (gpu_pair_count(rel regclass, r, coords) with rel read as a regclass, schema-qualified and quoted names as in ''s."T"''::regclass, and coords as a text[] literal such as ''{x,y}''). It makes calls with untyped literals, such as gpu_pair_count(''t'', ..., ''{x,y}''), choose the relation form: string-typed parameters are the ones PostgreSQL prefers for untyped literals, where the float8 aggregate of the same name would otherwise be chosen and fail reading ''t'' as a number. Errors as the regclass form; a missing relation is 42P01.';
 
 -- gpu_simjoin reads PostGIS point columns and locks the relation it resolved to.
 COMMENT ON FUNCTION gpu_simjoin(regclass, float8, text[], text) IS

@@ -4,6 +4,9 @@
 -- (gpu_sdh 3 and 4, gpu_sdh_fixed 4 and 5, gpu_sdh_width 3 and 4, gpu_pair_count 3 and 4; the
 -- compatibility gpu_sdh with 5), so no call is ambiguous (never 42725). A literal that cannot
 -- be converted implicitly (a numeric or bigint bucket count) is 42883, PostgreSQL's own rule.
+-- Relation forms with a quoted name take the string-typed form (rel text, ..., coords text); the
+-- one call PostgreSQL cannot decide is the one with every argument quoted and an integer
+-- parameter beside the aggregate's float8 (gpu_sdh('t', '4', '{x,y}'): 42725).
 --
 SET gpu2bs.precision = float8;
 CREATE TABLE lit (id int PRIMARY KEY, x float8, y float8, z float8, xi int, yi int);
@@ -46,7 +49,15 @@ SELECT call, try_call(call) AS result FROM (VALUES
   ('gpu_pair_count(x, y, 5)'), ('gpu_pair_count(x, y, 5.0)'), ('gpu_pair_count(x, y, 5e0)'),
   ('gpu_pair_count(x, y, ''5'')'), ('gpu_pair_count(x, y, 5::real)'), ('gpu_pair_count(xi, yi, 5::bigint)'),
   ('gpu_pair_count(x, y, z, 5)'), ('gpu_pair_count(x, y, 0, 5)'), ('gpu_pair_count(x, y, 0, 5.0)'),
-  ('gpu_pair_count(x, y, 0.0, 5)'), ('gpu_pair_count(x, y, z, ''Infinity'')'), ('gpu_pair_count(1, 2, 3, 4)')
+  ('gpu_pair_count(x, y, 0.0, 5)'), ('gpu_pair_count(x, y, z, ''Infinity'')'), ('gpu_pair_count(1, 2, 3, 4)'),
+  -- relation forms with an untyped name: the text form takes them, never the float8 aggregate
+  ('gpu_pair_count(''lit'', 5, ''{x,y}'')'), ('gpu_pair_count(''lit'', 5.0, ''{x,y}'')'),
+  ('gpu_pair_count(''lit'', 5)'), ('gpu_pair_count(''lit'', 5, coords => ''{x,y}'')'),
+  ('gpu_pair_count(''lit''::regclass, 5, ''{x,y}'')'), ('gpu_pair_count(''public.lit'', ''5'', ''{x,y,z}'')'),
+  ('gpu_pair_count(''nosuch'', 5)'), ('gpu_pair_count(NULL, 5)'),
+  ('gpu_sdh(''lit'', 4, ''{x,y}'')'), ('gpu_sdh(''lit'', 4)'), ('gpu_sdh(''lit'', ''4'', ''{xi,yi}'')'),
+  ('gpu_sdh_fixed(''lit'', 4, 5, ''{x,y}'')'), ('gpu_sdh_fixed(''lit'', 4, 5.0, ''{x,y}'')'),
+  ('gpu_sdh_fixed(''lit'', 4, 5)')
 ) v(call);
 
 -- the 3-D form with a constant z is the 2-D histogram of the same points
