@@ -400,6 +400,10 @@ class CudaEngine final : public Engine {
     cuda::simjoin(p, sink, ctl);
   }
 
+  // The pushed-down filter and reductions run in the join kernel (kernels/join/kernel.cu).
+  bool applies_pair_filter() const override { return true; }
+  bool reduces_pairs(PairReduce::Kind) const override { return true; }
+
   void pairwise(const PairwiseProblem& p, PairSink& sink, Control& ctl) override {
     last_run() = LastRun();
     cuda::pairwise(p, sink, ctl);

@@ -28,7 +28,8 @@ void too_many_pairs(uint64_t max_pairs) {
 // The serial launch loop: launch, read back, drain the pool when full or done, resume.
 template <typename T, int D, bool SELF, bool COUNT>
 JoinResult run_join(Call& call, const DevGrid<T>& ga, const DevGrid<T>& gb, T eps2,
-                    const std::vector<signed char>& offsets, PairSink* sink, uint64_t max_pairs) {
+                    const std::vector<signed char>& offsets, PairSink* sink, uint64_t max_pairs,
+                    JoinExtra* x) {
   LastRun& lr = last_run();
   Control& ctl = call.ctl;
   JoinResult res;
@@ -37,9 +38,12 @@ JoinResult run_join(Call& call, const DevGrid<T>& ga, const DevGrid<T>& gb, T ep
   std::unique_ptr<PrepareTimer> prep(new PrepareTimer(ctl));
   signed char* d_off = upload_offsets(call, offsets);
   const JoinPlan plan = plan_join<T, D, SELF>(call, ga, gb, d_off, int(offsets.size() / D));
-  const auto kernel = join_kernel_for<T, D, SELF, COUNT>(plan.k);
+  const bool reduce = COUNT && x && x->red != kRedNone;
+  const auto kernel = reduce ? join_reduce_kernel_for<T, D, SELF>(plan.k)
+                             : join_kernel_for<T, D, SELF, COUNT>(plan.k);
+  const size_t smem = reduce && x->red == kRedHistogram ? size_t(x->nbuckets) * 4 : 0;
   int bps = 0;
-  G2_CUDA(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&bps, kernel, kJT, 0));
+  G2_CUDA(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&bps, kernel, kJT, smem));
   if (bps < 1) throw Error(ErrorCode::Internal, "CUDA join kernel does not fit on the device");
   const unsigned grid = unsigned(bps * device_facts().sms);
   const size_t warps = size_t(grid) * kWarps;
@@ -53,6 +57,13 @@ JoinResult run_join(Call& call, const DevGrid<T>& ga, const DevGrid<T>& gb, T ep
   WarpState* resume[2] = {call.alloc<WarpState>(warps, "resume list"),
                           call.alloc<WarpState>(warps, "resume list")};
   JoinCtl* hctl = static_cast<JoinCtl*>(call.alloc_host(sizeof(JoinCtl)));
+  // kRedAggregate: one part per warp, accumulated over the launches.
+  AggPart* parts = nullptr;
+  if (reduce && x->red == kRedAggregate) {
+    std::vector<AggPart> init(warps, AggPart{0, 0.0, 0.0, HUGE_VAL, -HUGE_VAL});
+    parts = call.alloc<AggPart>(warps, "aggregate parts");
+    upload_bytes(call, parts, init.data(), warps * sizeof(AggPart));
+  }
 
   // The result pool: Control::max_pages pages when set, else what the memory limit allows
   // (at most kJoinPoolMaxBytes).
@@ -93,6 +104,8 @@ JoinResult run_join(Call& call, const DevGrid<T>& ga, const DevGrid<T>& gb, T ep
   A.pool_pages = unsigned(pool_pages);
   A.page_size = unsigned(page_size);
   A.budget_ns = (unsigned long long)(cuda_tuning::kJoinSliceMs * 1e6);
+  apply_extra(A, x);
+  A.agg = parts;
 
   cudaEvent_t ev_start = call.event(true), ev_end = call.event(true), ev_done = call.event();
   unsigned long long item_next = 0;
@@ -162,7 +175,7 @@ JoinResult run_join(Call& call, const DevGrid<T>& ga, const DevGrid<T>& gb, T ep
     A.n_in = n_in;
     A.resume_out = resume[cur ^ 1];
     G2_CUDA(cudaEventRecord(ev_start, st));
-    kernel<<<grid, kJT, 0, st>>>(A);
+    kernel<<<grid, kJT, smem, st>>>(A);
     G2_CUDA_LAUNCH("join kernel launch");
     G2_CUDA(cudaEventRecord(ev_end, st));
     G2_CUDA(cudaMemcpyAsync(hctl, dctl, sizeof(JoinCtl), cudaMemcpyDeviceToHost, st));
@@ -175,6 +188,7 @@ JoinResult run_join(Call& call, const DevGrid<T>& ga, const DevGrid<T>& gb, T ep
     res.examined += hctl->examined;
     lr.join_slots += hctl->slots;
     res.count += hctl->count;
+    if (max_pairs && res.count > max_pairs) too_many_pairs(max_pairs);
     // Resume entries no warp reached carry over behind the new ones.
     const unsigned consumed = std::min(hctl->resume_next, n_in);
     unsigned n_out = hctl->resume_out;
@@ -200,6 +214,26 @@ JoinResult run_join(Call& call, const DevGrid<T>& ga, const DevGrid<T>& gb, T ep
     if (done) break;
   }
   ctl.stats.kernel_s += std::max(0.0, seconds_since(tk) - drain_s);
+  if (parts) {
+    // The warps' parts merged in warp order (as AggregateSink::merge).
+    std::vector<AggPart> h(warps);
+    download(call, h.data(), parts, warps * sizeof(AggPart));
+    for (const AggPart& P : h) {
+      if (!P.count) continue;
+      if (x->count == 0) {
+        x->min = P.lo;
+        x->max = P.hi;
+      }
+      x->min = std::min(x->min, P.lo);
+      x->max = std::max(x->max, P.hi);
+      for (double d : {P.sum, P.comp}) {
+        const double t = x->sum + d;
+        x->comp += std::fabs(x->sum) >= std::fabs(d) ? (x->sum - t) + d : (d - t) + x->sum;
+        x->sum = t;
+      }
+      x->count += P.count;
+    }
+  }
   if (!COUNT) {
     lr.join_pairs = res.emitted;
     lr.join_streams = 1;
@@ -336,7 +370,7 @@ bool lane_finish(Lane& L, JoinResult& res, size_t warps) {
 template <typename T, int D, bool SELF>
 JoinResult run_join_batched(Call& call, const DevGrid<T>& ga, const DevGrid<T>& gb, T eps2,
                             const std::vector<signed char>& offsets, PairSink* sink,
-                            uint64_t max_pairs) {
+                            uint64_t max_pairs, JoinExtra* x) {
   LastRun& lr = last_run();
   Control& ctl = call.ctl;
   JoinResult res;
@@ -382,6 +416,7 @@ JoinResult run_join_batched(Call& call, const DevGrid<T>& ga, const DevGrid<T>& 
 
   JoinArgs<T> A = join_args(ga, gb, d_off, int(offsets.size() / D), eps2);
   A.budget_ns = (unsigned long long)(cuda_tuning::kJoinSliceMs * 1e6);
+  apply_extra(A, x);  // the emit kernel's filter (the count kernel reads none of it)
 
   // 1. Result-size estimate: count mode over every stride-th item, segment by segment.
   const unsigned long long nitems = ga.nitems;
@@ -569,6 +604,7 @@ JoinResult run_join_batched(Call& call, const DevGrid<T>& ga, const DevGrid<T>& 
       kin.add(ev_ref, L.ev_start, L.ev_end);
       lr.join_slots += L.hctl->slots;
       const bool done = lane_finish(L, res, warps);
+      if (max_pairs && res.count > max_pairs) too_many_pairs(max_pairs);
       L.batch_done = done;
       if (L.pages_used > 0 &&
           (done || L.hctl->pool_full ||
@@ -676,28 +712,19 @@ JoinResult run_join_batched(Call& call, const DevGrid<T>& ga, const DevGrid<T>& 
   return res;
 }
 
-#define G2_INST_RUN(T, D)                                                                   \
-  template JoinResult run_join<T, D, true, true>(Call&, const DevGrid<T>&, const DevGrid<T>&, \
-                                                 T, const std::vector<signed char>&,          \
-                                                 PairSink*, uint64_t);                        \
-  template JoinResult run_join<T, D, true, false>(Call&, const DevGrid<T>&,                   \
-                                                  const DevGrid<T>&, T,                       \
-                                                  const std::vector<signed char>&, PairSink*, \
-                                                  uint64_t);                                  \
-  template JoinResult run_join<T, D, false, false>(Call&, const DevGrid<T>&,                  \
-                                                   const DevGrid<T>&, T,                      \
-                                                   const std::vector<signed char>&,           \
-                                                   PairSink*, uint64_t);                      \
-  template JoinResult run_join_batched<T, D, true>(Call&, const DevGrid<T>&,                  \
-                                                   const DevGrid<T>&, T,                      \
-                                                   const std::vector<signed char>&,           \
-                                                   PairSink*, uint64_t);                      \
-  template JoinResult run_join_batched<T, D, false>(Call&, const DevGrid<T>&,                 \
-                                                    const DevGrid<T>&, T,                     \
-                                                    const std::vector<signed char>&,          \
-                                                    PairSink*, uint64_t);
+#define G2_RUN_ARGS(T) \
+  Call&, const DevGrid<T>&, const DevGrid<T>&, T, const std::vector<signed char>&, PairSink*, \
+      uint64_t, JoinExtra*
+#define G2_INST_RUN(T, D)                                                       \
+  template JoinResult run_join<T, D, true, true>(G2_RUN_ARGS(T));               \
+  template JoinResult run_join<T, D, true, false>(G2_RUN_ARGS(T));              \
+  template JoinResult run_join<T, D, false, true>(G2_RUN_ARGS(T));              \
+  template JoinResult run_join<T, D, false, false>(G2_RUN_ARGS(T));             \
+  template JoinResult run_join_batched<T, D, true>(G2_RUN_ARGS(T));             \
+  template JoinResult run_join_batched<T, D, false>(G2_RUN_ARGS(T));
 G2_JOIN_FOR_ALL(G2_INST_RUN)
 #undef G2_INST_RUN
+#undef G2_RUN_ARGS
 
 }  // namespace join
 }  // namespace cuda

@@ -41,6 +41,7 @@
 
 #include "../common.cuh"
 #include "core/grid.h"
+#include "core/pair_ir.h"
 
 namespace gpu2bs {
 namespace cuda {
@@ -120,6 +121,28 @@ struct JoinCtl {
   unsigned pool_full;            // a warp found no free page
 };
 
+// Kernel modes: pairs to the result pool, a count of the pairs within eps (the grid pair count,
+// the result-size estimate), or a reduction of the kept pairs on the device (PairReduce).
+constexpr int kModeEmit = 0;
+constexpr int kModeCount = 1;
+constexpr int kModeReduce = 2;
+
+// Reductions of kModeReduce.
+constexpr int kRedNone = -1;
+constexpr int kRedAggregate = 0;  // count, compensated sum, min, max of dist (one part per warp)
+constexpr int kRedGroup = 1;      // per point of the group side: count, min, max (atomics)
+constexpr int kRedHistogram = 2;  // counts per dist bucket (shared memory, then global)
+
+// Dist buckets of the top-k histogram: enough that the bucket holding the k-th best pair holds
+// few others for the k of a LIMIT, small enough for shared memory beside the join's arrays.
+constexpr unsigned kTopKBuckets = 4096;
+
+// One warp's aggregate of kept pairs (kRedAggregate), accumulated over launches.
+struct AggPart {
+  unsigned long long count;
+  double sum, comp, lo, hi;
+};
+
 // Where a stopped warp resumes: item, neighbour batch, candidate chunk, step of the chunk
 // (step = sub-chunk * row steps + row step; see join_kernel).
 struct WarpState {
@@ -153,7 +176,73 @@ struct JoinArgs {
   unsigned pool_pages;
   unsigned page_size;
   unsigned long long budget_ns;  // time budget of this launch
+  // Pushed-down filter (emit and reduce modes): the pair IR program (pair_ir.h) evaluated on
+  // (id1, id2, dist) of each pair within eps, the keys by input index (null when the program
+  // reads dist only), and a selection by dist bucket (top-k candidates).
+  const PairInstr* pred;
+  int pred_n;
+  const long long* keys_a;
+  const long long* keys_b;
+  int sel;                      // 0: none; 1: bucket <= sel_bucket; 2: bucket >= sel_bucket
+  unsigned sel_bucket;
+  double bucket_scale;          // buckets per unit of dist
+  unsigned nbuckets;
+  // Reduce mode: which reduction and its outputs.
+  int red;
+  int group_side;               // kRedGroup: 0 id1's point, 1 id2's point
+  AggPart* agg;                 // kRedAggregate: one per warp of the launch grid
+  unsigned long long* g_count;  // kRedGroup: per input index of the group side
+  unsigned long long* g_min;    // dist bits (non-negative doubles order as their bit patterns)
+  unsigned long long* g_max;
+  unsigned long long* hist;     // kRedHistogram: nbuckets counts
 };
+
+// The bucket of a distance: floor(dist * scale), the last bucket for everything beyond.
+__device__ __forceinline__ unsigned dist_bucket(double dist, double scale, unsigned nbuckets) {
+  const double t = dist * scale;
+  return t >= double(nbuckets) ? nbuckets - 1u : unsigned(t);
+}
+
+// What a caller adds to a join run: a filter, a reduction and the reduction's results.
+struct JoinExtra {
+  const PairInstr* pred = nullptr;  // device copy of the program
+  int pred_n = 0;
+  const long long* keys_a = nullptr;  // device keys by input index
+  const long long* keys_b = nullptr;
+  int sel = 0;
+  unsigned sel_bucket = 0;
+  double bucket_scale = 0;
+  unsigned nbuckets = 0;
+  int red = kRedNone;  // run_join<..., COUNT = true> with a reduction runs the reduce kernel
+  int group_side = 0;
+  unsigned long long* g_count = nullptr;
+  unsigned long long* g_min = nullptr;
+  unsigned long long* g_max = nullptr;
+  unsigned long long* hist = nullptr;
+  // kRedAggregate results, merged over warps in warp order.
+  uint64_t count = 0;
+  double sum = 0, comp = 0, min = 0, max = 0;
+};
+
+// Copies the filter and reduction of `x` (when given) into the kernel arguments.
+template <typename T>
+inline void apply_extra(JoinArgs<T>& A, const JoinExtra* x) {
+  if (!x) return;
+  A.pred = x->pred;
+  A.pred_n = x->pred_n;
+  A.keys_a = x->keys_a;
+  A.keys_b = x->keys_b;
+  A.sel = x->sel;
+  A.sel_bucket = x->sel_bucket;
+  A.bucket_scale = x->bucket_scale;
+  A.nbuckets = x->nbuckets;
+  A.red = x->red;
+  A.group_side = x->group_side;
+  A.g_count = x->g_count;
+  A.g_min = x->g_min;
+  A.g_max = x->g_max;
+  A.hist = x->hist;
+}
 
 // The join kernel for one element type, dimension, join kind and mode.
 template <typename T>
@@ -162,6 +251,10 @@ using JoinKernel = void (*)(JoinArgs<T>);
 // Join kernel for K lanes per query point (1, 2, 4, 8, 16 or 32) (kernel.cu).
 template <typename T, int D, bool SELF, bool COUNT>
 JoinKernel<T> join_kernel_for(int k);
+
+// The reduce-mode join kernel for K lanes per query point (kernel.cu).
+template <typename T, int D, bool SELF>
+JoinKernel<T> join_reduce_kernel_for(int k);
 
 // ---- host: grid construction (grid.cu) ---------------------------------------------------------
 
@@ -284,15 +377,19 @@ inline JoinArgs<T> join_args(const DevGrid<T>& ga, const DevGrid<T>& gb,
 
 // The launch loop on the call's stream with one result pool drained between launches (COUNT:
 // count mode, no pool; the grid pair count). Counts go to the result, pairs to `sink`.
+// With `x`: its filter applies to the emitted pairs; with COUNT and x->red set, the reduce
+// kernel runs instead and its results go to x (the Aggregate's, merged) or to x's arrays.
+// COUNT counts every pair within eps; max_pairs bounds the pairs within eps (before the filter).
 template <typename T, int D, bool SELF, bool COUNT>
 JoinResult run_join(Call& call, const DevGrid<T>& ga, const DevGrid<T>& gb, T eps2,
-                    const std::vector<signed char>& offsets, PairSink* sink, uint64_t max_pairs);
+                    const std::vector<signed char>& offsets, PairSink* sink, uint64_t max_pairs,
+                    JoinExtra* x = nullptr);
 
 // The similarity join's output stage with batching (banks.cu): estimate, banks, batches.
 template <typename T, int D, bool SELF>
 JoinResult run_join_batched(Call& call, const DevGrid<T>& ga, const DevGrid<T>& gb, T eps2,
                             const std::vector<signed char>& offsets, PairSink* sink,
-                            uint64_t max_pairs);
+                            uint64_t max_pairs, JoinExtra* x = nullptr);
 
 // Instantiates MACRO(T, D) for every element type and dimension the join supports.
 #define G2_JOIN_FOR_ALL(MACRO) \

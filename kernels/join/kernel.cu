@@ -2,6 +2,7 @@
 // compare loop with K lanes per query point, the paged direct output). See join.cuh.
 #include <string>
 
+#include "core/pair_ir_eval.h"
 #include "join.cuh"
 
 namespace gpu2bs {
@@ -9,6 +10,37 @@ namespace cuda {
 namespace join {
 
 namespace {
+
+// True when the pair (input indices ia of a, jb of b) at distance `dist` passes the pushed-down
+// filter: the dist-bucket selection, then the pair IR program on (id1, id2, dist) with the keys
+// ordered id1 <= id2 in a self-join, as the rows read. Not inlined: only pairs within eps of a
+// filtered join call it, and the interpreter's stack stays out of the join loop's registers.
+template <bool SELF, typename T>
+__device__ __noinline__ bool keep_pair(const JoinArgs<T>& A, unsigned ia, unsigned jb, double dist) {
+  if (A.sel) {
+    const unsigned b = dist_bucket(dist, A.bucket_scale, A.nbuckets);
+    if (A.sel == 1 ? b > A.sel_bucket : b < A.sel_bucket) return false;
+  }
+  if (A.pred_n == 0) return true;
+  long long x = 0, y = 0;
+  if (A.keys_a) {
+    x = A.keys_a[ia];
+    y = A.keys_b[jb];
+    if (SELF && x > y) {
+      const long long t = x;
+      x = y;
+      y = t;
+    }
+  }
+  return eval_pair_program(A.pred, A.pred_n, x, y, dist) == Tri::True;
+}
+
+// Neumaier's step: (s, c) += d.
+__device__ __forceinline__ void two_sum_add(double& s, double& c, double d) {
+  const double t = s + d;
+  c += fabs(s) >= fabs(d) ? (s - t) + d : (d - t) + s;
+  s = t;
+}
 
 // One warp per work item at a time. Items come from the resume list first, then either from
 // the atomic queue (A.cursor null: WORKQUEUE) or by static assignment (warp g of W takes items
@@ -19,7 +51,11 @@ namespace {
 // 32 / K rows (inner), so K = 32 is one row against 32 candidates per step and K = 1 is 32 rows
 // against one candidate. Rows come from their owner lane by shuffle (not for K = 1), candidates
 // likewise (not for K = 32).
-template <typename T, int D, bool SELF, bool COUNT, int K>
+// MODE: kModeEmit writes the pairs that pass the filter to the pool (and counts the pairs
+// within eps); kModeCount counts the pairs within eps; kModeReduce counts them and reduces the
+// pairs that pass the filter (A.red; kRedHistogram needs nbuckets * 4 bytes of dynamic shared
+// memory).
+template <typename T, int D, bool SELF, int MODE, int K>
 __global__ void __launch_bounds__(kJT, (sizeof(T) * D <= 16 ? cuda_tuning::kJoinMinBlocks
                                                             : cuda_tuning::kJoinMinBlocks - 1))
     join_kernel(JoinArgs<T> A) {
@@ -28,6 +64,9 @@ __global__ void __launch_bounds__(kJT, (sizeof(T) * D <= 16 ? cuda_tuning::kJoin
   __shared__ unsigned s_beg[kWarps][32];
   __shared__ unsigned s_excl[kWarps][32];
   __shared__ unsigned s_incl[kWarps][32];
+  extern __shared__ unsigned s_hist[];  // kRedHistogram
+  constexpr bool COUNT = MODE == kModeCount;
+  constexpr bool REDUCE = MODE == kModeReduce;
   constexpr unsigned FULL = 0xffffffffu;
   const int lane = threadIdx.x & 31;
   const int w = threadIdx.x >> 5;
@@ -42,6 +81,14 @@ __global__ void __launch_bounds__(kJT, (sizeof(T) * D <= 16 ? cuda_tuning::kJoin
   if (A.cursor && lane == 0) mine = A.cursor[gw];
   unsigned page = kNoPage, fill = 0;
   unsigned long long my_count = 0, examined = 0, steps = 0;
+  const bool filtered = A.pred_n != 0 || A.sel != 0;
+  // kRedAggregate: this lane's kept pairs.
+  unsigned long long a_cnt = 0;
+  double a_sum = 0, a_comp = 0, a_lo = HUGE_VAL, a_hi = -HUGE_VAL;
+  if (REDUCE && A.red == kRedHistogram) {
+    for (unsigned b = threadIdx.x; b < A.nbuckets; b += kJT) s_hist[b] = 0;
+    __syncthreads();
+  }
 
   for (;;) {
     // Next work: a resume entry first, else a new item (lane 0 fetches, the warp follows).
@@ -188,7 +235,38 @@ __global__ void __launch_bounds__(kJT, (sizeof(T) * D <= 16 ? cuda_tuning::kJoin
             ex += valid ? 1u : 0u;
             if (COUNT) {
               my_count += hit ? 1u : 0u;
+            } else if (REDUCE) {
+              my_count += hit ? 1u : 0u;
+              if (hit) {
+                const unsigned ia = A.order_a[i], jb = A.order_b[jc];
+                const double dist = double(op_sqrt(d2));
+                if (!filtered || keep_pair<SELF>(A, ia, jb, dist)) {
+                  if (A.red == kRedAggregate) {
+                    ++a_cnt;
+                    two_sum_add(a_sum, a_comp, dist);
+                    a_lo = fmin(a_lo, dist);
+                    a_hi = fmax(a_hi, dist);
+                  } else if (A.red == kRedGroup) {
+                    unsigned g;
+                    if (SELF) {  // id1 is the smaller key (either point when they are equal)
+                      const bool i_small = A.keys_a[ia] <= A.keys_a[jb];
+                      g = (A.group_side == 0) == i_small ? ia : jb;
+                    } else {
+                      g = A.group_side == 0 ? ia : jb;
+                    }
+                    const unsigned long long bits = (unsigned long long)__double_as_longlong(dist);
+                    atomicAdd(&A.g_count[g], 1ull);
+                    atomicMin(&A.g_min[g], bits);
+                    atomicMax(&A.g_max[g], bits);
+                  } else {
+                    atomicAdd(&s_hist[dist_bucket(dist, A.bucket_scale, A.nbuckets)], 1u);
+                  }
+                }
+              }
             } else {
+              const bool near = hit;
+              if (filtered && hit)
+                hit = keep_pair<SELF>(A, A.order_a[i], A.order_b[jc], double(op_sqrt(d2)));
               const unsigned m = __ballot_sync(FULL, hit);
               if (m) {
                 const unsigned cnt = __popc(m);
@@ -217,6 +295,7 @@ __global__ void __launch_bounds__(kJT, (sizeof(T) * D <= 16 ? cuda_tuning::kJoin
                 }
                 fill += cnt;
               }
+              my_count += near ? 1u : 0u;  // after the pool check: a stopped step runs again
             }
           }
           if (stopped) break;
@@ -250,10 +329,36 @@ __global__ void __launch_bounds__(kJT, (sizeof(T) * D <= 16 ? cuda_tuning::kJoin
       break;
     }
   }
-  if (!COUNT && lane == 0 && page != kNoPage) A.page_fill[page] = fill;
-  if (COUNT) {
-    for (int s = 16; s > 0; s >>= 1) my_count += __shfl_down_sync(FULL, my_count, s);
-    if (lane == 0 && my_count) atomicAdd(&A.ctl->count, my_count);
+  if (MODE == kModeEmit && lane == 0 && page != kNoPage) A.page_fill[page] = fill;
+  for (int s = 16; s > 0; s >>= 1) my_count += __shfl_down_sync(FULL, my_count, s);
+  if (lane == 0 && my_count) atomicAdd(&A.ctl->count, my_count);
+  if (REDUCE && A.red == kRedAggregate) {
+    // The warp's lanes merged in a fixed tree, then added to the warp's part (one writer).
+    for (int s = 16; s > 0; s >>= 1) {
+      const unsigned long long oc = __shfl_down_sync(FULL, a_cnt, s);
+      const double os = __shfl_down_sync(FULL, a_sum, s);
+      const double oc2 = __shfl_down_sync(FULL, a_comp, s);
+      const double olo = __shfl_down_sync(FULL, a_lo, s);
+      const double ohi = __shfl_down_sync(FULL, a_hi, s);
+      a_cnt += oc;
+      two_sum_add(a_sum, a_comp, os);
+      a_comp += oc2;
+      a_lo = fmin(a_lo, olo);
+      a_hi = fmax(a_hi, ohi);
+    }
+    if (lane == 0 && a_cnt) {
+      AggPart& P = A.agg[gw];
+      P.count += a_cnt;
+      two_sum_add(P.sum, P.comp, a_sum);
+      P.comp += a_comp;
+      P.lo = fmin(P.lo, a_lo);
+      P.hi = fmax(P.hi, a_hi);
+    }
+  }
+  if (REDUCE && A.red == kRedHistogram) {
+    __syncthreads();
+    for (unsigned b = threadIdx.x; b < A.nbuckets; b += kJT)
+      if (s_hist[b]) atomicAdd(&A.hist[b], (unsigned long long)s_hist[b]);
   }
   for (int s = 16; s > 0; s >>= 1) examined += __shfl_down_sync(FULL, examined, s);
   if (lane == 0) {
@@ -266,27 +371,39 @@ __global__ void __launch_bounds__(kJT, (sizeof(T) * D <= 16 ? cuda_tuning::kJoin
   }
 }
 
+template <typename T, int D, bool SELF, int MODE>
+JoinKernel<T> kernel_for_mode(int k) {
+  switch (k) {
+    case 1: return join_kernel<T, D, SELF, MODE, 1>;
+    case 2: return join_kernel<T, D, SELF, MODE, 2>;
+    case 4: return join_kernel<T, D, SELF, MODE, 4>;
+    case 8: return join_kernel<T, D, SELF, MODE, 8>;
+    case 16: return join_kernel<T, D, SELF, MODE, 16>;
+    case 32: return join_kernel<T, D, SELF, MODE, 32>;
+    default:
+      throw Error(ErrorCode::Internal, "join kernel for " + std::to_string(k) + " lanes");
+  }
+}
+
 }  // namespace
 
 template <typename T, int D, bool SELF, bool COUNT>
 JoinKernel<T> join_kernel_for(int k) {
-  switch (k) {
-    case 1: return join_kernel<T, D, SELF, COUNT, 1>;
-    case 2: return join_kernel<T, D, SELF, COUNT, 2>;
-    case 4: return join_kernel<T, D, SELF, COUNT, 4>;
-    case 8: return join_kernel<T, D, SELF, COUNT, 8>;
-    case 16: return join_kernel<T, D, SELF, COUNT, 16>;
-    case 32: return join_kernel<T, D, SELF, COUNT, 32>;
-    default:
-      throw Error(ErrorCode::Internal, "join kernel for " + std::to_string(k) + " lanes");
-  }
+  return kernel_for_mode<T, D, SELF, COUNT ? kModeCount : kModeEmit>(k);
+}
+
+template <typename T, int D, bool SELF>
+JoinKernel<T> join_reduce_kernel_for(int k) {
+  return kernel_for_mode<T, D, SELF, kModeReduce>(k);
 }
 
 #define G2_INST_KERNEL(T, D)                                   \
   template JoinKernel<T> join_kernel_for<T, D, true, true>(int);   \
   template JoinKernel<T> join_kernel_for<T, D, true, false>(int);  \
   template JoinKernel<T> join_kernel_for<T, D, false, true>(int);  \
-  template JoinKernel<T> join_kernel_for<T, D, false, false>(int);
+  template JoinKernel<T> join_kernel_for<T, D, false, false>(int);  \
+  template JoinKernel<T> join_reduce_kernel_for<T, D, true>(int);  \
+  template JoinKernel<T> join_reduce_kernel_for<T, D, false>(int);
 G2_JOIN_FOR_ALL(G2_INST_KERNEL)
 #undef G2_INST_KERNEL
 

@@ -37,6 +37,36 @@ class PairSink {
   virtual void consume(const PairRecord* pairs, size_t n) = 0;
 };
 
+// A reduction of a similarity join's kept pairs that an engine computes itself instead of
+// handing pages to the sink (the GPU engine: on the device, in the join kernel, so no pair
+// leaves it). Engine::reduces_pairs says which kinds an engine does. The pairs are those within
+// eps that SimjoinProblem::filter keeps (all of them without a filter).
+//   Aggregate: count, sum (compensated: sum + comp), min and max of dist;
+//   Group:     per point of the group side, count, min and max of dist of its pairs, the group
+//              side being the point of id1 (side 0) or of id2 (side 1) of each pair, as
+//              GroupSink assigns them; indexed by input index of that side;
+//   TopK:      the k best pairs by dist (ascending, or descending): the engine hands the sink a
+//              superset of them (every kept pair whose dist can be among the k best, ties
+//              included), from which TopKSink picks the k with its tie rule.
+struct PairReduce {
+  enum Kind : uint8_t { Aggregate = 0, Group = 1, TopK = 2 };
+  Kind kind = Aggregate;
+  int side = 0;             // Group
+  uint64_t k = 0;           // TopK
+  bool descending = false;  // TopK
+  bool done = false;        // set by the engine that computed it
+  // The keys by input index of a and b (a self-join: the same array), for Group in a self-join
+  // (which point is id1's) and for a filter reading the keys.
+  const int64_t* keys_a = nullptr;
+  const int64_t* keys_b = nullptr;
+  // Aggregate results.
+  uint64_t count = 0;
+  double sum = 0, comp = 0, min = 0, max = 0;
+  // Group results, one entry per point of the group side (count 0: no pair).
+  std::vector<uint64_t> group_count;
+  std::vector<double> group_min, group_max;
+};
+
 // Where the time of one call went, in seconds (filled by the engine; for benchmarks and
 // gpu2bs_info()).
 struct RunStats {
@@ -121,6 +151,8 @@ class Engine {
   virtual bool applies_pair_filter() const { return false; }
   // True when simjoin() runs SimjoinProblem::stage in its workers.
   virtual bool applies_pair_stage() const { return false; }
+  // True when simjoin() computes SimjoinProblem::reduce of this kind itself.
+  virtual bool reduces_pairs(PairReduce::Kind) const { return false; }
   // All-pairs over float vectors: kNN lists or threshold pairs (PairRecord::dist = the value).
   virtual void pairwise(const PairwiseProblem& p, PairSink& sink, Control& ctl) = 0;
 };

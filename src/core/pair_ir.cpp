@@ -5,34 +5,11 @@
 #include <cstdio>
 
 #include "error.h"
+#include "pair_ir_eval.h"
 
 namespace gpu2bs {
 
 namespace {
-
-// SQL's float8 comparison: NaN equals NaN and sorts above every other value.
-int cmp_double(double x, double y) {
-  if (std::isnan(x)) return std::isnan(y) ? 0 : 1;
-  if (std::isnan(y)) return -1;
-  return x < y ? -1 : x > y ? 1 : 0;
-}
-
-int cmp_int(int64_t x, int64_t y) { return x < y ? -1 : x > y ? 1 : 0; }
-
-bool holds(CmpOp op, int c) {
-  switch (op) {
-    case CmpOp::Lt: return c < 0;
-    case CmpOp::Le: return c <= 0;
-    case CmpOp::Eq: return c == 0;
-    case CmpOp::Ne: return c != 0;
-    case CmpOp::Ge: return c >= 0;
-    case CmpOp::Gt: return c > 0;
-  }
-  return false;
-}
-
-// SQL's int8 % : the sign of the dividend; x % -1 is 0 (also for the smallest int64).
-int64_t sql_mod(int64_t x, int64_t m) { return m == -1 ? 0 : x % m; }
 
 const char* op_text(CmpOp op) {
   static const char* t[] = {"<", "<=", "=", "<>", ">=", ">"};
@@ -44,9 +21,7 @@ const char* col_text(PairCol c) {
   return t[int(c)];
 }
 
-Tri tri_of(bool b) { return b ? Tri::True : Tri::False; }
-
-constexpr size_t kMaxStack = 64;
+constexpr size_t kMaxStack = size_t(kPairStackDepth);
 
 }  // namespace
 
@@ -84,54 +59,7 @@ void PairPredicate::validate() const {
 }
 
 Tri PairPredicate::eval(int64_t id1, int64_t id2, double dist) const {
-  if (code.empty()) return Tri::True;
-  Tri stack[kMaxStack];
-  size_t sp = 0;
-  auto ival = [&](PairCol c) { return c == PairCol::Id1 ? id1 : id2; };
-  for (const PairInstr& in : code) {
-    switch (in.kind) {
-      case PairInstr::CmpConst:
-        stack[sp++] = in.col == PairCol::Dist ? tri_of(holds(in.op, cmp_double(dist, in.dval)))
-                                              : tri_of(holds(in.op, cmp_int(ival(in.col), in.ival)));
-        break;
-      case PairInstr::CmpCols:
-        stack[sp++] = in.col == PairCol::Dist ? tri_of(holds(in.op, 0))
-                                              : tri_of(holds(in.op, cmp_int(ival(in.col), ival(in.col2))));
-        break;
-      case PairInstr::ModCmp:
-        stack[sp++] = tri_of(holds(in.op, cmp_int(sql_mod(ival(in.col), in.modulus), in.ival)));
-        break;
-      case PairInstr::Truth:
-        stack[sp++] = in.truth;
-        break;
-      case PairInstr::And: {
-        Tri r = Tri::True;
-        for (uint32_t k = 0; k < in.n; ++k) {
-          Tri v = stack[--sp];
-          if (v == Tri::False) r = Tri::False;
-          else if (v == Tri::Unknown && r == Tri::True) r = Tri::Unknown;
-        }
-        stack[sp++] = r;
-        break;
-      }
-      case PairInstr::Or: {
-        Tri r = Tri::False;
-        for (uint32_t k = 0; k < in.n; ++k) {
-          Tri v = stack[--sp];
-          if (v == Tri::True) r = Tri::True;
-          else if (v == Tri::Unknown && r == Tri::False) r = Tri::Unknown;
-        }
-        stack[sp++] = r;
-        break;
-      }
-      case PairInstr::Not: {
-        Tri v = stack[sp - 1];
-        stack[sp - 1] = v == Tri::Unknown ? v : v == Tri::True ? Tri::False : Tri::True;
-        break;
-      }
-    }
-  }
-  return stack[0];
+  return eval_pair_program(code.data(), int(code.size()), id1, id2, dist);
 }
 
 std::string PairPredicate::describe() const {

@@ -81,6 +81,8 @@ class PairFilter {
   // In-place stable select: moves the kept records of pairs[0, n) to the front, in order, and
   // returns how many were kept. Thread-safe (reads only shared state).
   size_t select(PairRecord* pairs, size_t n) const;
+  const PairPredicate& predicate() const { return pred_; }
+  const PairKeys& keys() const { return keys_; }
 
  private:
   const PairPredicate& pred_;

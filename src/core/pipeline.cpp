@@ -113,6 +113,19 @@ void GroupSink::consume(const PairRecord* pairs, size_t n) {
   }
 }
 
+void GroupSink::merge(const PairReduce& r) {
+  if (r.group_count.size() != cells_.size() || r.group_min.size() != cells_.size() ||
+      r.group_max.size() != cells_.size())
+    throw Error(ErrorCode::Internal, "group reduction of another point set");
+  for (size_t g = 0; g < cells_.size(); ++g) {
+    if (!r.group_count[g]) continue;
+    Cell& c = cells_[g];
+    c.count += r.group_count[g];
+    c.min = std::min(c.min, r.group_min[g]);
+    c.max = std::max(c.max, r.group_max[g]);
+  }
+}
+
 std::vector<GroupRow> GroupSink::finish() const {
   std::vector<GroupRow> rows;
   for (size_t g = 0; g < cells_.size(); ++g)

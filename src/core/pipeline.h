@@ -85,6 +85,8 @@ class GroupSink final : public PairSink {
  public:
   GroupSink(const PairKeys& keys, int side, size_t na, size_t nb);
   void consume(const PairRecord* pairs, size_t n) override;
+  // Adds per-point results computed elsewhere (PairReduce::Group, same indexing and side).
+  void merge(const PairReduce& r);
   // The groups with at least one pair, by key; equal keys (a key column that is not unique)
   // are merged.
   std::vector<GroupRow> finish() const;

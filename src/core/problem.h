@@ -13,6 +13,7 @@ namespace gpu2bs {
 
 class PairFilter;
 class PairStage;
+struct PairReduce;
 
 enum class Precision { Float32, Float64 };
 
@@ -128,6 +129,9 @@ struct SimjoinProblem {
   // result page to it on the worker that made it (pair indices are then the engine's own, not
   // input indices) and hand no pairs to the sink.
   PairStage* stage = nullptr;
+  // Pushed-down reduction (engine.h) computed by engines whose reduces_pairs(kind) is true;
+  // applies `filter` to the pairs first.
+  PairReduce* reduce = nullptr;
 };
 
 // Validates the point sets (count, equal dimensions, range) and takes eps from make_eps (the

@@ -638,9 +638,20 @@ SimjoinPrepared simjoin_prepare(const SimjoinArgs& a, SimjoinInput* in) {
   return out;
 }
 
-bool simjoin_run(const SimjoinArgs& a, SimjoinInput* in, PairSink& sink, const PairFilter* filter, PairStage* stage) {
+bool simjoin_run(const SimjoinArgs& a, SimjoinInput* in, PairSink& sink, const PairFilter* filter, PairStage* stage,
+                 PairReduce* reduce) {
   SimjoinPrepared prep = simjoin_prepare(a, in);
   Engine* eng = prep.engine;
+  if (reduce && eng->reduces_pairs(reduce->kind)) {
+    prep.prob.reduce = reduce;
+    prep.prob.filter = filter;
+    PgControl ctl;
+    ctl.stats.scan_s = in->scan_s;
+    eng->simjoin(prep.prob, sink, ctl);
+    record_run("gpu_simjoin", eng->name(), ctl.stats);
+    if (!reduce->done) throw Error(ErrorCode::Internal, "engine did not compute the pushed-down reduction");
+    return false;
+  }
   const bool use_stage = stage && eng->applies_pair_stage();
   if (use_stage) prep.prob.stage = stage;
   const bool engine_filters = filter && !use_stage && eng->applies_pair_filter();

@@ -74,9 +74,11 @@ SimjoinPrepared simjoin_prepare(const SimjoinArgs& a, SimjoinInput* in);
 // Runs the chosen engine over the points, handing result pages to `sink`; with `filter`, only
 // the pairs it keeps (applied by the engine when it can, else on each page). Throws.
 // With `stage`, an engine that runs stages in its workers reduces the pages there and hands
-// nothing to `sink`; returns true when it did.
+// nothing to `sink`; returns true when it did. With `reduce`, an engine that computes that
+// reduction itself does (reduce->done is then true; a TopK reduction hands its candidates to
+// `sink`), and `stage` is not used.
 bool simjoin_run(const SimjoinArgs& a, SimjoinInput* in, PairSink& sink, const PairFilter* filter = nullptr,
-                 PairStage* stage = nullptr);
+                 PairStage* stage = nullptr, PairReduce* reduce = nullptr);
 
 // Relation-reading helpers shared with gpu_pairwise: integer key types (or domains over them);
 // the attribute number of column `name` of `td` (not dropped), else 42703; the single-column

@@ -301,16 +301,34 @@ void run_join(void* arg) {
   }
   if (st->mode == MODE_AGG) {
     // A predicate over dist alone (or none): the reduction runs in the engine's workers.
+    // An engine that reduces on its own (the GPU) computes it without handing pairs over.
     std::unique_ptr<AggregateStage> stage;
     if (!pu->pred.uses_keys()) stage.reset(new AggregateStage(&pu->pred));
-    if (simjoin_run(args, &in, pu->agg, pu->filter.get(), stage.get())) stage->finish(&pu->agg);
+    PairReduce red;
+    red.kind = PairReduce::Aggregate;
+    red.keys_a = pu->keys.a;
+    red.keys_b = pu->keys.b;
+    if (simjoin_run(args, &in, pu->agg, pu->filter.get(), stage.get(), &red)) stage->finish(&pu->agg);
+    if (red.done) pu->agg.merge(red.count, red.sum, red.comp, red.min, red.max);
   } else if (st->mode == MODE_GROUP) {
     GroupSink groups(pu->keys, st->side, size_t(in.rels[0].n), size_t(in.rels[nrel - 1].n));
-    simjoin_run(args, &in, groups, pu->filter.get());
+    PairReduce red;
+    red.kind = PairReduce::Group;
+    red.keys_a = pu->keys.a;
+    red.keys_b = pu->keys.b;
+    red.side = st->side;
+    simjoin_run(args, &in, groups, pu->filter.get(), nullptr, &red);
+    if (red.done) groups.merge(red);
     pu->groups = groups.finish();
   } else if (st->mode == MODE_TOPK) {
     TopKSink top(pu->keys, size_t(st->k), st->descending);
-    simjoin_run(args, &in, top, pu->filter.get());
+    PairReduce red;
+    red.kind = PairReduce::TopK;
+    red.keys_a = pu->keys.a;
+    red.keys_b = pu->keys.b;
+    red.k = uint64_t(st->k);
+    red.descending = st->descending;
+    simjoin_run(args, &in, top, pu->filter.get(), nullptr, &red);
     pu->top = top.finish();
   } else {
     // Pipelined: the engine runs on the pipe's thread from here on; nothing it touches belongs

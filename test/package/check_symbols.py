@@ -8,8 +8,10 @@ import sys
 lib, scripts = sys.argv[1], sys.argv[2:]
 out = subprocess.run(["nm", "-D", "--defined-only", lib], capture_output=True, text=True, check=True).stdout
 exported = {line.split()[-1] for line in out.splitlines() if line.strip()}
-fn = re.compile(r"CREATE\s+(?:OR\s+REPLACE\s+)?FUNCTION\s+([\w.]+)\s*\((.*?)AS\s+'MODULE_PATHNAME'(?:\s*,\s*'(\w+)')?",
-                re.S | re.I)
+# One CREATE FUNCTION ... AS 'MODULE_PATHNAME' statement; the body may not run into the next
+# CREATE (a LANGUAGE sql function between two C functions has no symbol of its own).
+fn = re.compile(r"CREATE\s+(?:OR\s+REPLACE\s+)?FUNCTION\s+([\w.]+)\s*\(((?:(?!CREATE\s).)*?)"
+                r"AS\s+'MODULE_PATHNAME'(?:\s*,\s*'(\w+)')?", re.S | re.I)
 for path in scripts:
     text = open(path).read()
     symbols = {(m.group(3) or m.group(1).split(".")[-1]) for m in fn.finditer(text)}
