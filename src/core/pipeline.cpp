@@ -130,7 +130,9 @@ std::vector<GroupRow> GroupSink::finish() const {
   std::vector<GroupRow> rows;
   for (size_t g = 0; g < cells_.size(); ++g)
     if (cells_[g].count) rows.push_back(GroupRow{group_ids_[g], cells_[g].count, cells_[g].min, cells_[g].max});
-  std::sort(rows.begin(), rows.end(), [](const GroupRow& x, const GroupRow& y) { return x.key < y.key; });
+  // Rows come in point order; keys read in the relation's order are often sorted already.
+  auto by_key = [](const GroupRow& x, const GroupRow& y) { return x.key < y.key; };
+  if (!std::is_sorted(rows.begin(), rows.end(), by_key)) std::sort(rows.begin(), rows.end(), by_key);
   size_t out = 0;
   for (size_t k = 0; k < rows.size(); ++k) {
     if (out > 0 && rows[out - 1].key == rows[k].key) {
