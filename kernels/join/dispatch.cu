@@ -66,18 +66,22 @@ JoinResult reduce_run(Call& call, const SimjoinProblem& p, PairSink& sink, const
     x.red = kRedGroup;
     x.group_side = r.side;
     x.g_count = call.alloc<unsigned long long>(n, "group counts");
-    x.g_min = call.alloc<unsigned long long>(n, "group minima");
-    x.g_max = call.alloc<unsigned long long>(n, "group maxima");
     G2_CUDA(cudaMemsetAsync(x.g_count, 0, n * 8, call.stream()));
-    G2_CUDA(cudaMemsetAsync(x.g_min, 0xFF, n * 8, call.stream()));
-    G2_CUDA(cudaMemsetAsync(x.g_max, 0, n * 8, call.stream()));
+    if (r.want_min) {
+      x.g_min = call.alloc<unsigned long long>(n, "group minima");
+      G2_CUDA(cudaMemsetAsync(x.g_min, 0xFF, n * 8, call.stream()));
+    }
+    if (r.want_max) {
+      x.g_max = call.alloc<unsigned long long>(n, "group maxima");
+      G2_CUDA(cudaMemsetAsync(x.g_max, 0, n * 8, call.stream()));
+    }
     res = run_join<T, D, SELF, true>(call, ga, gb, eps2, off, nullptr, p.max_pairs, &x);
     auto tm = Clock::now();
     r.group_count.resize(n);
-    std::vector<unsigned long long> lo(n), hi(n);
+    std::vector<unsigned long long> lo(n, 0), hi(n, 0);
     download(call, r.group_count.data(), x.g_count, n * 8);
-    download(call, lo.data(), x.g_min, n * 8);
-    download(call, hi.data(), x.g_max, n * 8);
+    if (x.g_min) download(call, lo.data(), x.g_min, n * 8);
+    if (x.g_max) download(call, hi.data(), x.g_max, n * 8);
     r.group_min.resize(n);
     r.group_max.resize(n);
     for (size_t g = 0; g < n; ++g) {

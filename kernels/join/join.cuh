@@ -192,7 +192,8 @@ struct JoinArgs {
   int group_side;               // kRedGroup: 0 id1's point, 1 id2's point
   AggPart* agg;                 // kRedAggregate: one per warp of the launch grid
   unsigned long long* g_count;  // kRedGroup: per input index of the group side
-  unsigned long long* g_min;    // dist bits (non-negative doubles order as their bit patterns)
+  unsigned long long* g_min;    // dist bits (non-negative doubles order as their bit patterns);
+                                // null when not wanted (g_max likewise)
   unsigned long long* g_max;
   unsigned long long* hist;     // kRedHistogram: nbuckets counts
 };

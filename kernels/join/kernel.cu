@@ -256,8 +256,8 @@ __global__ void __launch_bounds__(kJT, (sizeof(T) * D <= 16 ? cuda_tuning::kJoin
                     }
                     const unsigned long long bits = (unsigned long long)__double_as_longlong(dist);
                     atomicAdd(&A.g_count[g], 1ull);
-                    atomicMin(&A.g_min[g], bits);
-                    atomicMax(&A.g_max[g], bits);
+                    if (A.g_min) atomicMin(&A.g_min[g], bits);
+                    if (A.g_max) atomicMax(&A.g_max[g], bits);
                   } else {
                     atomicAdd(&s_hist[dist_bucket(dist, A.bucket_scale, A.nbuckets)], 1u);
                   }

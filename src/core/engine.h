@@ -52,6 +52,8 @@ struct PairReduce {
   enum Kind : uint8_t { Aggregate = 0, Group = 1, TopK = 2 };
   Kind kind = Aggregate;
   int side = 0;             // Group
+  bool want_min = true;     // Group: the per-point minima (else group_min is left 0)
+  bool want_max = true;     // Group: the per-point maxima (else group_max is left 0)
   uint64_t k = 0;           // TopK
   bool descending = false;  // TopK
   bool done = false;        // set by the engine that computed it

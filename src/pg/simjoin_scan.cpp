@@ -24,6 +24,7 @@
 
 extern "C" {
 #include "access/htup_details.h"
+#include "access/stratnum.h"
 #include "catalog/pg_aggregate.h"
 #include "catalog/pg_language.h"
 #include "catalog/pg_opfamily.h"
@@ -317,6 +318,11 @@ void run_join(void* arg) {
     red.keys_a = pu->keys.a;
     red.keys_b = pu->keys.b;
     red.side = st->side;
+    red.want_min = red.want_max = false;  // only the aggregates the query reads
+    for (int c = 0; c < st->ncols; ++c) {
+      red.want_min = red.want_min || st->attno[c] == COL_MIN;
+      red.want_max = red.want_max || st->attno[c] == COL_MAX;
+    }
     simjoin_run(args, &in, groups, pu->filter.get(), nullptr, &red);
     if (red.done) groups.merge(red);
     pu->groups = groups.finish();
@@ -907,6 +913,17 @@ void add_upper_path(PlannerInfo* root, RelOptInfo* output_rel, PathTarget* targe
   add_path(output_rel, &cp->path);
 }
 
+// `pks` when it is one ascending key in int8's btree order (the order GroupSink::finish returns
+// groups in), else NIL. GROUP BY and DISTINCT take their sort direction from ORDER BY, so
+// their pathkeys may be descending and must then not be claimed.
+List* ascending_key_pathkeys(List* pks) {
+  if (list_length(pks) != 1) return NIL;
+  const PathKey* pk = (const PathKey*)linitial(pks);
+  if (pk->pk_strategy != BTLessStrategyNumber || pk->pk_nulls_first || pk->pk_opfamily != INTEGER_BTREE_FAM_OID)
+    return NIL;
+  return pks;
+}
+
 // Aggregates and GROUP BY id1 / id2 over the join.
 void group_agg_paths(PlannerInfo* root, RelOptInfo* input_rel, RelOptInfo* output_rel) {
   Index rti;
@@ -950,7 +967,9 @@ void group_agg_paths(PlannerInfo* root, RelOptInfo* input_rel, RelOptInfo* outpu
   // The grouped rel's row estimate (the standard paths' one).
   double rows = output_rel->rows > 0 ? output_rel->rows : 1;
   if (output_rel->pathlist != NIL) rows = ((Path*)linitial(output_rel->pathlist))->rows;
-  add_upper_path(root, output_rel, target, base, info, rows, NIL);
+  // Groups come out in ascending key order (GroupSink::finish), so ORDER BY the key needs no Sort.
+  add_upper_path(root, output_rel, target, base, info, rows,
+                 info.mode == MODE_GROUP ? ascending_key_pathkeys(root->group_pathkeys) : NIL);
 }
 
 // SELECT DISTINCT id1 (or id2): the keys of the group mode without aggregates.
@@ -975,7 +994,8 @@ void distinct_paths(PlannerInfo* root, RelOptInfo* input_rel, RelOptInfo* output
   info.cols = list_make1_int(COL_KEY);
   info.aggs = list_make1(copyObjectImpl(key));
   double rows = output_rel->pathlist != NIL ? ((Path*)linitial(output_rel->pathlist))->rows : 1;
-  add_upper_path(root, output_rel, target, base, info, rows, NIL);
+  // The keys come out ascending (GroupSink::finish): ORDER BY the key needs no Sort.
+  add_upper_path(root, output_rel, target, base, info, rows, ascending_key_pathkeys(root->distinct_pathkeys));
 }
 
 // ORDER BY dist [ASC|DESC] [, id1 [, id2]] with a constant LIMIT: the top k under the Limit.

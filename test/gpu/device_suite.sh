@@ -8,7 +8,8 @@
 #   4. end-to-end SQL benchmark (test/gpu/bench_sql.sh)
 #   5. paper: synthetic sets like the load-imbalance paper's (test/gpu/bench_join_paper.sh)
 #   6. join1e9: a self-join of ~1e9 pairs with memory bounded by settings (test/gpu/join_1e9.sh)
-#   7. pushdown: the pushdown targets on u2, eps 0.01, pushdown on vs off (test/gpu/bench_pushdown.sh)
+#   7. pushdown: the pushdown targets on u2, eps 0.01, pushdown on vs off (test/gpu/bench_pushdown.sh);
+#      split: where the time of each pushed-down shape goes (test/gpu/pushdown_split.sh)
 #   8. engine: test/gpu's metamorphic, memory and cancel tests (builds test/gpu/build/test_gpu;
 #      the whole test_gpu with test/gpu/device_run.sh)
 #   9. pairwise: gpu_pairwise kNN / threshold / SQL benchmark beside PyTorch (test/gpu/bench_pairwise.sh;
@@ -69,7 +70,7 @@ if [[ $steps == *pytest* ]]; then
     python3 -m pytest -q -p no:cacheprovider test/reliability > "$OUT/pytest-gpu.log" 2>&1
   summary+="pytest(gpu): $(tail -1 "$OUT/pytest-gpu.log")\n"
 fi
-if [[ $steps == *diff* || $steps == *bench* || $steps == *pushdown* ]]; then
+if [[ $steps == *diff* || $steps == *bench* || $steps == *pushdown* || $steps == *split* ]]; then
   psql -X -q -v ON_ERROR_STOP=1 <<'SQL'
 DROP TABLE IF EXISTS u3, u6, dup, stars, atoms, atoms_scaled, u2;
 SELECT setseed(0.25);
@@ -109,6 +110,10 @@ if [[ $steps == *pushdown* ]]; then
   DEV=gpu EPS=0.01 TABLE=u2 bash test/gpu/bench_pushdown.sh > "$OUT/bench_pushdown.md" 2>&1
   DEV=cpu EPS=0.0025 TABLE=u2 bash test/gpu/bench_pushdown.sh >> "$OUT/bench_pushdown.md" 2>&1
   summary+="pushdown: see bench_pushdown.md\n"
+fi
+if [[ $steps == *split* ]]; then
+  bash test/gpu/pushdown_split.sh > "$OUT/pushdown_split.txt" 2>&1
+  summary+="split: see pushdown_split.txt\n"
 fi
 if [[ $steps == *join1e9* ]]; then
   bash test/gpu/join_1e9.sh > "$OUT/join_1e9.txt" 2>&1

@@ -43,6 +43,14 @@ SELECT pd_plan($$SELECT count(*), sum(dist), min(dist), max(dist), avg(dist), co
 SELECT pd_plan($$SELECT id1, count(*), min(dist), max(dist) FROM gpu_simjoin('pts3', 1.0) GROUP BY id1$$);
 SELECT pd_plan($$SELECT id2, count(*) FROM gpu_simjoin('pts3', 'cloud3', 1.0) WHERE id1 <> id2 GROUP BY id2 ORDER BY 2 DESC LIMIT 3$$);
 SELECT pd_plan($$SELECT DISTINCT id1 FROM gpu_simjoin('pts3', 1.0)$$);
+-- groups come out in key order: ORDER BY the key needs no Sort (DESC does), same rows as without
+-- pushdown
+SELECT pd_plan($$SELECT id1, count(*) FROM gpu_simjoin('pts3', 1.0) GROUP BY id1 ORDER BY id1$$);
+SELECT pd_plan($$SELECT id1, min(dist) FROM gpu_simjoin('pts3', 1.0) GROUP BY id1 ORDER BY id1 DESC$$);
+SELECT pd_plan($$SELECT DISTINCT id2 FROM gpu_simjoin('pts3', 1.0) ORDER BY id2$$);
+SELECT * FROM pd_same($$SELECT id1, count(*), max(dist) FROM gpu_simjoin('pts3', 1.0) GROUP BY id1 ORDER BY id1$$);
+SELECT * FROM pd_same($$SELECT DISTINCT id2 FROM gpu_simjoin('pts3', 1.0) ORDER BY id2$$);
+SELECT * FROM pd_same($$SELECT id1, min(dist) FROM gpu_simjoin('pts3', 1.0) GROUP BY id1 ORDER BY id1 DESC$$);
 SELECT pd_plan($$SELECT * FROM gpu_simjoin('pts3', 1.0) ORDER BY dist LIMIT 10$$);
 SELECT pd_plan($$SELECT id1, dist FROM gpu_simjoin('pts3', 1.0) ORDER BY dist DESC, id1, id2 LIMIT 10 OFFSET 2$$);
 SELECT pd_plan($$SELECT * FROM gpu_simjoin('pts3', 1.0) LIMIT 10$$);
