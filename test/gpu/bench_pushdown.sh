@@ -4,10 +4,12 @@
 # go to the client). Run by device_suite.sh (step "pushdown", table u2 = 1,000,000 uniform 2-D
 # points of test/data/prepare.py, seed 1) or anywhere with a running server:
 #   DEV=cpu EPS=0.0025 TABLE=u2 bash test/gpu/bench_pushdown.sh
+# OFF=0 times pushdown on only (the off column then shows "-").
 # Prints a markdown table.
 set -uo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/bench_lib.sh"
 DEV=${DEV:-gpu}
+OFF=${OFF:-1}
 EPS=${EPS:-0.01}
 TABLE=${TABLE:-u2}
 half=$(awk -v e="$EPS" 'BEGIN{print e / 2}')
@@ -18,10 +20,13 @@ echo "|---|---|---|---|---|---|"
 shape() {  # label sql
   bench "$DEV" "$2" "SET gpu2bs.enable_pushdown = on;"
   local on=$med ron=$res
-  bench "$DEV" "$2" "SET gpu2bs.enable_pushdown = off;"
-  local off=$med roff=$res
-  local x; x=$(awk -v a="$on" -v b="$off" 'BEGIN{ if (a > 0) printf "%.1fx", b / a; else print "-" }')
-  echo "| \`$1\` | $(awk -v us="$on" 'BEGIN{printf "%.1f", us/1000}') | $(awk -v us="$off" 'BEGIN{printf "%.1f", us/1000}') | $x | ${ron:0:40} | ${roff:0:40} |"
+  local off=0 roff=-
+  if [ "$OFF" = 1 ]; then
+    bench "$DEV" "$2" "SET gpu2bs.enable_pushdown = off;"
+    off=$med roff=$res
+  fi
+  local x; x=$(awk -v a="$on" -v b="$off" 'BEGIN{ if (a > 0 && b > 0) printf "%.1fx", b / a; else print "-" }')
+  echo "| \`$1\` | $(awk -v us="$on" 'BEGIN{printf "%.1f", us/1000}') | $(awk -v us="$off" 'BEGIN{if (us > 0) printf "%.1f", us/1000; else print "-"}') | $x | ${ron:0:40} | ${roff:0:40} |"
 }
 shape "SELECT count(*) FROM gpu_simjoin('$TABLE', $EPS) WHERE dist > $half" \
       "SELECT count(*) FROM gpu_simjoin('$TABLE', $EPS) WHERE dist > $half"

@@ -108,7 +108,7 @@ if [[ $steps == *paper* ]]; then
 fi
 if [[ $steps == *pushdown* ]]; then
   DEV=gpu EPS=0.01 TABLE=u2 bash test/gpu/bench_pushdown.sh > "$OUT/bench_pushdown.md" 2>&1
-  DEV=cpu EPS=0.0025 TABLE=u2 bash test/gpu/bench_pushdown.sh >> "$OUT/bench_pushdown.md" 2>&1
+  [ "${GPU_ONLY:-0}" = 1 ] || DEV=cpu EPS=0.0025 TABLE=u2 bash test/gpu/bench_pushdown.sh >> "$OUT/bench_pushdown.md" 2>&1
   summary+="pushdown: see bench_pushdown.md\n"
 fi
 if [[ $steps == *split* ]]; then
