@@ -74,7 +74,7 @@ def stars_plot(d):
     b.bar(lo2, n2, width=1.0, align="edge", color="tab:orange")
     b.set_xlabel("angular separation (arcmin)")
     b.set_ylabel("pairs per arcmin")
-    b.set_title(f"pairs closer than 0.5 degree (gpu_simjoin): {sum(n2):,}; "
+    b.set_title(f"pairs closer than 0.5 degree (gpu_simjoin): {sum(n2):,}\n"
                 f"the excess below 1 arcmin ({n2[0]:,}) is double stars", fontsize=10)
     fig.tight_layout()
     out = d / "stars_pair_separation.png"
