@@ -129,6 +129,10 @@ class Call {
 template <typename T>
 void upload_points(Call& call, const PointsView& v, T* const* dst);
 
+// Copies `bytes` from host memory to the device through the call's pinned staging buffer
+// (double-buffered); the time goes to stats.transfer_s.
+void upload_bytes(Call& call, void* dev, const void* host, size_t bytes);
+
 // Copies `bytes` from the device to `host` (pageable) through pinned staging; counted as
 // transfer time.
 void download(Call& call, void* host, const void* dev, size_t bytes);

@@ -281,6 +281,28 @@ void upload_points(Call& call, const PointsView& v, T* const* dst) {
 template void upload_points<float>(Call&, const PointsView&, float* const*);
 template void upload_points<double>(Call&, const PointsView&, double* const*);
 
+// Copies `bytes` from host memory to the device through the pinned staging halves in turn.
+void upload_bytes(Call& call, void* dev, const void* host, size_t bytes) {
+  if (!bytes) return;
+  auto t0 = Clock::now();
+  const size_t per = std::min(bytes, cuda_tuning::kStagingBytes / 2);
+  int h = 0;
+  call.staging(0, per);
+  for (size_t off = 0; off < bytes; off += per) {
+    const size_t cnt = std::min(per, bytes - off);
+    call.wait(call.staging_event(h));
+    char* s = call.staging(h, per);
+    std::memcpy(s, static_cast<const char*>(host) + off, cnt);
+    G2_CUDA(cudaMemcpyAsync(static_cast<char*>(dev) + off, s, cnt, cudaMemcpyHostToDevice,
+                            call.stream()));
+    G2_CUDA(cudaEventRecord(call.staging_event(h), call.stream()));
+    h ^= 1;
+  }
+  call.wait(call.staging_event(0));
+  call.wait(call.staging_event(1));
+  call.ctl.stats.transfer_s += seconds_since(t0);
+}
+
 void download(Call& call, void* host, const void* dev, size_t bytes) {
   if (bytes == 0) return;
   auto t0 = Clock::now();

@@ -105,27 +105,6 @@ Geometry make_geometry(const Bounds& box, double eps, Precision prec, int dims, 
   return g;
 }
 
-void upload_bytes(Call& call, void* dev, const void* host, size_t bytes) {
-  if (!bytes) return;
-  auto t0 = Clock::now();
-  const size_t per = std::min(bytes, cuda_tuning::kStagingBytes / 2);
-  int h = 0;
-  call.staging(0, per);
-  for (size_t off = 0; off < bytes; off += per) {
-    const size_t cnt = std::min(per, bytes - off);
-    call.wait(call.staging_event(h));
-    char* s = call.staging(h, per);
-    std::memcpy(s, static_cast<const char*>(host) + off, cnt);
-    G2_CUDA(cudaMemcpyAsync(static_cast<char*>(dev) + off, s, cnt, cudaMemcpyHostToDevice,
-                            call.stream()));
-    G2_CUDA(cudaEventRecord(call.staging_event(h), call.stream()));
-    h ^= 1;
-  }
-  call.wait(call.staging_event(0));
-  call.wait(call.staging_event(1));
-  call.ctl.stats.transfer_s += seconds_since(t0);
-}
-
 template <typename T, int D>
 DevGrid<T> build_grid(Call& call, const PointsView& v, const Geometry& g, Precision prec) {
   LastRun& lr = last_run();

@@ -281,9 +281,6 @@ inline unsigned blocks_for(size_t n, int threads) {
 // forces the host build (EngineOverrides::host_grid).
 Geometry make_geometry(const Bounds& box, double eps, Precision prec, int dims, bool host_grid);
 
-// Copies `bytes` from the host to the device through pinned staging.
-void upload_bytes(Call& call, void* dev, const void* host, size_t bytes);
-
 // Sets stats.prepare_s to its value at construction plus the wall time since, less the
 // transfer time counted meanwhile (device work waited for before a transfer counts as
 // preparation; preparation counted by callees is part of the wall time, not added twice).

@@ -392,28 +392,6 @@ Blas* blas() {
 
 // ---- host side --------------------------------------------------------------------------------
 
-// Copies `bytes` from host memory to the device through the call's pinned staging buffer.
-void upload_raw(Call& call, void* dev, const void* host, size_t bytes) {
-  if (bytes == 0) return;
-  auto t0 = Clock::now();
-  const size_t per = std::min(bytes, cuda_tuning::kStagingBytes / 2);
-  call.staging(0, per);
-  int h = 0;
-  for (size_t off = 0; off < bytes; off += per) {
-    const size_t cnt = std::min(per, bytes - off);
-    call.wait(call.staging_event(h));
-    char* s = call.staging(h, per);
-    std::memcpy(s, static_cast<const char*>(host) + off, cnt);
-    G2_CUDA(cudaMemcpyAsync(static_cast<char*>(dev) + off, s, cnt, cudaMemcpyHostToDevice,
-                            call.stream()));
-    G2_CUDA(cudaEventRecord(call.staging_event(h), call.stream()));
-    h ^= 1;
-  }
-  call.wait(call.staging_event(0));
-  call.wait(call.staging_event(1));
-  call.ctl.stats.transfer_s += seconds_since(t0);
-}
-
 // Times a stretch of queued kernels with events.
 struct KernelTimer {
   Call& call;
@@ -483,7 +461,7 @@ void exact_knn(Call& call, const PairwiseProblem& p, const float* dA, size_t row
   uint32_t* d_ids = nullptr;
   if (row_ids) {
     d_ids = call.alloc<uint32_t>(rows, "pairwise row ids");
-    upload_raw(call, d_ids, row_ids->data(), rows * sizeof(uint32_t));
+    upload_bytes(call, d_ids, row_ids->data(), rows * sizeof(uint32_t));
   }
   const size_t max_tiles = (chunk + kBM - 1) / kBM;
   const int max_splits =
@@ -669,7 +647,7 @@ bool fast_knn(Call& call, const PairwiseProblem& p, const float* dA, const float
     for (size_t t = 0; t < redo.size(); ++t)
       std::memcpy(rows_h.data() + t * size_t(d), p.a->row(redo[t]), size_t(d) * sizeof(float));
     float* d_rows = call.alloc<float>(rows_h.size(), "pairwise recomputed rows");
-    upload_raw(call, d_rows, rows_h.data(), rows_h.size() * sizeof(float));
+    upload_bytes(call, d_rows, rows_h.data(), rows_h.size() * sizeof(float));
     std::vector<KnnEntry> l2(redo.size() * row_k);
     std::vector<uint32_t> c2(redo.size());
     exact_knn(call, p, d_rows, redo.size(), &redo, 0, dB, l2.data(), c2.data());
@@ -797,11 +775,11 @@ void pairwise(const PairwiseProblem& p, PairSink& sink, Control& ctl) {
   Call call(ctl);
   const size_t d = size_t(p.d);
   float* dA = call.alloc<float>(na * d, "pairwise vectors a");
-  upload_raw(call, dA, p.a->data, na * d * sizeof(float));
+  upload_bytes(call, dA, p.a->data, na * d * sizeof(float));
   float* dB = dA;
   if (!p.self) {
     dB = call.alloc<float>(nb * d, "pairwise vectors b");
-    upload_raw(call, dB, p.b->data, nb * d * sizeof(float));
+    upload_bytes(call, dB, p.b->data, nb * d * sizeof(float));
   }
   if (!knn) {
     threshold_pairs(call, p, dA, dB, sink);

@@ -452,11 +452,17 @@ inline size_t read_count(const unsigned long long* d_count, cudaStream_t s,
   return size_t(*h);
 }
 
+// Runs the sliding pass in `MODE` and returns its count (waits): the blocking form of every
+// primitive below.
+template <typename T, SlideMode MODE, typename F>
+size_t slide_wait(T* d, size_t n, F f, cudaStream_t s, SlidingScratch& scratch) {
+  return read_count(slide_async<T, MODE>(d, n, f, nullptr, s, scratch), s, scratch);
+}
+
 // Keeps the elements with keep(x) true, in order, in d[0, kept); returns kept (waits).
 template <typename T, typename Pred>
 size_t select_inplace(T* d, size_t n, Pred keep, cudaStream_t s, SlidingScratch& scratch) {
-  return read_count(slide_async<T, SlideMode::Select>(d, n, keep, nullptr, s, scratch), s,
-                    scratch);
+  return slide_wait<T, SlideMode::Select>(d, n, keep, s, scratch);
 }
 // select_inplace with the kept count written to *d_count on the device (no host wait).
 template <typename T, typename Pred>
@@ -481,8 +487,7 @@ void remove_if_inplace_async(T* d, size_t n, Pred pred, unsigned long long* d_co
 // count kept (waits).
 template <typename T, typename Eq>
 size_t unique_inplace(T* d, size_t n, Eq eq, cudaStream_t s, SlidingScratch& scratch) {
-  return read_count(slide_async<T, SlideMode::Unique>(d, n, eq, nullptr, s, scratch), s,
-                    scratch);
+  return slide_wait<T, SlideMode::Unique>(d, n, eq, s, scratch);
 }
 // unique_inplace with the count written to *d_count on the device.
 template <typename T, typename Eq>
@@ -507,8 +512,7 @@ void compact_inplace_async(T* d, size_t n, const T& value, unsigned long long* d
 // the count of the first part (waits).
 template <typename T, typename Pred>
 size_t partition_inplace(T* d, size_t n, Pred keep, cudaStream_t s, SlidingScratch& scratch) {
-  return read_count(slide_async<T, SlideMode::Partition>(d, n, keep, nullptr, s, scratch), s,
-                    scratch);
+  return slide_wait<T, SlideMode::Partition>(d, n, keep, s, scratch);
 }
 // partition_inplace with the first part's count written to *d_count on the device.
 template <typename T, typename Pred>

@@ -57,37 +57,12 @@ char* build_query(Oid relid, const char* vec, const char* id_name, RelVectors* o
   // Locked by OID to the end of the transaction (as gpu_simjoin), then described from the
   // catalog under the lock, so the name in the query stays this relation's.
   Relation rel = open_locked(relid);
-  const char kind = rel->rd_rel->relkind;
-  out->expect = rel->rd_rel->reltuples > 0 ? int64(std::min<double>(rel->rd_rel->reltuples, 4e9)) : 0;
-  const char* relname = quote_qualified_identifier(get_namespace_name(RelationGetNamespace(rel)),
-                                                   RelationGetRelationName(rel));
+  const char* relname = readable_relation_name(rel, &out->expect);
   out->relname = relname;
-  if (kind != RELKIND_RELATION && kind != RELKIND_VIEW && kind != RELKIND_MATVIEW &&
-      kind != RELKIND_PARTITIONED_TABLE && kind != RELKIND_FOREIGN_TABLE)
-    ereport(ERROR, (errcode(ERRCODE_WRONG_OBJECT_TYPE),
-                    errmsg("%s is not a table, view or materialized view", relname)));
   TupleDesc td = RelationGetDescr(rel);
-  AttrNumber key = InvalidAttrNumber;
-  if (id_name) {
-    key = find_column(td, id_name, relname);
-    if (!is_int_type(TupleDescAttr(td, key - 1)->atttypid))
-      ereport(ERROR, (errcode(ERRCODE_DATATYPE_MISMATCH),
-                      errmsg("key column \"%s\" must be of type smallint, integer or bigint", id_name)));
-  } else {
-    key = primary_key_column(rel);
-    if (key == InvalidAttrNumber) {
-      for (int a = 0; a < td->natts; ++a) {
-        Form_pg_attribute att = TupleDescAttr(td, a);
-        if (!att->attisdropped && strcmp(NameStr(att->attname), "id") == 0 && is_int_type(att->atttypid))
-          key = AttrNumber(a + 1);
-      }
-    }
-    if (key == InvalidAttrNumber)
-      ereport(ERROR, (errcode(ERRCODE_UNDEFINED_COLUMN),
-                      errmsg("relation %s has no integer key column", relname),
-                      errdetail("The key is the single-column integer primary key, else an integer column named \"id\"."),
-                      errhint("Name the key column, for example gpu_pairwise('q', 'items', 'emb', 'l2', k => 10, id => 'item_id').")));
-  }
+  const AttrNumber key = key_column(
+      rel, td, relname, id_name, id_name,
+      "Name the key column, for example gpu_pairwise('q', 'items', 'emb', 'l2', k => 10, id => 'item_id').");
   const AttrNumber col = find_column(td, vec, relname);
   const Oid vt = getBaseType(TupleDescAttr(td, col - 1)->atttypid);
   if (vt != FLOAT4ARRAYOID && vt != FLOAT8ARRAYOID)
@@ -175,9 +150,6 @@ bool receive_vector(TupleTableSlot* slot, DestReceiver* self) {
   return true;
 }
 
-void receiver_startup(DestReceiver*, int, TupleDesc) {}
-void receiver_noop(DestReceiver*) {}
-
 // Runs `query` as the calling user with its rows streamed into `out`; raises the first bad row
 // as 22023 once SPI returned. PostgreSQL code.
 void read_vectors(const char* query, const char* vec, MemoryContext ctx, RelVectors* out) {
@@ -185,20 +157,9 @@ void read_vectors(const char* query, const char* vec, MemoryContext ctx, RelVect
   if (!plan) elog(ERROR, "SPI_prepare failed for \"%s\": %s", query, SPI_result_code_string(SPI_result));
   VectorReceiver recv;
   memset(&recv, 0, sizeof recv);
-  recv.pub.receiveSlot = receive_vector;
-  recv.pub.rStartup = receiver_startup;
-  recv.pub.rShutdown = receiver_noop;
-  recv.pub.rDestroy = receiver_noop;
-  recv.pub.mydest = DestNone;
   recv.out = out;
   recv.ctx = ctx;
-  SPIExecuteOptions opts;
-  memset(&opts, 0, sizeof opts);
-  opts.read_only = true;
-  opts.dest = &recv.pub;
-  const int rc = SPI_execute_plan_extended(plan, &opts);
-  if (rc != SPI_OK_SELECT && rc != SPI_OK_UTILITY)
-    elog(ERROR, "SPI_execute_plan_extended failed for \"%s\": %s", query, SPI_result_code_string(rc));
+  run_plan_into(plan, &recv.pub, receive_vector, psprintf("\"%s\"", query));
   SPI_freeplan(plan);
   switch (out->bad) {
     case 0: break;

@@ -152,36 +152,32 @@ Relation open_locked(Oid relid) {
   return relation_open(relid, NoLock);
 }
 
-}  // namespace pg
-}  // namespace gpu2bs
-
-namespace {
-
-// Builds the SELECT that reads the locked relation `rel` (key and coordinates, schema-qualified
-// and quoted from the catalog under the lock, so names cannot inject SQL and search_path plays
-// no part). The columns are looked up in the descriptor as it is under the lock. `coords` may be
-// NULL (default rule). With out->keyless no key column is looked up and the query's first
-// column is the constant 0.
-char* build_query(Relation rel, ArrayType* coords, const char* id_name, RelPoints* out) {
-  char kind = rel->rd_rel->relkind;
-  out->relid = RelationGetRelid(rel);
-  out->expect = rel->rd_rel->reltuples > 0 ? int64(std::min<double>(rel->rd_rel->reltuples, 4e9)) : 0;
+// Quoted, schema-qualified name of the locked relation `rel`, from the catalog (names cannot
+// inject SQL); sets *expect to its row estimate (0 when unknown); 42809 unless it is a table,
+// view, materialized view, partitioned or foreign table.
+const char* readable_relation_name(Relation rel, int64* expect) {
+  const char kind = rel->rd_rel->relkind;
+  *expect = rel->rd_rel->reltuples > 0 ? int64(std::min<double>(rel->rd_rel->reltuples, 4e9)) : 0;
   const char* relname = quote_qualified_identifier(get_namespace_name(RelationGetNamespace(rel)),
                                                    RelationGetRelationName(rel));
-  out->relname = relname;
   if (kind != RELKIND_RELATION && kind != RELKIND_VIEW && kind != RELKIND_MATVIEW &&
       kind != RELKIND_PARTITIONED_TABLE && kind != RELKIND_FOREIGN_TABLE)
     ereport(ERROR, (errcode(ERRCODE_WRONG_OBJECT_TYPE),
                     errmsg("%s is not a table, view or materialized view", relname)));
-  TupleDesc td = RelationGetDescr(rel);
+  return relname;
+}
+
+// Key column of `rel` (descriptor `td`, shown as `relname`): column `id_name` when given (an
+// integer column, else 42804 naming it as `id_shown`), else the single-column integer primary
+// key, else the integer column named "id", else 42703 with hint `hint`.
+AttrNumber key_column(Relation rel, TupleDesc td, const char* relname, const char* id_name,
+                      const char* id_shown, const char* hint) {
   AttrNumber key = InvalidAttrNumber;
-  if (out->keyless) {
-    // coordinates only
-  } else if (id_name) {
+  if (id_name) {
     key = find_column(td, id_name, relname);
     if (!is_int_type(TupleDescAttr(td, key - 1)->atttypid))
       ereport(ERROR, (errcode(ERRCODE_DATATYPE_MISMATCH),
-                      errmsg("key column \"%s\" must be of type smallint, integer or bigint", shown_name(id_name))));
+                      errmsg("key column \"%s\" must be of type smallint, integer or bigint", id_shown)));
   } else {
     key = primary_key_column(rel);
     if (key == InvalidAttrNumber) {
@@ -195,8 +191,55 @@ char* build_query(Relation rel, ArrayType* coords, const char* id_name, RelPoint
       ereport(ERROR, (errcode(ERRCODE_UNDEFINED_COLUMN),
                       errmsg("relation %s has no integer key column", relname),
                       errdetail("The key is the single-column integer primary key, else an integer column named \"id\"."),
-                      errhint("Name the key column, for example gpu_simjoin('pts', 0.5, id => 'star_id').")));
+                      errhint("%s", hint)));
   }
+  return key;
+}
+
+// DestReceiver callbacks with nothing to do.
+static void receiver_startup(DestReceiver*, int, TupleDesc) {}
+static void receiver_noop(DestReceiver*) {}
+
+// Runs `plan` through SPI as the calling user (privileges and row-level security apply) under
+// the active snapshot, read-only, with its rows handed one by one to `receive` (no SPI tuple
+// table, no tuple copies). `recv` is the zeroed first member of the caller's receiver.
+void run_plan_into(SPIPlanPtr plan, DestReceiver* recv,
+                   bool (*receive)(TupleTableSlot*, DestReceiver*), const char* what) {
+  recv->receiveSlot = receive;
+  recv->rStartup = receiver_startup;
+  recv->rShutdown = receiver_noop;
+  recv->rDestroy = receiver_noop;
+  recv->mydest = DestNone;
+  SPIExecuteOptions opts;
+  memset(&opts, 0, sizeof opts);
+  opts.read_only = true;
+  opts.dest = recv;
+  // A SELECT whose rows go to a DestNone receiver reports SPI_OK_UTILITY (SPI keeps no rows);
+  // every row still went through `receive`.
+  const int rc = SPI_execute_plan_extended(plan, &opts);
+  if (rc != SPI_OK_SELECT && rc != SPI_OK_UTILITY)
+    elog(ERROR, "SPI_execute_plan_extended failed for %s: %s", what, SPI_result_code_string(rc));
+}
+
+}  // namespace pg
+}  // namespace gpu2bs
+
+namespace {
+
+// Builds the SELECT that reads the locked relation `rel` (key and coordinates, schema-qualified
+// and quoted from the catalog under the lock, so names cannot inject SQL and search_path plays
+// no part). The columns are looked up in the descriptor as it is under the lock. `coords` may be
+// NULL (default rule). With out->keyless no key column is looked up and the query's first
+// column is the constant 0.
+char* build_query(Relation rel, ArrayType* coords, const char* id_name, RelPoints* out) {
+  out->relid = RelationGetRelid(rel);
+  const char* relname = readable_relation_name(rel, &out->expect);
+  out->relname = relname;
+  TupleDesc td = RelationGetDescr(rel);
+  AttrNumber key = InvalidAttrNumber;
+  if (!out->keyless)  // else coordinates only
+    key = key_column(rel, td, relname, id_name, id_name ? shown_name(id_name) : nullptr,
+                     "Name the key column, for example gpu_simjoin('pts', 0.5, id => 'star_id').");
   AttrNumber cols[kMaxDims];
   int dims = 0;
   const char* geom_nsp = nullptr;  // set when the coordinates come from a PostGIS point column
@@ -384,10 +427,6 @@ bool receive_point(TupleTableSlot* slot, DestReceiver* self) {
   return true;
 }
 
-// DestReceiver callbacks with nothing to do.
-void receiver_startup(DestReceiver*, int, TupleDesc) {}
-void receiver_noop(DestReceiver*) {}
-
 // Raises the error for the row the receiver stopped at.
 void report_bad_row(const PointsReceiver& recv, const RelPoints* out) {
   const char* col = out->geometry ? out->geom_col : recv.bad_col;
@@ -474,26 +513,13 @@ bool plan_reads(SPIPlanPtr plan, Oid relid) {
 void read_points(SPIPlanPtr plan, MemoryContext ctx, RelPoints* out) {
   PointsReceiver recv;
   memset(&recv, 0, sizeof recv);
-  recv.pub.receiveSlot = receive_point;
-  recv.pub.rStartup = receiver_startup;
-  recv.pub.rShutdown = receiver_noop;
-  recv.pub.rDestroy = receiver_noop;
-  recv.pub.mydest = DestNone;
   recv.out = out;
   recv.ctx = ctx;
   // Room for the rows the catalog expects (plus 1/16), at most kExpectRowsCap: usually one
   // allocation, no copies; a stale estimate costs at most that much before the arrays grow.
   if (out->expect > 0)
     grow_points(out, ctx, std::min<int64>(out->expect + out->expect / 16 + 1024, kExpectRowsCap));
-  SPIExecuteOptions opts;
-  memset(&opts, 0, sizeof opts);
-  opts.read_only = true;
-  opts.dest = &recv.pub;
-  // A SELECT whose rows go to a DestNone receiver reports SPI_OK_UTILITY (SPI keeps no rows);
-  // every row still went through receive_point.
-  const int rc = SPI_execute_plan_extended(plan, &opts);
-  if (rc != SPI_OK_SELECT && rc != SPI_OK_UTILITY)
-    elog(ERROR, "SPI_execute_plan_extended failed for %s: %s", out->relname, SPI_result_code_string(rc));
+  run_plan_into(plan, &recv.pub, receive_point, out->relname);
   report_bad_row(recv, out);
 }
 

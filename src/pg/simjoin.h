@@ -5,6 +5,7 @@
 #include "pg.h"
 
 extern "C" {
+#include "executor/spi.h"
 #include "utils/array.h"
 #include "utils/rel.h"
 }
@@ -89,6 +90,17 @@ AttrNumber primary_key_column(Relation rel);
 // Locks relation `relid` (AccessShareLock to the end of the transaction) and opens it; 42P01
 // when it was dropped meanwhile.
 Relation open_locked(Oid relid);
+// Quoted, schema-qualified name of the locked relation `rel`; *expect its row estimate; 42809
+// unless rows can be read from it.
+const char* readable_relation_name(Relation rel, int64* expect);
+// Key column of `rel`: `id_name` (an integer column; named `id_shown` in errors), else the
+// single-column integer primary key, else the integer column "id", else 42703 with `hint`.
+AttrNumber key_column(Relation rel, TupleDesc td, const char* relname, const char* id_name,
+                      const char* id_shown, const char* hint);
+// Runs `plan` read-only through SPI as the calling user, every row going to `receive` through
+// `recv` (the zeroed first member of the caller's receiver); `what` names the query in errors.
+void run_plan_into(SPIPlanPtr plan, DestReceiver* recv,
+                   bool (*receive)(TupleTableSlot*, DestReceiver*), const char* what);
 
 // Registers gpu2bs.enable_customscan and the planner hook of the custom scan (_PG_init).
 void register_simjoin_scan();
