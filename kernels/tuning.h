@@ -1,6 +1,7 @@
-// Launch parameters of the CUDA engine: the one tuning table. Every value names the benchmark
-// output that justified it (test/bench/results/*-h100-*.txt, produced by test/bench/bench_kernels
-// on an H100 80GB HBM3, sm_90, 132 SMs, 228 KB shared memory per SM).
+// Launch parameters of the CUDA engine: the one tuning table. Every value keeps the benchmark
+// figure that justified it and names the command that produces it (test/gpu/build/bench_kernels
+// MODE, or test/gpu/build/test_gpu), on an H100 80GB HBM3, sm_90, 132 SMs, 228 KB shared memory
+// per SM. The result files behind the figures and the values tried: test/bench/NOTES-tuning.md.
 #pragma once
 
 #include <cstddef>
@@ -12,65 +13,63 @@ namespace gpu2bs {
 namespace cuda_tuning {
 
 // --- tiles (SDH and all-pairs pair count) -------------------------------------------------
-// Issue 4 figures: results/2026-11-22-h100-issue4-bench.txt (N = 1048576 uniform 3-D float32,
-// kernel-only pairs/s, median of 5, SM clock 1980 MHz), -run1.txt and -run2.txt (earlier
-// device runs), SASS mix in -issue4-sass.txt; test/bench/NOTES-issue4.md has the analysis.
+// "bench_kernels tiles": N = 1048576 uniform 3-D float32, kernel-only pairs/s, median of 5,
+// SM clock 1980 MHz.
 //
 // SDH exact kernel (float64, and float32 where the fast path does not apply): threads per
 // block x points per thread held in registers (register tiling; tile = threads * points).
-// results/2026-11-22-h100-bench-configs-run2.txt (SDH 500 buckets, 3-D float32, N = 1e6):
-// 512x2 8.58e11 pairs/s, 256x1 8.22e11, 128x2 8.00e11, 256x4 7.63e11, 256x2 7.12e11;
-// results/2026-11-22-h100-bench-configs.txt: 512x2 8.60e11, 512x1 8.65e11, 1024x1 9.09e11,
-// 512x4 5.82e11. 1024 threads caps registers at 64, which spills in float64 at 4-6-D and in
-// float32 at 5-6-D (70-72 registers at 512): 512 there.
+// bench_kernels configs (SDH 500 buckets, 3-D float32, N = 1e6), two runs: 512x2 8.58e11
+// pairs/s, 256x1 8.22e11, 128x2 8.00e11, 256x4 7.63e11, 256x2 7.12e11; 512x2 8.60e11, 512x1
+// 8.65e11, 1024x1 9.09e11, 512x4 5.82e11. 1024 threads caps registers at 64, which spills in
+// float64 at 4-6-D and in float32 at 5-6-D (70-72 registers at 512): 512 there.
 constexpr int kSdhThreads = 512;
 constexpr int kSdhRegPoints = 2;
-// Exact kernel, float32 up to 4-D (<= 64 registers, no spills): 1024 threads. -run2.txt,
-// 50000 buckets (1 copy, one block per SM): 1024x2 1.044e12 vs 512x2 7.09e11; issue4-bench,
+// Exact kernel, float32 up to 4-D (<= 64 registers, no spills): 1024 threads. bench_kernels
+// tiles, 50000 buckets (1 copy, one block per SM): 1024x2 1.044e12 vs 512x2 7.09e11;
 // 500 buckets: 1.044e12 vs 1.000e12.
 constexpr int kSdhExactThreadsF32 = 1024;
 // Exact kernel, float32 with 1/width <= 2^40: the square root as the compiler's in-range
 // __fsqrt_rn sequence without its called slow path (sdh_bucket_nocall; 26.9 instead of 32.3
-// instructions per pair in the 3-D loop). issue4-bench 50000 buckets: 1.099e12 vs 1.046e12
+// instructions per pair in the 3-D loop). bench_kernels tiles, 50000 buckets: 1.099e12 vs 1.046e12
 // (1024x2 with the call); checked against sdh_bucket for all 2^32 d2 (SdhFastBucket.EveryFloat).
 constexpr bool kSdhExactNoCallSqrt = true;
-// SDH float32 fast path (thresholds + MUFU.SQRT, up to 65536 buckets): issue4-bench, 500
+// SDH float32 fast path (thresholds + MUFU.SQRT, up to 65536 buckets): bench_kernels tiles, 500
 // buckets: 1024x2 2.16e12 (C = 32 copies, one block per SM), 1024x1 2.08e12, 512x4 2.06e12,
 // 512x2 1.73e12 (16 copies), 256x4 1.72e12 (16 copies).
 constexpr int kSdhFastThreads = 1024;
 constexpr int kSdhFastRegPoints = 2;
 // Fewest private copies for which the fast path keeps a threshold table per copy (at most
-// 2-way bank conflicts); below, one shared table and more copies. issue4-bench "sdh f32
-// layout": 1000 buckets per-copy (16 copies) 1.72e12 vs shared 1.46e12; 2000: 1.02e12 vs
+// 2-way bank conflicts); below, one shared table and more copies. bench_kernels tiles ("sdh f32
+// layout"): 1000 buckets per-copy (16 copies) 1.72e12 vs shared 1.46e12; 2000: 1.02e12 vs
 // 1.33e12; 5000: 8.7e11 vs 1.14e12; 10000: 8.1e11 vs 1.09e12; 20000 (one copy either way):
 // 7.9e11 vs 1.05e12. The model's choice is the faster one at each.
 constexpr int kSdhFastMinReplicatedCopies = 16;
 // Pair count tile kernel (float32: carry-chain counting, 7.66 instructions per pair at RT = 8):
-// issue4-overlap (slices overlapping on two streams) 128x8 4.08e12, 512x8 3.94e12, 256x4
-// 3.95e12, 512x4 3.86e12; before the overlap, issue4-bench 128x8 3.96e12 (also as variant 3), 256x4 3.86e12, 512x4 3.78e12, 512x8 3.73e12;
-// -run2 256x8 3.87e12; -run1 1024x4 3.51e12, 1024x8 2.92e12 (64-register cap).
-// Float64 keeps 512x4 (RT = 8 spills 316-444 bytes at 5-6-D): issue4-bench 2.23e12.
-// Before issue 4 (512x4, FSETP counting): results/2026-11-22-h100-bench-configs.txt 1.89e12.
+// bench_kernels tiles (slices overlapping on two streams) 128x8 4.08e12, 512x8 3.94e12, 256x4
+// 3.95e12, 512x4 3.86e12; on one stream 256x8 3.87e12, 1024x4 3.51e12, 1024x8 2.92e12
+// (64-register cap).
+// Float64 uses 512x4 (RT = 8 spills 316-444 bytes at 5-6-D): bench_kernels tiles 2.23e12.
 constexpr int kCountThreads = 128;
 constexpr int kCountRegPoints = 8;
 constexpr int kCountThreadsF64 = 512;
 constexpr int kCountRegPointsF64 = 4;
 
 // Target length of one kernel slice, in milliseconds: a cancel is seen within about one slice
-// (results/2026-11-22-h100-test_gpu.log, Cancel: 28-34 ms after the interrupt). Two slices are
-// in flight on two streams, so a slice's tail overlaps the next slice (tiles.cuh run_tiles);
-// with one stream each slice boundary left the SMs of early-finishing blocks idle (~1 % of
-// the pair count kernel at N = 2^20: 3.96e12 pairs/s, issue4-bench).
+// (test_gpu Cancel: 28-34 ms after the interrupt). Two slices are in flight on two streams, so
+// a slice's tail overlaps the next slice (tiles.cuh run_tiles);
+// with one stream each slice boundary leaves the SMs of early-finishing blocks idle (~1 % of
+// the pair count kernel at N = 2^20: 3.96e12 pairs/s on one stream, bench_kernels tiles).
 constexpr double kSliceTargetMs = 20.0;
 // First slice before any measurement: pairs per second assumed, at or below the slowest
-// measured rate of each kernel family (issue4-bench: SDH float32 1.1e12 - 2.2e12, float64
-// exact 4.7e11 at bench full; pair count float32 4.0e12, float64 2.2e12), so the first slice
-// is at most ~20 ms (float64 SDH) and the following ones are sized from measured rates.
+// measured rate of each kernel family (bench_kernels tiles: SDH float32 1.1e12 - 2.2e12,
+// float64 exact 4.7e11 at bench_kernels full; pair count float32 4.0e12, float64 2.2e12), so
+// the first slice is at most ~20 ms (float64 SDH) and the following ones are sized from
+// measured rates.
 constexpr double kSdhGuessPairsPerSec = 5e11;
 constexpr double kCountGuessPairsPerSec = 2e12;
 
 // --- output privatization model (framework paper 3.3.2, re-fitted to H100) ------------------
-// Fit from test/bench/results/2026-11-22-h100-privatization.txt (SDH 3-D float32, N = 1e5,
+// Fit from bench_kernels privatization (SDH 3-D float32, N = 1e5,
 // kernel-only pairs/s for 1..32 private copies and global memory, 1..50000 buckets):
 //  * collisions cost nothing measurable: at full occupancy every number of copies runs at
 //    678-679e9 pairs/s, even 1 copy with 1 bucket (all 256 threads of a block on one counter);
@@ -89,8 +88,8 @@ constexpr int kPrivAlphaSat = 2048;
 
 // --- similarity join and grid pair count ------------------------------------------------------
 // Threads per block of the join kernel (each warp is an independent worker on the item queue;
-// not swept: bench full shows the join kernel at 0.6-0.8 ms of a 21-26 ms call at N = 1e6, the
-// rest being grid construction, transfers and draining).
+// not swept: bench_kernels full shows the join kernel at 0.6-0.8 ms of a 21-26 ms call at
+// N = 1e6, the rest being grid construction, transfers and draining).
 constexpr int kJoinThreads = 256;
 // Minimum resident blocks per SM asked of the compiler for the join kernel (caps registers at
 // 65536 / (256 * 4) = 64, no spills at 3-D float32): 32 warps/SM to hide the latency of the
@@ -98,10 +97,10 @@ constexpr int kJoinThreads = 256;
 // more than 16 bytes of coordinates (float32 5-6-D, float64 3-6-D), where 64 would spill.
 constexpr int kJoinMinBlocks = 4;
 // Time budget of one join launch; warps stop at a resumable point after it (cancel polling:
-// results/2026-11-22-h100-test_gpu.log, simjoin cancel 1.5 ms after the interrupt).
+// test_gpu Cancel, simjoin cancel 1.5 ms after the interrupt).
 constexpr double kJoinSliceMs = 20.0;
 // Lanes per query point (k, similarity-join paper section III-A) when
-// gpu2bs.join_threads_per_point = 0. results/2026-11-22-h100-joinlb.txt (2e6 points, Unif and
+// gpu2bs.join_threads_per_point = 0. bench_kernels joinlb (2e6 points, Unif and
 // Expo lambda = 40, 2-6-D, ~10 and ~100 neighbours, every strategy x k, float32): K = 32 is the
 // fastest or within 4 % on all 21 sets; K = 16 wins by 2-4 % only on the sparse 2-D sets, where
 // it issues 18-22 % fewer compare-loop steps; K = 1 is 1.2-2x slower (rows per item are 1.4-22,
@@ -115,7 +114,7 @@ constexpr double kJoinStepCost[6] = {1.0, 1.04, 1.04, 1.04, 1.04, 1.0};
 // neighbour-cell lookups, 0.2-39 ms at 2e6 points (as much as 70 % of the kernel on sparse 6-D
 // sets), for at most 4 % from K.
 constexpr int kJoinAutoKWithoutEstimate = 32;
-// Strategy of gpu2bs.join_balance = auto on the GPU. results/2026-11-22-h100-joinlb.txt, engine
+// Strategy of gpu2bs.join_balance = auto on the GPU. bench_kernels joinlb, engine
 // call end to end, k = 0, geometric mean over the 21 sets: cell 1.000, workqueue 1.082, sortbywl
 // 1.111; workqueue's kernel is faster (0.90x, up to 1.84x on Expo5D at 73 neighbours) but its
 // workload estimate and sort cost 0.6-40 ms; it wins end to end on 2 sets by 3-6 % (Expo3D 95
@@ -123,19 +122,19 @@ constexpr int kJoinAutoKWithoutEstimate = 32;
 // 7 neighbours: 103.9 vs 153.6 ms). Crowded cells are not an issue for cell here: GPU items are
 // at most 32 rows.
 constexpr JoinBalance kJoinAutoBalance = JoinBalance::Cell;
-// Largest result pool (bytes) when Control::max_pages is 0. results/2026-11-22-h100-bench-
-// paths.txt, join N = 1e6 (14.7 M pairs, 235 MB): a 16-page pool 184 ms (318 drains), 256
+// Largest result pool (bytes) when Control::max_pages is 0. bench_kernels paths,
+// join N = 1e6 (14.7 M pairs, 235 MB): a 16-page pool 184 ms (318 drains), 256
 // pages 58 ms (20 drains), the default (1 GB) 26.5 ms in one drain.
 constexpr size_t kJoinPoolMaxBytes = size_t(1) << 30;
 // Device page (pairs) when Control::max_pages is 0. Each of the ~4000 resident warps owns a
-// page; with 16384-pair pages (the PG default page_pairs) the 1 GB pool held only ~1 page per
-// warp and filled up half empty (device run 1, bench quick: 2 drains for 235 MB of pairs;
-// with 2048, one drain: bench full).
+// page; with 16384-pair pages (the PG default page_pairs) the 1 GB pool holds only ~1 page per
+// warp and fills up half empty (bench_kernels quick: 2 drains for 235 MB of pairs;
+// with 2048, one drain: bench_kernels full).
 constexpr size_t kJoinPagePairs = 2048;
 // Drain the pool once this fraction of its pages is used (the rest keeps warps writing).
 constexpr double kJoinDrainFraction = 0.5;
-// --- batched similarity join output (issue 5) ---------------------------------------------------
-// results/2026-11-22-h100-batch.txt (bench_kernels batch: engine-level self-joins of 2e6
+// --- batched similarity join output -------------------------------------------------------------
+// bench_kernels batch (engine-level self-joins of 2e6
 // uniform 3-D float32 points, ~1e8 and ~1e9 result pairs, counting/checksum sink, serial drain
 // vs batched with 1-3 streams). Both are bound by the sink on the calling thread (it takes
 // 85-90 % of the call; kernels 1-5 %), so the streams change little.
@@ -148,9 +147,9 @@ constexpr double kJoinDrainFraction = 0.5;
 constexpr int kJoinStreams = 2;
 // Work items of the count-mode pass that estimates the result size: every s-th item with
 // s = ceil(items / kJoinSampleItems) (a 1/s share of the join's candidate tests, in count mode).
-// batch.txt: 2e6 points, ~1e9 pairs, s = 17: sample 7.9 ms of GPU time (kernel 45-120 ms),
-// estimate 946.1 M for 945.6 M pairs; 97.5 M pairs: 96.9 M; test_gpu Batch.EstimateSizesTheBanks:
-// 100k points, 1667 sample items, 1.0 ms, ratio 0.993.
+// bench_kernels batch: 2e6 points, ~1e9 pairs, s = 17: sample 7.9 ms of GPU time (kernel
+// 45-120 ms), estimate 946.1 M for 945.6 M pairs; 97.5 M pairs: 96.9 M; test_gpu
+// Batch.EstimateSizesTheBanks: 100k points, 1667 sample items, 1.0 ms, ratio 0.993.
 constexpr size_t kJoinSampleItems = 2048;
 // The sample is counted in up to this many consecutive segments (one launch each), so the batch
 // plan follows the density along the item order; a segment has at least kJoinSampleSegMin items.
@@ -166,18 +165,18 @@ constexpr double kJoinBatchFill = 0.5;
 // they would fit one bank, so that copies and the sink overlap the kernel.
 constexpr double kJoinSplitPairs = 4.0e6;
 // Pages per resident warp of a bank (page size shrinks towards 64 pairs for small banks): the
-// 1 GB pool of 2048-pair pages held 7.7 pages per warp and needed one drain for 14.7 M pairs
-// (results/2026-11-22-h100-bench-full.txt), 1 page per warp filled up half empty (bench quick,
-// device run 1). At least kJoinMinPagesPerWarp pages per warp whatever the estimate.
+// 1 GB pool of 2048-pair pages holds 7.7 pages per warp and needs one drain for 14.7 M pairs
+// (bench_kernels full), 1 page per warp fills up half empty (bench_kernels quick).
+// At least kJoinMinPagesPerWarp pages per warp whatever the estimate.
 constexpr size_t kJoinPagesPerWarp = 8;
 constexpr size_t kJoinMinPagesPerWarp = 2;
-// Grid pair count is used when candidates * this < all pairs. results/2026-11-22-h100-bench-
-// paths.txt: all-pairs tiles 1.75e12 pairs/s; the grid 2.8e11 candidates/s at ~30 neighbours
+// Grid pair count is used when candidates * this < all pairs. bench_kernels paths:
+// all-pairs tiles 1.75e12 pairs/s; the grid 2.8e11 candidates/s at ~30 neighbours
 // (6x a tile pair, but 5000x fewer pairs) and 1.15e12/s at ~3000 neighbours (1.5x), plus
 // ~20 ms of grid construction at N = 1e6: 3 sits between.
 constexpr double kGridCountCost = 3.0;
 // Smallest N for which the pair count considers the grid (below, all-pairs tiles take < 1 ms:
-// bench paths, tiles at N = 1e5 3.1 ms).
+// bench_kernels paths, tiles at N = 1e5 3.1 ms).
 constexpr size_t kGridCountMinPoints = 8192;
 
 // --- resolution of cell pairs (resolve.cu) ------------------------------------------------------
@@ -210,8 +209,8 @@ constexpr double kResolveStopPoints = 32.0;
 
 // --- transfers ---------------------------------------------------------------------------------
 // Pinned staging buffer (two halves, double-buffered uploads and page drains), kept for the
-// life of the process after first use (each cudaHostAlloc of it cost several ms: bench quick,
-// run 1, simjoin N=1e4 spent 8 ms in transfer_s for 2 MB of pairs).
+// life of the process after first use (each cudaHostAlloc of it costs several ms: bench_kernels
+// quick, simjoin N=1e4 spent 8 ms in transfer_s for 2 MB of pairs).
 constexpr size_t kStagingBytes = size_t(16) << 20;
 
 }  // namespace cuda_tuning

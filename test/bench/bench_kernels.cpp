@@ -8,17 +8,18 @@
 //   bench_kernels privatization    SDH time vs private copies (1..32, global) and buckets
 //   bench_kernels paths            pair count: tiles vs grid; join: pool size
 //   bench_kernels configs          tile kernels: threads per block x register points
-//   bench_kernels issue4           issue 4 figures at N = 1,048,576 (3-D uniform, kernel time):
+//   bench_kernels tiles            tile kernel figures at N = 1,048,576 (3-D uniform, kernel
+//                                  time; "issue4" is the same mode):
 //                                  SDH 10..50000 buckets, SDH and all-pairs count launch
 //                                  variants (fast / exact SDH, carry / FSETP count), float64
-//   bench_kernels joinlb [runs]    similarity join load balancing (issue 5): the load-imbalance
+//   bench_kernels joinlb [runs]    similarity join load balancing: the load-imbalance
 //                                  paper's synthetic sets (2e6 points, uniform in the unit cube
 //                                  and exponential lambda = 40, 2-6-D), ~10 and ~100 neighbours
 //                                  per point and one larger eps; every gpu2bs.join_balance x
 //                                  lanes per point (0 = auto, 1..32); counting sink
 //   bench_kernels joinlb-ncu       the same kernel once per strategy x k in {1, 8, 32} on Expo2D
 //                                  and Unif3D (for ncu --kernel-name regex:join_kernel)
-//   bench_kernels batch [pairs..]   issue 5: engine-level self-joins of 2e6 uniform 3-D float32
+//   bench_kernels batch [pairs..]   engine-level self-joins of 2e6 uniform 3-D float32
 //                                  points with ~1e8 and ~1e9 result pairs (or the given
 //                                  counts) into a counting/checksum sink: serial drain (before)
 //                                  vs batched on 1, 2, 3 streams (after), and batched under a
@@ -706,7 +707,7 @@ int main(int argc, char** argv) {
       bench_privatization(gpu, argc > 3 ? size_t(atof(argv[3])) : 100000, runs);
     } else if (mode == "configs") {
       bench_configs(gpu, runs);
-    } else if (mode == "issue4") {
+    } else if (mode == "tiles" || mode == "issue4") {
       bench_issue4(gpu, runs);
     } else if (mode == "paths") {
       bench_paths(gpu, runs);
