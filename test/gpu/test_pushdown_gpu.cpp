@@ -135,6 +135,29 @@ TEST(PushdownGpu, FilterAndReductionsMatchTheCpuPipeline) {
       const auto g = normalized(got.v, c.self), w = normalized(kept, c.self);
       EXPECT_TRUE(g == w) << "filter: " << first_diff(g, w);
     }
+    // The same through a pool of two 64-pair pages (warps stop and resume mid-chunk, steps run
+    // again): the kept pairs once each, and the pairs within eps counted once each, so a limit
+    // of exactly that many passes and one less is 54000 (the CPU's rule: before the filter).
+    for (int off : {0, 1}) {
+      const uint64_t within = all.v.size();
+      if (within <= 1 && off == 1) continue;  // a limit of 0 means none
+      SimjoinProblem p = make_simjoin(c.a.view(), c.self ? nullptr : &bv, c.eps, c.prec, within - uint64_t(off));
+      p.filter = &filter;
+      Collect got;
+      Ctl ctl;
+      ctl.max_pages = 2;
+      ctl.page_pairs = 64;
+      ctl.overrides.join_serial_drain = seed % 2 == 0;
+      try {
+        gpu()->simjoin(p, got, ctl);
+        EXPECT_EQ(off, 0) << "no error with a limit of " << within - 1 << " pairs";
+        const auto g = normalized(got.v, c.self), w = normalized(kept, c.self);
+        EXPECT_TRUE(g == w) << "small pool: " << first_diff(g, w);
+      } catch (const Error& e) {
+        EXPECT_EQ(off, 1) << e.what();
+        EXPECT_EQ(e.code(), ErrorCode::ProgramLimit);
+      }
+    }
     // Aggregate.
     {
       AggregateSink want;
