@@ -105,8 +105,10 @@ PHASES = {
                                        "SELECT gpu_sdh(x, y, z, 1048576) FROM mb_mid, generate_series(1, 4)"),
     "sdh 500 buckets": ([], "SELECT gpu_sdh(x, y, z, 500) FROM mb_mid, generate_series(1, 4)"),
     # the join's grid, count pass and result pages of 2^24 pairs
+    # (on the GPU the pairs leave the engine: a pushed-down count(*) is reduced in the kernel)
     "join, 2^24-pair pages": (["SET gpu2bs.result_page_pairs = 16777216", "SET gpu2bs.max_result_rows = 0"],
-                              "SELECT count(*) FROM gpu_simjoin('mb_mid', 0.2)"),
+                              "SELECT count(*) FROM (SELECT id1 FROM gpu_simjoin('mb_mid', 0.2) OFFSET 0) s"
+                              if DEVICE == "gpu" else "SELECT count(*) FROM gpu_simjoin('mb_mid', 0.2)"),
     "join, runaway count pass": ([], "SELECT count(*) FROM gpu_simjoin('mb_mid', 0.5)"),
 }
 
