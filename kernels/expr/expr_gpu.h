@@ -1,0 +1,102 @@
+// User-defined two-body operators on the GPU: a pair expression, generated as CUDA source from
+// the analyzed SQL expression (src/core, never from user text), compiled at run time with NVRTC
+// and run in the tiled all-pairs kernel families of the 2-BS framework (Type-I reduction, Type-II
+// histogram, Type-III direct output). NVRTC is opened with dlopen at first use, so the extension
+// loads and the CPU engine answers where the library is absent.
+//
+// ABI of the generated source (`Job::device_source`). The kernel prelude defines, before it:
+//
+//   typedef float real;   or   typedef double real;      (Job::float32)
+//   struct Row {                                          one point of a side
+//     const real* __restrict__ col;                      column c of this point: col[c * stride]
+//     const unsigned char* __restrict__ nul;             nul[c * stride] != 0: column c is NULL
+//     long long stride;                                  (nul may be null: no NULLs on that side)
+//   };
+//   __device__ real gpu2bs_col(const Row& r, int c);      the value of column c
+//   __device__ bool gpu2bs_isnull(const Row& r, int c);   true when column c is NULL
+//   __device__ void gpu2bs_raise(int code);               records an error (ExprError) for the
+//                                                         host to raise; the pair then counts as
+//                                                         not kept
+//
+// and the generated source defines exactly one function:
+//
+//   __device__ bool gpu2bs_pair(const Row& a, const Row& b, real* value);
+//
+// returning true when the pair is kept (its predicate is true and, for Sum / Histogram, its value
+// is not NULL), with *value set for Sum and Histogram. Rows of a side are laid out column-major
+// (Side::data[c * n + i]); the kernels may stage tiles of rows in shared memory and hand the
+// function Rows that point there (stride = tile length). Compiled without FMA contraction
+// (--fmad=false) so `+ - * / sqrt` round as the CPU engine's evaluation does.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/engine.h"
+
+namespace gpu2bs {
+namespace exprgpu {
+
+// Errors the generated code raises, as gpu2bs_raise codes (the host maps them to SQLSTATEs).
+enum ExprError : int {
+  kNoError = 0,
+  kDivisionByZero = 1,   // 22012
+  kInvalidArgument = 2,  // 2201F (power) / 2201E (ln, sqrt of a negative) / 22003 (acos...)
+  kOutOfRange = 3        // 22003
+};
+
+// The points of one side: ncols float64 columns of n rows, column-major (data[c * n + i]);
+// nulls in the same layout (1 = NULL) or null when no value is NULL.
+struct Side {
+  const double* data = nullptr;
+  const uint8_t* nulls = nullptr;
+  int64_t n = 0;
+  int ncols = 0;
+};
+
+// What to compute over the pairs: all (i, j) of a x b, or with `self` the unordered pairs
+// i < j of a (b ignored).
+enum class Kind : uint8_t {
+  Count,      // Type-I: kept pairs
+  Sum,        // Type-I: sum of value over kept pairs (float64 accumulation)
+  Histogram,  // Type-II: width_bucket(value, lo, hi, nbuckets) as PostgreSQL computes it;
+              // values outside [lo, hi) are not counted
+  Join        // Type-III: the kept pairs (i, j), handed to the sink a page at a time
+};
+
+struct Job {
+  Kind kind = Kind::Count;
+  bool self = false;
+  bool float32 = false;        // real = float (gpu2bs.precision = float4) or double
+  Side a, b;
+  std::string device_source;   // defines gpu2bs_pair (ABI above)
+  double lo = 0, hi = 0;       // Histogram
+  int nbuckets = 0;            // Histogram
+  uint64_t max_pairs = 0;      // Join: Error(ProgramLimit) beyond this many pairs (0: none)
+};
+
+struct Result {
+  uint64_t count = 0;              // kept pairs (every kind)
+  double sum = 0;                  // Sum
+  std::vector<uint64_t> hist;      // Histogram: nbuckets counts
+  int error = kNoError;            // first error raised by the generated code
+  double compile_ms = 0;           // NVRTC compile time of this call (0 on a cache hit)
+  bool cache_hit = false;          // module found in this process's cache
+};
+
+// Runs the job on the current CUDA device. Join pairs go to `sink` (PairRecord: i, j and
+// dist = the value, or 0 without one). Polls ctl.interrupt_pending() at least every
+// ctl.poll_ms; honours ctl.device_memory_limit. Throws gpu2bs::Error (NVRTC missing or a
+// compile failure: Internal with the log; interrupts; out of memory).
+Result run(const Job& job, PairSink* sink, Control& ctl);
+
+// True when NVRTC could be opened (opens it on the first call); `why` says why not.
+bool nvrtc_available(std::string* why);
+
+// Rows for gpu2bs_info(): the NVRTC library opened (or why not), modules compiled, cache hits,
+// total and last compile time.
+InfoRows nvrtc_info();
+
+}  // namespace exprgpu
+}  // namespace gpu2bs
