@@ -196,9 +196,12 @@ COMMENT ON FUNCTION gpu_pair_count(regclass, regclass, text) IS
 
 CREATE FUNCTION gpu_pair_count(a text, b text, predicate text)
   RETURNS bigint
-  AS $$ SELECT @extschema@.gpu_pair_count(a::regclass, b::regclass, predicate) $$ LANGUAGE sql STABLE STRICT PARALLEL RESTRICTED;
+  AS $$ SELECT CASE WHEN b ~* '^\s*[-+]?([0-9]+\.?[0-9]*([e][-+]?[0-9]+)?|\.[0-9]+([e][-+]?[0-9]+)?|infinity|inf|nan)\s*$'
+                    THEN @extschema@.gpu_pair_count(a::regclass, b::float8, predicate::text[])
+                    ELSE @extschema@.gpu_pair_count(a::regclass, b::regclass, predicate) END $$
+  LANGUAGE sql STABLE STRICT PARALLEL RESTRICTED;
 COMMENT ON FUNCTION gpu_pair_count(text, text, text) IS
-'The relations named by strings (gpu_pair_count(a regclass, b regclass, predicate) with a and b read as regclass, for example ''s."T"''). It makes calls with three untyped literals, such as gpu_pair_count(''pts'', ''pts'', ''a.x < b.x''), choose the pair-expression form rather than gpu_pair_count(rel text, r float8, coords text). Errors as the regclass form; a missing relation is 42P01.';
+'The relations named by strings (gpu_pair_count(a regclass, b regclass, predicate) with a and b read as regclass, for example ''s."T"''). It makes calls with three untyped literals, such as gpu_pair_count(''pts'', ''pts'', ''a.x < b.x''), choose the pair-expression form; a second argument that reads as a number (''5'', ''0.5e1'', ''Infinity'') is the distance of gpu_pair_count(rel, r, coords) and the third its coords, as before 0.3. Errors as the regclass forms; a missing relation is 42P01.';
 
 CREATE FUNCTION gpu_pair_sum(a regclass, b regclass, value text, predicate text DEFAULT NULL)
   RETURNS float8
