@@ -13,6 +13,7 @@
 #include "grid.h"
 #include "pair_ir.h"
 #include "pairwise.h"
+#include "pair_expr.h"
 #include "parallel.h"
 #include "resolve_cpu.h"
 
@@ -210,6 +211,10 @@ class CpuEngine final : public Engine {
 
   void pairwise(const PairwiseProblem& p, PairSink& sink, Control& ctl) override {
     cpu_pairwise(p, sink, ctl);
+  }
+
+  PairExprResult pair_expr(const PairExprProblem& p, PairSink* sink, Control& ctl) override {
+    return cpu_pair_expr(p, sink, ctl);
   }
 
  private:
