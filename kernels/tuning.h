@@ -207,6 +207,17 @@ constexpr size_t kResolveMinPoints = size_t(1) << 20;
 // Side of the cells where the walk stops on uniform data, in points (for the cost model).
 constexpr double kResolveStopPoints = 32.0;
 
+// --- in-place data sliding (kernels/sliding/sliding.cuh) -------------------------------------
+// Threads per block and 16-byte vectors per thread of the sliding kernel, for elements of 4, 8
+// and 16 bytes (tile = threads x vectors x 16 bytes).
+// FIGURES_PENDING
+constexpr int kSlideThreads[3] = {256, 256, 256};
+constexpr int kSlideVecs[3] = {4, 4, 4};
+// Resident blocks per SM asked of the compiler (__launch_bounds__), which caps the registers.
+constexpr int kSlideMinBlocks[3] = {1, 1, 1};
+// Most blocks of partition's append kernel (grid-stride over 16-byte chunks).
+constexpr int kSlideAppendBlocks = 4096;
+
 // --- transfers ---------------------------------------------------------------------------------
 // Pinned staging buffer (two halves, double-buffered uploads and page drains), kept for the
 // life of the process after first use (each cudaHostAlloc of it costs several ms: bench_kernels
