@@ -212,9 +212,11 @@ constexpr double kResolveStopPoints = 32.0;
 // and 16 bytes (tile = threads x vectors x 16 bytes).
 // FIGURES_PENDING
 constexpr int kSlideThreads[3] = {256, 256, 256};
-constexpr int kSlideVecs[3] = {4, 4, 4};
+constexpr int kSlideVecs[3] = {8, 8, 8};
 // Resident blocks per SM asked of the compiler (__launch_bounds__), which caps the registers.
-constexpr int kSlideMinBlocks[3] = {1, 1, 1};
+constexpr int kSlideMinBlocks[3] = {3, 3, 3};
+// Resident blocks looping over tiles, the next tile copied to shared memory during the current.
+constexpr bool kSlidePersist[3] = {true, true, true};
 // Most blocks of partition's append kernel (grid-stride over 16-byte chunks).
 constexpr int kSlideAppendBlocks = 4096;
 

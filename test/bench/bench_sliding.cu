@@ -3,7 +3,8 @@
 //
 //   bench_sliding [runs] [sizes in M elements...]     default: 5 runs, 16M and 256M
 //   bench_sliding sweep [runs] [sizes...]             launch shapes of the sliding kernel
-//                                                     (threads x 16-byte vectors / min blocks)
+//                                                     (threads x 16-byte vectors / min blocks,
+//                                                     p: resident blocks looping over tiles)
 //
 // For 16M and 256M elements of 4, 8 and 16 bytes (uint32, uint64, PairRecord) and selectivity
 // 10 / 50 / 90 % (kept fraction; for unique the fraction of run heads), the median of `runs`
@@ -293,7 +294,7 @@ void bench_type(size_t n, int runs, void* tmp, size_t tmp_cap) {
 
 
 // One launch shape of the sliding kernel in the sweep: select, unique, partition at 50 %.
-template <typename T, int THREADS, int VECS, int MINB>
+template <typename T, int THREADS, int VECS, int MINB, bool PERSIST>
 void sweep_shape(size_t n, int runs, T* pristine, T* d, unsigned long long* cnt, cudaStream_t s,
                  SlidingScratch& scr, double copy_gbs, uint32_t* keys_heads) {
   const double S = double(sizeof(T)), arr = double(n) * S;
@@ -310,26 +311,29 @@ void sweep_shape(size_t n, int runs, T* pristine, T* d, unsigned long long* cnt,
   const unsigned grid = 132 * 16;
   fill_random<T><<<grid, 256, 0, s>>>(pristine, n);
   double t = time_ms(runs, s, restore, [&]() {
-    slide_async<T, SlideMode::Select, SlideSync::Lookback, THREADS, VECS, MINB>(d, n, keep, cnt,
+    slide_async<T, SlideMode::Select, SlideSync::Lookback, THREADS, VECS, MINB, PERSIST>(
+        d, n, keep, cnt,
                                                                                   s, scr);
   });
   unsigned long long k = get();
-  snprintf(name, sizeof name, "select %dx%d/%d", THREADS, VECS, MINB);
+  snprintf(name, sizeof name, "select %dx%d/%d%s", THREADS, VECS, MINB, PERSIST ? " p" : "");
   row(name, n, int(S), 50, t, arr + double(k) * S, copy_gbs, 0, k);
   t = time_ms(runs, s, restore, [&]() {
-    slide_async<T, SlideMode::Partition, SlideSync::Lookback, THREADS, VECS, MINB>(d, n, keep,
+    slide_async<T, SlideMode::Partition, SlideSync::Lookback, THREADS, VECS, MINB, PERSIST>(
+        d, n, keep,
                                                                                      cnt, s, scr);
   });
   k = get();
-  snprintf(name, sizeof name, "partition %dx%d/%d", THREADS, VECS, MINB);
+  snprintf(name, sizeof name, "partition %dx%d/%d%s", THREADS, VECS, MINB, PERSIST ? " p" : "");
   row(name, n, int(S), 50, t, 2 * arr, copy_gbs, 0, k);
   fill_from_keys<T><<<grid, 256, 0, s>>>(pristine, keys_heads, n);
   t = time_ms(runs, s, restore, [&]() {
-    slide_async<T, SlideMode::Unique, SlideSync::Lookback, THREADS, VECS, MINB>(d, n, KeyEq(),
+    slide_async<T, SlideMode::Unique, SlideSync::Lookback, THREADS, VECS, MINB, PERSIST>(
+        d, n, KeyEq(),
                                                                                   cnt, s, scr);
   });
   k = get();
-  snprintf(name, sizeof name, "unique %dx%d/%d", THREADS, VECS, MINB);
+  snprintf(name, sizeof name, "unique %dx%d/%d%s", THREADS, VECS, MINB, PERSIST ? " p" : "");
   row(name, n, int(S), 50, t, arr + double(k) * S, copy_gbs, 0, k);
 }
 
@@ -357,15 +361,16 @@ void sweep_type(size_t n, int runs, void* tmp, size_t tmp_cap) {
   });
   const double copy_gbs = 2.0 * double(n) * sizeof(T) / (t_copy * 1e-3) / 1e9;
   row("copy D2D", n, int(sizeof(T)), 50, t_copy, 2.0 * double(n) * sizeof(T), copy_gbs, 0, n);
-  sweep_shape<T, 256, 4, 1>(n, runs, pristine, d, cnt, s, scr, copy_gbs, keys);
-  sweep_shape<T, 256, 4, 6>(n, runs, pristine, d, cnt, s, scr, copy_gbs, keys);
-  sweep_shape<T, 256, 2, 1>(n, runs, pristine, d, cnt, s, scr, copy_gbs, keys);
-  sweep_shape<T, 256, 8, 1>(n, runs, pristine, d, cnt, s, scr, copy_gbs, keys);
-  sweep_shape<T, 256, 8, 3>(n, runs, pristine, d, cnt, s, scr, copy_gbs, keys);
-  sweep_shape<T, 128, 8, 1>(n, runs, pristine, d, cnt, s, scr, copy_gbs, keys);
-  sweep_shape<T, 384, 4, 1>(n, runs, pristine, d, cnt, s, scr, copy_gbs, keys);
-  sweep_shape<T, 512, 4, 1>(n, runs, pristine, d, cnt, s, scr, copy_gbs, keys);
-  sweep_shape<T, 512, 2, 1>(n, runs, pristine, d, cnt, s, scr, copy_gbs, keys);
+  sweep_shape<T, 256, 8, 3, false>(n, runs, pristine, d, cnt, s, scr, copy_gbs, keys);
+  sweep_shape<T, 256, 8, 4, false>(n, runs, pristine, d, cnt, s, scr, copy_gbs, keys);
+  sweep_shape<T, 256, 8, 3, true>(n, runs, pristine, d, cnt, s, scr, copy_gbs, keys);
+  sweep_shape<T, 256, 8, 2, true>(n, runs, pristine, d, cnt, s, scr, copy_gbs, keys);
+  sweep_shape<T, 256, 4, 4, true>(n, runs, pristine, d, cnt, s, scr, copy_gbs, keys);
+  sweep_shape<T, 256, 4, 6, true>(n, runs, pristine, d, cnt, s, scr, copy_gbs, keys);
+  sweep_shape<T, 512, 4, 2, true>(n, runs, pristine, d, cnt, s, scr, copy_gbs, keys);
+  sweep_shape<T, 384, 4, 2, true>(n, runs, pristine, d, cnt, s, scr, copy_gbs, keys);
+  sweep_shape<T, 128, 8, 6, true>(n, runs, pristine, d, cnt, s, scr, copy_gbs, keys);
+  sweep_shape<T, 256, 6, 3, true>(n, runs, pristine, d, cnt, s, scr, copy_gbs, keys);
   CK(cudaFree(pristine));
   CK(cudaFree(d));
   CK(cudaFree(cnt));
