@@ -214,9 +214,9 @@ constexpr double kResolveStopPoints = 32.0;
 constexpr int kSlideThreads[3] = {256, 256, 256};
 constexpr int kSlideVecs[3] = {8, 8, 8};
 // Resident blocks per SM asked of the compiler (__launch_bounds__), which caps the registers.
-constexpr int kSlideMinBlocks[3] = {3, 3, 3};
-// Resident blocks looping over tiles, the next tile copied to shared memory during the current.
-constexpr bool kSlidePersist[3] = {true, true, true};
+constexpr int kSlideMinBlocks[3] = {4, 3, 3};
+// Tile ids from the atomic counter (true) or from blockIdx.x.
+constexpr bool kSlideAtomicIds[3] = {true, true, true};
 // Most blocks of partition's append kernel (grid-stride over 16-byte chunks).
 constexpr int kSlideAppendBlocks = 4096;
 

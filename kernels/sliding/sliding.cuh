@@ -86,11 +86,10 @@ __host__ __device__ constexpr int slide_min_blocks() {
   return cuda_tuning::kSlideMinBlocks[sizeof(T) == 4 ? 0 : sizeof(T) == 8 ? 1 : 2];
 }
 
-// Whether the sliding kernel runs as resident blocks looping over tiles, copying the next tile
-// while processing the current one (else one block per tile).
+// Whether tile ids come from the atomic counter (else from blockIdx.x).
 template <typename T>
-__host__ __device__ constexpr bool slide_persist() {
-  return cuda_tuning::kSlidePersist[sizeof(T) == 4 ? 0 : sizeof(T) == 8 ? 1 : 2];
+__host__ __device__ constexpr bool slide_atomic_ids() {
+  return cuda_tuning::kSlideAtomicIds[sizeof(T) == 4 ? 0 : sizeof(T) == 8 ? 1 : 2];
 }
 
 // Elements per tile (one block) of a launch shape.
@@ -285,35 +284,20 @@ __device__ __forceinline__ void warp_count_scan(unsigned cnt, unsigned lt, unsig
   }
 }
 
-// Copies 16 bytes from global to shared memory without registers (cp.async, L2 only).
-__device__ __forceinline__ void cp_async16(void* smem, const void* gmem) {
-  const unsigned sa = unsigned(__cvta_generic_to_shared(smem));
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(sa), "l"(gmem) : "memory");
-}
-// Waits for this thread's cp.async copies.
-__device__ __forceinline__ void cp_async_wait_all() {
-  asm volatile("cp.async.wait_all;" ::: "memory");
-}
-
 // The sliding pass over d[0, n): see the top of this file. F: the predicate (Select,
 // Partition) or the equivalence (Unique). flags[0]: tile counter, flags[1]: unused here,
 // flags[2 + t]: tile t. aux: Partition's rejected elements. d_count: the kept count (may be null).
 // Tiles are laid over 16-byte chunks: `head` (d's offset in its chunk, in elements) positions
 // before d[0] belong to tile 0 and are empty, so every full chunk is loaded with one vector
 // load; item (j, e) of thread t is element e of chunk j * THREADS + t of the tile.
-// PERSIST: a grid of resident blocks loops over tiles; a block holds the ids of its next two
-// tiles and copies the next tile's full chunks to shared memory (cp.async) while it ranks,
-// waits for and stores the current one, so its loads are in flight during the look-back. A block
-// takes its ids in increasing order and processes them in that order: the smallest unfinished
-// tile is always some block's current tile, whose wait needs only smaller, finished tiles.
-// Loading a tile early is safe: tiles before it write only below its first element, and tiles
-// after it store only once it has published its flag (after the copy completed).
-// Dynamic shared memory: the staging area of TILE elements, then (PERSIST) the next tile.
+// ATOMIC_IDS: tile ids from the atomic counter (forward progress whatever the block scheduling);
+// else blockIdx.x (relies on blocks being dispatched in index order, as CUB's look-back does).
 template <typename T, SlideMode MODE, SlideSync SYNC, int THREADS, int VECS, int MINB,
-          bool PERSIST, typename F>
-__global__ void __launch_bounds__(THREADS, MINB)
-    slide_kernel(T* d, unsigned long long n, unsigned head, unsigned tiles, F f,
-                 unsigned long long* flags, T* aux, unsigned long long* d_count) {
+          bool ATOMIC_IDS, typename F>
+__global__ void __launch_bounds__(THREADS, MINB) slide_kernel(T* d, unsigned long long n,
+                                                        unsigned head, F f,
+                                                        unsigned long long* flags, T* aux,
+                                                        unsigned long long* d_count) {
   using W = typename Word<sizeof(T)>::type;
   constexpr int V = 16 / int(sizeof(T));  // elements per 16-byte chunk
   constexpr int ITEMS = VECS * V;
@@ -323,225 +307,188 @@ __global__ void __launch_bounds__(THREADS, MINB)
   constexpr int E = (NCNT + 31) / 32;       // of them per lane of the scanning warp
   constexpr unsigned FULL = 0xffffffffu;
   static_assert(THREADS % 32 == 0 && ITEMS <= 32, "launch shape");
-  __shared__ unsigned s_id[3];              // tile ids: current, next, the one after (PERSIST)
+  __shared__ unsigned s_bid;
   __shared__ unsigned s_cnt[NCNT];          // kept per (vector, warp), then their exclusive scan
   __shared__ unsigned s_total;              // kept in the tile
-  __shared__ unsigned s_lead[2];            // position of the first element not kept (by parity)
+  __shared__ unsigned s_lead;               // position of the first element not kept
   __shared__ unsigned long long s_prefix;   // kept before the tile
-  extern __shared__ uint4 s_dyn[];
-  W* const s_stage = reinterpret_cast<W*>(s_dyn);  // the tile, kept elements first (in order)
-  uint4* const s_in = s_dyn + THREADS * VECS;      // the next tile's full chunks (PERSIST)
+  __shared__ __align__(16) W s_stage[TILE]; // the tile, kept elements first (in order)
 
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+  if (tid == 0) {
+    if constexpr (ATOMIC_IDS) s_bid = atomicAdd(reinterpret_cast<unsigned*>(flags), 1u);
+    s_lead = TILE;
+  }
+  __syncthreads();
+  const unsigned bid = ATOMIC_IDS ? s_bid : blockIdx.x;
+  // positions [base, base + TILE) of the tile; position x holds d[x - head]
+  const long long base = (long long)bid * TILE;
   const long long nn = (long long)n;
+  const long long hv = bid == 0 ? (long long)head : 0;  // empty positions at the tile's start
+  const long long tile_first = base + hv - (long long)head;  // index of its first element
   W* const w = reinterpret_cast<W*>(d);
   unsigned long long* const tflag = flags + 2;
   const unsigned lt = (1u << lane) - 1u;
-  // first element index of chunk j of thread tid in tile t (negative in tile 0's empty head)
-  auto chunk_first = [&](unsigned t, int j) {
-    return (long long)t * TILE + (long long)(j * THREADS + tid) * V - (long long)head;
-  };
-  // copies tile t's full chunks of this thread to s_in
-  auto prefetch = [&](unsigned t) {
+
+  // 1. Load the tile (a warp's vector loads are 512 contiguous bytes) and evaluate.
+  W v[VECS][V];
+  unsigned keep = 0, valid = 0;
 #pragma unroll
-    for (int j = 0; j < VECS; ++j) {
-      const long long i0 = chunk_first(t, j);
-      if (i0 >= 0 && i0 + V <= nn) cp_async16(s_in + j * THREADS + tid, w + i0);
+  for (int j = 0; j < VECS; ++j) {
+    const long long i0 = base + (long long)(j * THREADS + tid) * V - (long long)head;
+    if (i0 >= 0 && i0 + V <= nn) {
+      const uint4 q = *reinterpret_cast<const uint4*>(w + i0);
+      memcpy(&v[j][0], &q, 16);
+      valid |= ((1u << V) - 1u) << (j * V);
+    } else {
+#pragma unroll
+      for (int e = 0; e < V; ++e) {
+        if (i0 + e >= 0 && i0 + e < nn) {
+          v[j][e] = w[i0 + e];
+          valid |= 1u << (j * V + e);
+        } else {
+          memset(&v[j][e], 0, sizeof(W));
+        }
+      }
     }
-  };
-  if (tid == 0) {
-    s_id[0] = atomicAdd(reinterpret_cast<unsigned*>(flags), 1u);  // dynamic tile id
-    if constexpr (PERSIST) s_id[1] = atomicAdd(reinterpret_cast<unsigned*>(flags), 1u);
-    s_lead[0] = TILE;
+  }
+#pragma unroll
+  for (int j = 0; j < VECS; ++j) {
+    const long long i0 = base + (long long)(j * THREADS + tid) * V - (long long)head;
+    W before = shfl_up_word(v[j][V - 1], 1);  // the element before the chunk (lane - 1)
+    if (MODE == SlideMode::Unique && lane == 0 && i0 > 0 && i0 <= nn)
+      before = w[i0 - 1];  // other warp or tile: not yet overwritten (see the top of the file)
+#pragma unroll
+    for (int e = 0; e < V; ++e) {
+      const int b = j * V + e;
+      bool k = false;
+      if constexpr (MODE == SlideMode::Unique) {
+        const W& prev = e == 0 ? before : v[j][e - 1];
+        k = ((valid >> b) & 1u) && (i0 + e == 0 || !f(as_elem<T>(prev), as_elem<T>(v[j][e])));
+      } else {
+        k = ((valid >> b) & 1u) && f(as_elem<T>(v[j][e]));
+      }
+      keep |= unsigned(k) << b;
+    }
+  }
+  // Leading kept run: the position of the first element that is valid and not kept.
+  {
+    const unsigned drop = valid & ~keep;
+    if (drop) {
+      const int b = __ffs(int(drop)) - 1;
+      atomicMin(&s_lead, unsigned((b / V) * THREADS + tid) * V + unsigned(b % V));
+    }
+  }
+
+  // 2. Ranks: per vector, the warp's count scan by ballots; counts per (vector, warp), one warp
+  // scans them in tile order.
+  constexpr unsigned VMASK = (1u << V) - 1u;
+#pragma unroll
+  for (int j = 0; j < VECS; ++j) {
+    unsigned ex, tot;
+    warp_count_scan<V>(__popc((keep >> (j * V)) & VMASK), lt, ex, tot);
+    if (lane == 0) s_cnt[j * WARPS + warp] = tot;
+  }
+  __syncthreads();  // also orders every load of the tile before the flag published below
+  if (warp == 0) {
+    unsigned loc[E], sum = 0;
+#pragma unroll
+    for (int e = 0; e < E; ++e) {
+      loc[e] = lane * E + e < NCNT ? s_cnt[lane * E + e] : 0u;
+      sum += loc[e];
+    }
+    unsigned incl = sum;
+#pragma unroll
+    for (int o = 1; o < 32; o <<= 1) {
+      const unsigned t = __shfl_up_sync(FULL, incl, o);
+      if (lane >= o) incl += t;
+    }
+    unsigned run = incl - sum;
+#pragma unroll
+    for (int e = 0; e < E; ++e) {
+      if (lane * E + e < NCNT) s_cnt[lane * E + e] = run;
+      run += loc[e];
+    }
+    if (lane == 31) {
+      s_total = incl;
+      // Publish the tile's count (tile 0: its inclusive offset).
+      if constexpr (SYNC == SlideSync::Lookback)
+        st_release(tflag + bid, (bid == 0 ? kStatusP : kStatusA) | incl);
+      else if (bid == 0)
+        st_release(tflag, kStatusP | incl);
+    }
   }
   __syncthreads();
-  if constexpr (PERSIST) {
-    if (s_id[0] < tiles) prefetch(s_id[0]);
+  const unsigned total = s_total;
+
+  // 3. Stage the tile in shared memory: kept elements at their ranks, then (Partition) the others
+  // at total + their rank among the others.
+#pragma unroll
+  for (int j = 0; j < VECS; ++j) {
+    const unsigned kb = (keep >> (j * V)) & VMASK;
+    unsigned ex, tot;
+    warp_count_scan<V>(__popc(kb), lt, ex, tot);  // again: fewer registers
+    unsigned r = s_cnt[j * WARPS + warp] + ex;
+    // position of the chunk's first element among the tile's elements
+    const long long p0 = (long long)(j * THREADS + tid) * V - hv;
+#pragma unroll
+    for (int e = 0; e < V; ++e) {
+      if ((kb >> e) & 1u) {
+        s_stage[r++] = v[j][e];
+      } else if (MODE == SlideMode::Partition && ((valid >> (j * V + e)) & 1u)) {
+        s_stage[total + unsigned(p0 + e) - r] = v[j][e];
+      }
+    }
   }
 
-  for (unsigned it = 0;; ++it) {
-    const unsigned bid = s_id[it % 3];
-    if (PERSIST && bid >= tiles) break;
-    // positions [base, base + TILE) of the tile; position x holds d[x - head]
-    const long long base = (long long)bid * TILE;
-    const long long hv = bid == 0 ? (long long)head : 0;  // empty positions at the tile's start
-    const long long tile_first = base + hv - (long long)head;  // index of its first element
-    unsigned* const lead = &s_lead[it & 1];
-
-    // 1. Load the tile (a warp's vector loads are 512 contiguous bytes) and evaluate.
-    W v[VECS][V];
-    unsigned keep = 0, valid = 0;
-    if constexpr (PERSIST) cp_async_wait_all();
+  // 4. The running offset from the tiles before (warp 0), and this tile's inclusive offset.
+  if (warp == 0) {
+    unsigned long long excl = 0;
+    if (bid > 0) {
+      if constexpr (SYNC == SlideSync::Lookback) {
+        long long top = (long long)bid - 1;
+        for (;;) {
+          const long long t = top - lane;
+          const unsigned long long s = t >= 0 ? wait_flag(tflag, t) : kStatusP;
+          const unsigned pmask = __ballot_sync(FULL, (s >> kStatusShift) == 2);
+          const int stop = pmask ? __ffs(int(pmask)) - 1 : 31;  // nearest P, or the window
+          unsigned long long val = lane <= stop ? (s & kValueMask) : 0ull;
 #pragma unroll
-    for (int j = 0; j < VECS; ++j) {
-      const long long i0 = chunk_first(bid, j);
-      if (i0 >= 0 && i0 + V <= nn) {
-        uint4 q;
-        if constexpr (PERSIST)
-          q = s_in[j * THREADS + tid];
-        else
-          q = *reinterpret_cast<const uint4*>(w + i0);
-        memcpy(&v[j][0], &q, 16);
-        valid |= ((1u << V) - 1u) << (j * V);
+          for (int o = 16; o > 0; o >>= 1) val += __shfl_xor_sync(FULL, val, o);
+          excl += val;
+          if (pmask) break;
+          top -= 32;
+        }
+        if (lane == 0) st_release(tflag + bid, kStatusP | (excl + total));
       } else {
-#pragma unroll
-        for (int e = 0; e < V; ++e) {
-          if (i0 + e >= 0 && i0 + e < nn) {
-            v[j][e] = w[i0 + e];
-            valid |= 1u << (j * V + e);
-          } else {
-            memset(&v[j][e], 0, sizeof(W));
+        if (lane == 0) {
+          unsigned long long s = ld_acquire(tflag + bid - 1);
+          while ((s >> kStatusShift) != 2) {
+            __nanosleep(32);
+            s = ld_acquire(tflag + bid - 1);
           }
+          excl = s & kValueMask;
+          st_release(tflag + bid, kStatusP | (excl + total));
         }
       }
     }
-    if constexpr (PERSIST) {
-      // the next tile's copy runs while this one is ranked, waits and stores
-      const unsigned next = s_id[(it + 1) % 3];
-      if (next < tiles) prefetch(next);
-      if (tid == 0 && next < tiles)
-        s_id[(it + 2) % 3] = atomicAdd(reinterpret_cast<unsigned*>(flags), 1u);
+    if (lane == 0) {
+      s_prefix = excl;
+      if (d_count && base + TILE >= nn + (long long)head) *d_count = excl + total;  // last tile
     }
-#pragma unroll
-    for (int j = 0; j < VECS; ++j) {
-      const long long i0 = chunk_first(bid, j);
-      W before = shfl_up_word(v[j][V - 1], 1);  // the element before the chunk (lane - 1)
-      if (MODE == SlideMode::Unique && lane == 0 && i0 > 0 && i0 <= nn)
-        before = w[i0 - 1];  // other warp or tile: not yet overwritten (see the top of the file)
-#pragma unroll
-      for (int e = 0; e < V; ++e) {
-        const int b = j * V + e;
-        bool k = false;
-        if constexpr (MODE == SlideMode::Unique) {
-          const W& prev = e == 0 ? before : v[j][e - 1];
-          k = ((valid >> b) & 1u) && (i0 + e == 0 || !f(as_elem<T>(prev), as_elem<T>(v[j][e])));
-        } else {
-          k = ((valid >> b) & 1u) && f(as_elem<T>(v[j][e]));
-        }
-        keep |= unsigned(k) << b;
-      }
-    }
-    // Leading kept run: the position of the first element that is valid and not kept.
-    {
-      const unsigned drop = valid & ~keep;
-      if (drop) {
-        const int b = __ffs(int(drop)) - 1;
-        atomicMin(lead, unsigned((b / V) * THREADS + tid) * V + unsigned(b % V));
-      }
-    }
+  }
+  __syncthreads();
 
-    // 2. Ranks: per vector, the warp's count scan by ballots; counts per (vector, warp), one warp
-    // scans them in tile order.
-    constexpr unsigned VMASK = (1u << V) - 1u;
-#pragma unroll
-    for (int j = 0; j < VECS; ++j) {
-      unsigned ex, tot;
-      warp_count_scan<V>(__popc((keep >> (j * V)) & VMASK), lt, ex, tot);
-      if (lane == 0) s_cnt[j * WARPS + warp] = tot;
-    }
-    __syncthreads();  // also orders every load of the tile before the flag published below
-    if (tid == 0) s_lead[(it + 1) & 1] = TILE;  // for the next tile (no one reads it now)
-    if (warp == 0) {
-      unsigned loc[E], sum = 0;
-#pragma unroll
-      for (int e = 0; e < E; ++e) {
-        loc[e] = lane * E + e < NCNT ? s_cnt[lane * E + e] : 0u;
-        sum += loc[e];
-      }
-      unsigned incl = sum;
-#pragma unroll
-      for (int o = 1; o < 32; o <<= 1) {
-        const unsigned t = __shfl_up_sync(FULL, incl, o);
-        if (lane >= o) incl += t;
-      }
-      unsigned run = incl - sum;
-#pragma unroll
-      for (int e = 0; e < E; ++e) {
-        if (lane * E + e < NCNT) s_cnt[lane * E + e] = run;
-        run += loc[e];
-      }
-      if (lane == 31) {
-        s_total = incl;
-        // Publish the tile's count (tile 0: its inclusive offset).
-        if constexpr (SYNC == SlideSync::Lookback)
-          st_release(tflag + bid, (bid == 0 ? kStatusP : kStatusA) | incl);
-        else if (bid == 0)
-          st_release(tflag, kStatusP | incl);
-      }
-    }
-    __syncthreads();
-    const unsigned total = s_total;
-
-    // 3. Stage the tile in shared memory: kept elements at their ranks, then (Partition) the others
-    // at total + their rank among the others.
-#pragma unroll
-    for (int j = 0; j < VECS; ++j) {
-      const unsigned kb = (keep >> (j * V)) & VMASK;
-      unsigned ex, tot;
-      warp_count_scan<V>(__popc(kb), lt, ex, tot);  // again: fewer registers
-      unsigned r = s_cnt[j * WARPS + warp] + ex;
-      // position of the chunk's first element among the tile's elements
-      const long long p0 = (long long)(j * THREADS + tid) * V - hv;
-#pragma unroll
-      for (int e = 0; e < V; ++e) {
-        if ((kb >> e) & 1u) {
-          s_stage[r++] = v[j][e];
-        } else if (MODE == SlideMode::Partition && ((valid >> (j * V + e)) & 1u)) {
-          s_stage[total + unsigned(p0 + e) - r] = v[j][e];
-        }
-      }
-    }
-
-    // 4. The running offset from the tiles before (warp 0), and this tile's inclusive offset.
-    if (warp == 0) {
-      unsigned long long excl = 0;
-      if (bid > 0) {
-        if constexpr (SYNC == SlideSync::Lookback) {
-          long long top = (long long)bid - 1;
-          for (;;) {
-            const long long t = top - lane;
-            const unsigned long long s = t >= 0 ? wait_flag(tflag, t) : kStatusP;
-            const unsigned pmask = __ballot_sync(FULL, (s >> kStatusShift) == 2);
-            const int stop = pmask ? __ffs(int(pmask)) - 1 : 31;  // nearest P, or the window
-            unsigned long long val = lane <= stop ? (s & kValueMask) : 0ull;
-#pragma unroll
-            for (int o = 16; o > 0; o >>= 1) val += __shfl_xor_sync(FULL, val, o);
-            excl += val;
-            if (pmask) break;
-            top -= 32;
-          }
-          if (lane == 0) st_release(tflag + bid, kStatusP | (excl + total));
-        } else {
-          if (lane == 0) {
-            unsigned long long s = ld_acquire(tflag + bid - 1);
-            while ((s >> kStatusShift) != 2) {
-              __nanosleep(32);
-              s = ld_acquire(tflag + bid - 1);
-            }
-            excl = s & kValueMask;
-            st_release(tflag + bid, kStatusP | (excl + total));
-          }
-        }
-      }
-      if (lane == 0) {
-        s_prefix = excl;
-        if (d_count && base + TILE >= nn + (long long)head) *d_count = excl + total;  // last tile
-      }
-    }
-    __syncthreads();
-
-    // 5. Store: kept elements at prefix + rank (not those already in place), the others (Partition)
-    // to aux at their rank among the rejected elements.
-    const unsigned long long prefix = s_prefix;
-    unsigned first = 0;
-    if ((long long)prefix == tile_first) first = min(unsigned(*lead - hv), total);
-    copy_elems<W>(w + prefix, s_stage, first, total, tid, THREADS);
-    if constexpr (MODE == SlideMode::Partition) {
-      const long long nvalid = min(nn - tile_first, (long long)TILE - hv);
-      copy_elems<W>(reinterpret_cast<W*>(aux) + (tile_first - (long long)prefix), s_stage + total,
-                    0, nvalid - (long long)total, tid, THREADS);
-    }
-    if constexpr (!PERSIST) break;
+  // 5. Store: kept elements at prefix + rank (not those already in place), the others (Partition)
+  // to aux at their rank among the rejected elements.
+  const unsigned long long prefix = s_prefix;
+  unsigned first = 0;
+  if ((long long)prefix == tile_first) first = min(unsigned(s_lead - hv), total);
+  copy_elems<W>(w + prefix, s_stage, first, total, tid, THREADS);
+  if constexpr (MODE == SlideMode::Partition) {
+    const long long nvalid = min(nn - tile_first, (long long)TILE - hv);
+    copy_elems<W>(reinterpret_cast<W*>(aux) + (tile_first - (long long)prefix), s_stage + total,
+                  0, nvalid - (long long)total, tid, THREADS);
   }
 }
 
@@ -593,7 +540,7 @@ void check_args(const T* d, size_t n) {
 // device word.
 template <typename T, SlideMode MODE, SlideSync SYNC = SlideSync::Lookback,
           int THREADS = slide_threads<T>(), int VECS = slide_vecs<T>(),
-          int MINB = slide_min_blocks<T>(), bool PERSIST = slide_persist<T>(), typename F>
+          int MINB = slide_min_blocks<T>(), bool ATOMIC_IDS = slide_atomic_ids<T>(), typename F>
 unsigned long long* slide_async(T* d, size_t n, F f, unsigned long long* d_count, cudaStream_t s,
                                 SlidingScratch& scratch) {
   detail::check_args(d, n);
@@ -614,24 +561,8 @@ unsigned long long* slide_async(T* d, size_t n, F f, unsigned long long* d_count
   // read whole aligned chunks
   if constexpr (MODE == SlideMode::Partition)
     aux = static_cast<T*>(scratch.aux_for(n * sizeof(T) + 16));
-  auto kernel = detail::slide_kernel<T, MODE, SYNC, THREADS, VECS, MINB, PERSIST, F>;
-  const size_t smem = TILE * sizeof(T) * (PERSIST ? 2 : 1);
-  // once per instantiation: room for the dynamic shared memory, resident blocks per SM
-  static const int per_sm = [&]() {
-    G2_CUDA(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
-    int b = 0;
-    G2_CUDA(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&b, kernel, THREADS, smem));
-    return std::max(b, 1);
-  }();
-  size_t grid = tiles;
-  if constexpr (PERSIST) {
-    int dev = 0, sms = 0;
-    G2_CUDA(cudaGetDevice(&dev));
-    G2_CUDA(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
-    grid = std::min(tiles, size_t(per_sm) * size_t(sms));
-  }
-  kernel<<<unsigned(grid), THREADS, smem, s>>>(d, (unsigned long long)n, head, unsigned(tiles), f,
-                                               flags, aux, count);
+  detail::slide_kernel<T, MODE, SYNC, THREADS, VECS, MINB, ATOMIC_IDS, F><<<unsigned(tiles), THREADS, 0, s>>>(
+      d, (unsigned long long)n, head, f, flags, aux, count);
   G2_CUDA_LAUNCH("sliding kernel launch");
   if constexpr (MODE == SlideMode::Partition) {
     constexpr int kAppendThreads = 256;

@@ -4,7 +4,7 @@
 //   bench_sliding [runs] [sizes in M elements...]     default: 5 runs, 16M and 256M
 //   bench_sliding sweep [runs] [sizes...]             launch shapes of the sliding kernel
 //                                                     (threads x 16-byte vectors / min blocks,
-//                                                     p: resident blocks looping over tiles)
+//                                                     b: tile ids from blockIdx.x)
 //
 // For 16M and 256M elements of 4, 8 and 16 bytes (uint32, uint64, PairRecord) and selectivity
 // 10 / 50 / 90 % (kept fraction; for unique the fraction of run heads), the median of `runs`
@@ -294,7 +294,7 @@ void bench_type(size_t n, int runs, void* tmp, size_t tmp_cap) {
 
 
 // One launch shape of the sliding kernel in the sweep: select, unique, partition at 50 %.
-template <typename T, int THREADS, int VECS, int MINB, bool PERSIST>
+template <typename T, int THREADS, int VECS, int MINB, bool ATOMIC_IDS>
 void sweep_shape(size_t n, int runs, T* pristine, T* d, unsigned long long* cnt, cudaStream_t s,
                  SlidingScratch& scr, double copy_gbs, uint32_t* keys_heads) {
   const double S = double(sizeof(T)), arr = double(n) * S;
@@ -311,29 +311,29 @@ void sweep_shape(size_t n, int runs, T* pristine, T* d, unsigned long long* cnt,
   const unsigned grid = 132 * 16;
   fill_random<T><<<grid, 256, 0, s>>>(pristine, n);
   double t = time_ms(runs, s, restore, [&]() {
-    slide_async<T, SlideMode::Select, SlideSync::Lookback, THREADS, VECS, MINB, PERSIST>(
+    slide_async<T, SlideMode::Select, SlideSync::Lookback, THREADS, VECS, MINB, ATOMIC_IDS>(
         d, n, keep, cnt,
                                                                                   s, scr);
   });
   unsigned long long k = get();
-  snprintf(name, sizeof name, "select %dx%d/%d%s", THREADS, VECS, MINB, PERSIST ? " p" : "");
+  snprintf(name, sizeof name, "select %dx%d/%d%s", THREADS, VECS, MINB, ATOMIC_IDS ? "" : " b");
   row(name, n, int(S), 50, t, arr + double(k) * S, copy_gbs, 0, k);
   t = time_ms(runs, s, restore, [&]() {
-    slide_async<T, SlideMode::Partition, SlideSync::Lookback, THREADS, VECS, MINB, PERSIST>(
+    slide_async<T, SlideMode::Partition, SlideSync::Lookback, THREADS, VECS, MINB, ATOMIC_IDS>(
         d, n, keep,
                                                                                      cnt, s, scr);
   });
   k = get();
-  snprintf(name, sizeof name, "partition %dx%d/%d%s", THREADS, VECS, MINB, PERSIST ? " p" : "");
+  snprintf(name, sizeof name, "partition %dx%d/%d%s", THREADS, VECS, MINB, ATOMIC_IDS ? "" : " b");
   row(name, n, int(S), 50, t, 2 * arr, copy_gbs, 0, k);
   fill_from_keys<T><<<grid, 256, 0, s>>>(pristine, keys_heads, n);
   t = time_ms(runs, s, restore, [&]() {
-    slide_async<T, SlideMode::Unique, SlideSync::Lookback, THREADS, VECS, MINB, PERSIST>(
+    slide_async<T, SlideMode::Unique, SlideSync::Lookback, THREADS, VECS, MINB, ATOMIC_IDS>(
         d, n, KeyEq(),
                                                                                   cnt, s, scr);
   });
   k = get();
-  snprintf(name, sizeof name, "unique %dx%d/%d%s", THREADS, VECS, MINB, PERSIST ? " p" : "");
+  snprintf(name, sizeof name, "unique %dx%d/%d%s", THREADS, VECS, MINB, ATOMIC_IDS ? "" : " b");
   row(name, n, int(S), 50, t, arr + double(k) * S, copy_gbs, 0, k);
 }
 
@@ -361,16 +361,16 @@ void sweep_type(size_t n, int runs, void* tmp, size_t tmp_cap) {
   });
   const double copy_gbs = 2.0 * double(n) * sizeof(T) / (t_copy * 1e-3) / 1e9;
   row("copy D2D", n, int(sizeof(T)), 50, t_copy, 2.0 * double(n) * sizeof(T), copy_gbs, 0, n);
-  sweep_shape<T, 256, 8, 3, false>(n, runs, pristine, d, cnt, s, scr, copy_gbs, keys);
-  sweep_shape<T, 256, 8, 4, false>(n, runs, pristine, d, cnt, s, scr, copy_gbs, keys);
+  sweep_shape<T, 256, 8, 4, true>(n, runs, pristine, d, cnt, s, scr, copy_gbs, keys);
   sweep_shape<T, 256, 8, 3, true>(n, runs, pristine, d, cnt, s, scr, copy_gbs, keys);
-  sweep_shape<T, 256, 8, 2, true>(n, runs, pristine, d, cnt, s, scr, copy_gbs, keys);
-  sweep_shape<T, 256, 4, 4, true>(n, runs, pristine, d, cnt, s, scr, copy_gbs, keys);
-  sweep_shape<T, 256, 4, 6, true>(n, runs, pristine, d, cnt, s, scr, copy_gbs, keys);
-  sweep_shape<T, 512, 4, 2, true>(n, runs, pristine, d, cnt, s, scr, copy_gbs, keys);
-  sweep_shape<T, 384, 4, 2, true>(n, runs, pristine, d, cnt, s, scr, copy_gbs, keys);
+  sweep_shape<T, 256, 8, 5, true>(n, runs, pristine, d, cnt, s, scr, copy_gbs, keys);
+  sweep_shape<T, 128, 8, 8, true>(n, runs, pristine, d, cnt, s, scr, copy_gbs, keys);
   sweep_shape<T, 128, 8, 6, true>(n, runs, pristine, d, cnt, s, scr, copy_gbs, keys);
-  sweep_shape<T, 256, 6, 3, true>(n, runs, pristine, d, cnt, s, scr, copy_gbs, keys);
+  sweep_shape<T, 256, 6, 4, true>(n, runs, pristine, d, cnt, s, scr, copy_gbs, keys);
+  sweep_shape<T, 256, 4, 6, true>(n, runs, pristine, d, cnt, s, scr, copy_gbs, keys);
+  sweep_shape<T, 256, 8, 4, false>(n, runs, pristine, d, cnt, s, scr, copy_gbs, keys);
+  sweep_shape<T, 256, 8, 3, false>(n, runs, pristine, d, cnt, s, scr, copy_gbs, keys);
+  sweep_shape<T, 128, 8, 8, false>(n, runs, pristine, d, cnt, s, scr, copy_gbs, keys);
   CK(cudaFree(pristine));
   CK(cudaFree(d));
   CK(cudaFree(cnt));

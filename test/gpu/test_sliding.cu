@@ -2,8 +2,8 @@
 // DeviceSelect::Unique, DevicePartition::If, out of place) and the CPU counterparts
 // (core/sliding.h) / the standard library, bit for bit: 4-, 8- and 16-byte elements (PairRecord),
 // empty, 1 element, all kept, none kept, sizes around the tile, millions of elements (far more
-// tiles than resident blocks), arrays not aligned to 16 bytes, both synchronizations, both
-// kernel forms (one block per tile, resident blocks looping over tiles), the device-count
+// tiles than resident blocks), arrays not aligned to 16 bytes, both synchronizations, tile ids
+// from the atomic counter and from blockIdx.x, the device-count
 // variants, a scratch reused across calls and one allocated through a Call. Skips without a GPU.
 #include <gtest/gtest.h>
 
@@ -135,14 +135,14 @@ size_t run_cub(F f) {
 }
 
 // Every primitive on one input, against CUB, the CPU counterpart and std.
-template <typename T, SlideSync SYNC, bool PERSIST = slide_persist<T>()>
+template <typename T, SlideSync SYNC, bool ATOMIC_IDS = slide_atomic_ids<T>()>
 void check_case(size_t n, uint32_t keep_below, bool runs, uint64_t seed, SlidingScratch& scr) {
   const auto in = make_input<T>(n, 100, seed, runs);
   const KeepBelow<T> keep{keep_below};
   const std::string tag = "n=" + std::to_string(n) + " keep<" + std::to_string(keep_below) +
                           (runs ? " runs" : "") + " size=" + std::to_string(sizeof(T)) +
                           (SYNC == SlideSync::Adjacent ? " adjacent" : " lookback") +
-                          (PERSIST ? " looping" : " one tile per block");
+                          (ATOMIC_IDS ? " atomic ids" : " blockIdx ids");
   Dev<T> src(n), d(n), out(n);
   src.put(in);
   cudaStream_t s = nullptr;
@@ -161,7 +161,7 @@ void check_case(size_t n, uint32_t keep_below, bool runs, uint64_t seed, Sliding
     d.put(in);
     unsigned long long* c =
         slide_async<T, SlideMode::Select, SYNC, slide_threads<T>(), slide_vecs<T>(),
-                    slide_min_blocks<T>(), PERSIST>(d.p, n, keep, nullptr, s, scr);
+                    slide_min_blocks<T>(), ATOMIC_IDS>(d.p, n, keep, nullptr, s, scr);
     const size_t k = read_count(c, s, scr);
     EXPECT_EQ(k, want.size()) << tag;
     EXPECT_TRUE(same(d.get(k), want)) << "select " << tag;
@@ -182,7 +182,7 @@ void check_case(size_t n, uint32_t keep_below, bool runs, uint64_t seed, Sliding
     d.put(in);
     const size_t k = read_count(
         slide_async<T, SlideMode::Unique, SYNC, slide_threads<T>(), slide_vecs<T>(),
-                    slide_min_blocks<T>(), PERSIST>(d.p, n, KeyEq(), nullptr, s, scr), s, scr);
+                    slide_min_blocks<T>(), ATOMIC_IDS>(d.p, n, KeyEq(), nullptr, s, scr), s, scr);
     EXPECT_EQ(k, want.size()) << tag;
     EXPECT_TRUE(same(d.get(k), want)) << "unique " << tag;
     auto h = in;
@@ -205,7 +205,7 @@ void check_case(size_t n, uint32_t keep_below, bool runs, uint64_t seed, Sliding
     d.put(in);
     const size_t k = read_count(
         slide_async<T, SlideMode::Partition, SYNC, slide_threads<T>(), slide_vecs<T>(),
-                    slide_min_blocks<T>(), PERSIST>(d.p, n, keep, nullptr, s, scr), s, scr);
+                    slide_min_blocks<T>(), ATOMIC_IDS>(d.p, n, keep, nullptr, s, scr), s, scr);
     EXPECT_EQ(k, wn) << tag;
     EXPECT_TRUE(same(d.get(n), want)) << "partition " << tag;
     auto h = in;
@@ -235,13 +235,13 @@ void check_sizes(uint64_t seed) {
       if (n == t + 1 || n == 1000003)
         check_case<T, SlideSync::Adjacent>(n, keep, false, seed + n + keep, scr);
     }
-  // the other kernel form (one block per tile / resident blocks looping over tiles)
+  // the other source of tile ids (atomic counter / blockIdx.x)
   for (size_t n : {size_t(1), t + 1, 3 * t + 17, size_t(1000003)})
     for (uint32_t keep : {0u, 50u, 100u})
-      check_case<T, SlideSync::Lookback, !slide_persist<T>()>(n, keep, false, seed + n + keep, scr);
+      check_case<T, SlideSync::Lookback, !slide_atomic_ids<T>()>(n, keep, false, seed + n + keep, scr);
   for (size_t n : {size_t(1), t + 1, size_t(1000003)}) {
     check_case<T, SlideSync::Lookback>(n, 50, true, seed + 7 * n, scr);
-    check_case<T, SlideSync::Lookback, !slide_persist<T>()>(n, 50, true, seed + 7 * n, scr);
+    check_case<T, SlideSync::Lookback, !slide_atomic_ids<T>()>(n, 50, true, seed + 7 * n, scr);
     check_case<T, SlideSync::Adjacent>(n, 50, true, seed + 7 * n, scr);
   }
 }
