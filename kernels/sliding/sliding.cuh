@@ -5,12 +5,12 @@
 // Method: the irregular data-sliding algorithm of J. Gómez-Luna, L.-W. Chang, I.-J. Sung,
 // W.-M. Hwu, N. Guil, "In-Place Data Sliding Algorithms for Many-Core Architectures" (ICPP 2015),
 // Algorithm 2: a block ("work-group") takes a dynamic tile id from an atomic counter, loads its
-// tile (kThreads x items_per_thread elements) into registers, counts the kept elements, then
-// synchronizes with the blocks before it, which hands it the running offset (the number of kept
-// elements before its tile), publishes its own inclusive offset, and stores its kept elements at
-// the offset. Every block stores only after all blocks before it have loaded, and a block's
-// output range ends at or before the end of its own tile, so no element is overwritten before it
-// was read: the array is its own output.
+// tile (threads x vectors 16-byte chunks, cuda_tuning::kSlide*) into registers, counts the kept
+// elements, then synchronizes with the blocks before it, which hands it the running offset (the
+// number of kept elements before its tile), publishes its own inclusive offset, and stores its
+// kept elements at the offset. Every block stores only after all blocks before it have loaded,
+// and a block's output range ends at or before the end of its own tile, so no element is
+// overwritten before it was read: the array is its own output.
 //
 // Synchronization: the paper's adjacent synchronization waits for the predecessor's inclusive
 // offset, a chain of one flag hop per tile. On a GPU with thousands of tiles in flight that
@@ -24,9 +24,18 @@
 // chain itself (benchmarks). Flags are 64-bit words (2 status bits, 62 bits of offset) written
 // with __threadfence + st.release.gpu and read with ld.acquire.gpu. Tile ids come from the
 // atomic counter in the order blocks start, and a block waits only for smaller ids, whose blocks
-// have started: no deadlock however few blocks are resident. A block never stores an element to
-// the position it was read from (the leading run of a tile when every element before it is kept),
-// so unique may read the element before its tile without a race.
+// have started: no deadlock however few blocks are resident (with kSlideAtomicIds false, ids are
+// blockIdx.x and this relies on in-order block dispatch, as CUB's look-back does). A block never
+// stores an element to the position it was read from (the leading run of a tile when every
+// element before it is kept), so unique may read the element before its tile without a race.
+//
+// Memory access: tiles are laid over the 16-byte chunks of the array (tile 0 starts at the chunk
+// holding d[0]), a thread loads whole chunks with 16-byte loads (a warp: 512 contiguous bytes),
+// the kept elements are staged in shared memory in order, and the block writes them with
+// 16-byte stores to the aligned chunks of their destination (two aligned shared-memory reads
+// joined at the shift between source and destination), element by element only in the partial
+// chunks at both ends of its range. Ranks come from one ballot per bit of each thread's per-chunk
+// count. Nothing outside [d, d + n) is read or written.
 //
 // ---- API (host, on a device array `d` of n elements and a stream) ------------------------------
 //
@@ -561,8 +570,8 @@ unsigned long long* slide_async(T* d, size_t n, F f, unsigned long long* d_count
   // read whole aligned chunks
   if constexpr (MODE == SlideMode::Partition)
     aux = static_cast<T*>(scratch.aux_for(n * sizeof(T) + 16));
-  detail::slide_kernel<T, MODE, SYNC, THREADS, VECS, MINB, ATOMIC_IDS, F><<<unsigned(tiles), THREADS, 0, s>>>(
-      d, (unsigned long long)n, head, f, flags, aux, count);
+  detail::slide_kernel<T, MODE, SYNC, THREADS, VECS, MINB, ATOMIC_IDS, F>
+      <<<unsigned(tiles), THREADS, 0, s>>>(d, (unsigned long long)n, head, f, flags, aux, count);
   G2_CUDA_LAUNCH("sliding kernel launch");
   if constexpr (MODE == SlideMode::Partition) {
     constexpr int kAppendThreads = 256;

@@ -14,7 +14,8 @@ nvidia-smi --query-gpu=name,driver_version,clocks.max.sm,clocks.max.mem --format
 if ! timeout 60 "$B/bench_sliding" 1 1 >"$OUT/probe.txt" 2>&1; then
   t0=$(date +%s)
   make -C test/gpu -j16 CUDA_ARCH="-gencode=arch=compute_90,code=sm_90" build/test_sliding \
-    build/bench_sliding build/test_gpu >"$OUT/build.log" 2>&1 || { tail -30 "$OUT/build.log"; exit 1; }
+    build/bench_sliding build/test_gpu >"$OUT/build.log" 2>&1 ||
+    { tail -30 "$OUT/build.log"; exit 1; }
   echo "built on the device in $(( $(date +%s) - t0 )) s" | tee -a "$OUT/steps.log"
 fi
 step() {  # name, command...

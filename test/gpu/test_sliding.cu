@@ -238,7 +238,8 @@ void check_sizes(uint64_t seed) {
   // the other source of tile ids (atomic counter / blockIdx.x)
   for (size_t n : {size_t(1), t + 1, 3 * t + 17, size_t(1000003)})
     for (uint32_t keep : {0u, 50u, 100u})
-      check_case<T, SlideSync::Lookback, !slide_atomic_ids<T>()>(n, keep, false, seed + n + keep, scr);
+      check_case<T, SlideSync::Lookback, !slide_atomic_ids<T>()>(n, keep, false, seed + n + keep,
+                                                                  scr);
   for (size_t n : {size_t(1), t + 1, size_t(1000003)}) {
     check_case<T, SlideSync::Lookback>(n, 50, true, seed + 7 * n, scr);
     check_case<T, SlideSync::Lookback, !slide_atomic_ids<T>()>(n, 50, true, seed + 7 * n, scr);
