@@ -207,6 +207,25 @@ constexpr size_t kResolveMinPoints = size_t(1) << 20;
 // Side of the cells where the walk stops on uniform data, in points (for the cost model).
 constexpr double kResolveStopPoints = 32.0;
 
+// --- pair expressions (kernels/expr/: NVRTC-compiled tile kernels) -------------------------
+// Threads per block and register rows per thread of the generated tile kernels (tile =
+// threads x rows rows of each side). The rows of side a sit in registers for every referenced
+// column, so the register rows stay few: a generated expression needs registers of its own.
+constexpr int kExprThreads = 128;
+constexpr int kExprRegRows = 2;
+constexpr int kExprRegRowsF64 = 2;
+// First slice before any measurement: pairs per second assumed, below the rate of cheap
+// expressions so an expensive one's first slice stays short; later slices are sized from the
+// measured rate.
+constexpr double kExprGuessPairsPerSec = 1e11;
+// Sum: most items (tile pairs) per slice, each with its (sum, comp) partial (16 bytes) copied
+// back and folded on the host in item order.
+constexpr long long kExprSumMaxItems = 1LL << 18;
+// Join: capacity of the direct output buffer in pairs (16 bytes each), at most, and at most
+// this fraction of the call's device memory budget left after the inputs.
+constexpr size_t kExprJoinCapPairs = size_t(1) << 22;
+constexpr double kExprJoinBudgetShare = 0.5;
+
 // --- transfers ---------------------------------------------------------------------------------
 // Pinned staging buffer (two halves, double-buffered uploads and page drains), kept for the
 // life of the process after first use (each cudaHostAlloc of it costs several ms: bench_kernels

@@ -43,7 +43,9 @@ enum ExprError : int {
   kNoError = 0,
   kDivisionByZero = 1,   // 22012
   kInvalidArgument = 2,  // 2201F (power) / 2201E (ln, sqrt of a negative) / 22003 (acos...)
-  kOutOfRange = 3        // 22003
+  kOutOfRange = 3,       // 22003
+  kHistogramNaN = 10     // 2201G: width_bucket of a NaN value (raised by the Histogram kernel,
+                         // as PostgreSQL raises it; the same number as ExprFault::HistogramNaN)
 };
 
 // The points of one side: ncols float64 columns of n rows, column-major (data[c * n + i]);
