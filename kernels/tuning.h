@@ -212,7 +212,7 @@ constexpr double kResolveStopPoints = 32.0;
 // threads x rows rows of each side). The rows of side a sit in registers for every referenced
 // column, so the register rows stay few: a generated expression needs registers of its own.
 constexpr int kExprThreads = 128;
-constexpr int kExprRegRows = 2;
+constexpr int kExprRegRows = 4;
 constexpr int kExprRegRowsF64 = 2;
 // First slice before any measurement: pairs per second assumed, below the rate of cheap
 // expressions so an expensive one's first slice stays short; later slices are sized from the

@@ -58,6 +58,7 @@ std::string assemble_source(const Config& c, const std::string& device_source) {
   def("G2_NULLS_B", c.nulls_b ? 1 : 0);
   def("G2_B", c.threads);
   def("G2_RT", c.rows);
+  def("G2_JUNROLL", std::max(1, 8 / c.rows));
   def("G2_HIST_NAN", kHistogramNaN);
   s += text::kPrelude;
   s += "#line 1 \"gpu2bs_pair\"\n";
@@ -266,7 +267,8 @@ Result run(const Job& job, PairSink* sink, Control& ctl) {
   // A block's work per launch stays below 2^32 pairs (32-bit private counters).
   const long long max_per_block = std::max(1LL, (long long)(4294967295.0 / pairs_per_item));
   long long max_items = G * max_per_block;
-  if (job.kind == Kind::Sum) max_items = std::min(max_items, cuda_tuning::kExprSumMaxItems);
+  if (job.kind == Kind::Sum)
+    max_items = std::min({max_items, cuda_tuning::kExprSumMaxItems, total});
 
   // Slots: per launch in flight, pinned copies of the error word, the counter (Join) and the
   // items' partial sums (Sum).
@@ -279,12 +281,18 @@ Result run(const Job& job, PairSink* sink, Control& ctl) {
     double2* partial_dev;
   };
   Slot slots[2] = {};
-  for (int k = 0; k < nslots; ++k) {
-    slots[k].err = static_cast<int*>(call.alloc_host(sizeof(int)));
-    slots[k].counter = static_cast<unsigned long long*>(call.alloc_host(8));
-    if (job.kind == Kind::Sum) {
-      slots[k].partial_host = static_cast<double2*>(call.alloc_host(sizeof(double2) * size_t(max_items)));
-      slots[k].partial_dev = call.alloc<double2>(size_t(max_items), "partial sums");
+  {
+    // One pinned block for every slot: [err, pad, counter] per slot, then the partial sums.
+    const size_t head = 16 * size_t(nslots);
+    const size_t part = job.kind == Kind::Sum ? sizeof(double2) * size_t(max_items) : 0;
+    char* pinned = static_cast<char*>(call.alloc_host(head + part * size_t(nslots)));
+    for (int k = 0; k < nslots; ++k) {
+      slots[k].err = reinterpret_cast<int*>(pinned + 16 * k);
+      slots[k].counter = reinterpret_cast<unsigned long long*>(pinned + 16 * k + 8);
+      if (part) {
+        slots[k].partial_host = reinterpret_cast<double2*>(pinned + head + part * size_t(k));
+        slots[k].partial_dev = call.alloc<double2>(size_t(max_items), "partial sums");
+      }
     }
   }
 

@@ -310,8 +310,9 @@ extern "C" __global__ void __launch_bounds__(G2_B) g2_kernel(const G2Args g) {
     const long long i0 = ta * G2_TILE + tid;
     const bool diag = G2_SELF && ta == tb;
     if (!diag && afull && nr == G2_TILE) {
-      // Full tiles: every pair exists, no predicate.
-#pragma unroll 4
+      // Full tiles: every pair exists, no predicate. G2_JUNROLL x G2_RT inlined calls per
+      // step (the host keeps the product at 8: code size and compile time stay bounded).
+#pragma unroll G2_JUNROLL
       for (int j = 0; j < G2_TILE; ++j) {
 #pragma unroll
         for (int r = 0; r < G2_RT; ++r)

@@ -6,7 +6,8 @@
 //   compile    NVRTC compile + load time of a new source (cold), and the cached lookup;
 //   euclid     generated Euclidean pair count vs the hand-written pair-count tile kernel on
 //              the same 1e6 3-D points (float32 and float64, all-pairs tiles forced);
-//   sweep      the Manhattan count over tile configurations (threads x rows per thread);
+//   sweep      the Manhattan count and the generated Euclidean count over tile configurations
+//              (threads x rows per thread);
 //   hist       angular-separation histogram (acos of the clamped dot product, 1000 buckets)
 //              of 118,218 unit vectors (the Hipparcos catalogue's size);
 //   sum        pair energy sum 1/sqrt(d2) of 200,000 3-D points.
@@ -19,6 +20,8 @@
 #include <vector>
 
 #include "../gpu/expr_fixtures.h"
+#include "common/reference.h"
+#include "core/error.h"
 #include "core/engine.h"
 #include "core/problem.h"
 #include "kernels/expr/nvrtc_cache.h"
@@ -34,6 +37,7 @@ using Clock = std::chrono::steady_clock;
 namespace {
 
 int g_runs = 3;
+bool g_sweep = false;  // euclid: also the tile configurations
 double g_lane_cycles = 0;  // FP32 lanes x clock (Hz): the FP32 issue limit in lane-cycles/s
 
 double median(std::vector<double> v) {
@@ -155,7 +159,18 @@ void bench_euclid() {
   Engine* gpu = cuda_engine(&why);
   for (bool f32 : {true, false}) {
     const PairCountProblem p = make_pair_count(pts.view(), r, f32 ? Precision::Float32 : Precision::Float64);
-    const Timing t = time_job(job(Kind::Count, f32, a, nullptr, euclid_source(3, f32 ? double(p.r2_f) : p.r2)));
+    const Job ej = job(Kind::Count, f32, a, nullptr, euclid_source(3, f32 ? double(p.r2_f) : p.r2));
+    const Timing t = time_job(ej);
+    if (g_sweep) {  // the generated kernel's tile configurations
+      const int cfg[][2] = {{128, 1}, {128, 4}, {128, 8}, {256, 2}, {256, 4}};
+      for (auto& c : cfg) {
+        exprgpu::detail::set_tile_override(c[0], c[1]);
+        char what[96];
+        snprintf(what, sizeof what, "euclid generated 1e6 self %s %dx%d", f32 ? "f32" : "f64", c[0], c[1]);
+        report(what, double(n) * double(n - 1) / 2, time_job(ej));
+      }
+      exprgpu::detail::set_tile_override(0, 0);
+    }
     std::vector<double> k;
     uint64_t hand = 0;
     for (int i = 0; i < g_runs + 1; ++i) {
@@ -226,7 +241,11 @@ int main(int argc, char** argv) {
     if (mode == "all" || mode == "euclid") bench_euclid();
     if (mode == "all" || mode == "hist") bench_hist();
     if (mode == "all" || mode == "sum") bench_sum();
-    if (mode == "sweep") bench_sweep();
+    if (mode == "sweep") {
+      g_sweep = true;
+      bench_sweep();
+      bench_euclid();
+    }
   } catch (const Error& e) {
     printf("error: %s (%s)\n", e.what(), e.detail().c_str());
     return 1;
