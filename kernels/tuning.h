@@ -210,9 +210,13 @@ constexpr double kResolveStopPoints = 32.0;
 // --- pair expressions (kernels/expr/: NVRTC-compiled tile kernels) -------------------------
 // Threads per block and register rows per thread of the generated tile kernels (tile =
 // threads x rows rows of each side). The rows of side a sit in registers for every referenced
-// column, so the register rows stay few: a generated expression needs registers of its own.
+// column, and the hot loop inlines the generated function 4 x rows times, so the rows stay
+// few: code size and NVRTC compile time grow with them. bench_expr sweep (scalar b loads,
+// 200k x 200k Manhattan count, pairs/s): float32 128x1 2.14e12, 128x2 2.27e12, 128x4 2.08e12,
+// 256x2 1.87e12, 512x2 2.34e12; float64 128x2 2.35e12, 512x2 2.49e12; 1e6-point Euclidean
+// count float32 128x4 3.03e12, 256x2 3.05e12, 128x8 2.80e12.
 constexpr int kExprThreads = 128;
-constexpr int kExprRegRows = 4;
+constexpr int kExprRegRows = 2;
 constexpr int kExprRegRowsF64 = 2;
 // First slice before any measurement: pairs per second assumed, below the rate of cheap
 // expressions so an expensive one's first slice stays short; later slices are sized from the

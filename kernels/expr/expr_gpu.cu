@@ -58,7 +58,6 @@ std::string assemble_source(const Config& c, const std::string& device_source) {
   def("G2_NULLS_B", c.nulls_b ? 1 : 0);
   def("G2_B", c.threads);
   def("G2_RT", c.rows);
-  def("G2_JUNROLL", std::max(1, 8 / c.rows));
   def("G2_HIST_NAN", kHistogramNaN);
   s += text::kPrelude;
   s += "#line 1 \"gpu2bs_pair\"\n";
@@ -166,6 +165,9 @@ Result run(const Job& job, PairSink* sink, Control& ctl) {
   cfg.nulls_a = any_null(A, A.ncols);
   cfg.nulls_b = job.self ? cfg.nulls_a : any_null(B, B.ncols);
   detail::get_tile_config(job.float32, &cfg.threads, &cfg.rows);
+  // Join: tiles of at most 256 rows, so the smallest direct output buffer (one tile pair's
+  // pairs) stays at 1 MB.
+  if (job.kind == Kind::Join) cfg.rows = std::max(1, std::min(cfg.rows, 256 / cfg.threads));
   const std::string source = assemble_source(cfg, job.device_source);
   const auto& facts = cuda::device_facts();
   const int arch = facts.prop.major * 10 + facts.prop.minor;

@@ -178,17 +178,30 @@ struct G2Acc {
   unsigned hbase;
 };
 
-// One pair: register row r of the thread against staged row j of tile tb. `ok` says the pair
-// exists (both rows real, i < j in a diagonal tile). Every lane of the warp calls it with the
-// same (r, j) (Join: the warp-wide reservation).
+// Four consecutive values of a staged column (16-byte aligned) with vector loads.
+static __device__ __forceinline__ void g2_load4(const real* p, real* out) {
+  if (sizeof(real) == 4) {
+    const float4 v = *reinterpret_cast<const float4*>(p);
+    out[0] = v.x;
+    out[1] = v.y;
+    out[2] = v.z;
+    out[3] = v.w;
+  } else {
+    const double2 v0 = *reinterpret_cast<const double2*>(p);
+    const double2 v1 = *reinterpret_cast<const double2*>(p + 2);
+    out[0] = v0.x;
+    out[1] = v0.y;
+    out[2] = v1.x;
+    out[3] = v1.y;
+  }
+}
+
+// One pair: register row `ra` of the thread against row `rb` of side b (global index jg).
+// `ok` says the pair exists (both rows real, i < j in a diagonal tile). Every lane of the warp
+// calls it with the same b row (Join: the warp-wide reservation).
 static __device__ __forceinline__ void g2_visit(const G2Args& g, G2Acc& acc, const Row& ra,
-                                                const real* sb, const unsigned char* sbn,
-                                                unsigned* sh, int j, bool ok, long long i,
-                                                long long jg) {
-  Row rb;
-  rb.col = sb + j;
-  rb.nul = G2_NULLS_B ? sbn + j : 0;
-  rb.stride = G2_TILE;
+                                                const Row& rb, unsigned* sh, bool ok,
+                                                long long i, long long jg) {
   real v = real(0);
   bool keep = false;
   if (ok) keep = gpu2bs_pair(ra, rb, &v);
@@ -310,20 +323,43 @@ extern "C" __global__ void __launch_bounds__(G2_B) g2_kernel(const G2Args g) {
     const long long i0 = ta * G2_TILE + tid;
     const bool diag = G2_SELF && ta == tb;
     if (!diag && afull && nr == G2_TILE) {
-      // Full tiles: every pair exists, no predicate. G2_JUNROLL x G2_RT inlined calls per
-      // step (the host keeps the product at 8: code size and compile time stay bounded).
-#pragma unroll G2_JUNROLL
-      for (int j = 0; j < G2_TILE; ++j) {
+      // Full tiles: every pair exists, no predicate. Four b rows at a time come from shared
+      // memory with vector loads (one per column) into registers; their Rows point there
+      // (stride 4), so every column access of the generated function is a register.
+      // 4 x G2_RT inlined calls per step.
+#pragma unroll 1
+      for (int j = 0; j < G2_TILE; j += 4) {
+        real bq[G2_NBC * 4];
+        unsigned char bnq[G2_NBC * 4];
 #pragma unroll
-        for (int r = 0; r < G2_RT; ++r)
-          g2_visit(g, acc, ra[r], sb, sbn, sh, j, true, i0 + r * G2_B, j0 + j);
+        for (int c = 0; c < G2_NBC; ++c) {
+          g2_load4(sb + c * G2_TILE + j, bq + c * 4);
+          if (G2_NULLS_B) {
+            const unsigned w = *reinterpret_cast<const unsigned*>(sbn + c * G2_TILE + j);
+#pragma unroll
+            for (int u = 0; u < 4; ++u) bnq[c * 4 + u] = (unsigned char)(w >> (8 * u));
+          }
+        }
+#pragma unroll
+        for (int u = 0; u < 4; ++u) {
+          Row rb;
+          rb.col = bq + u;
+          rb.nul = G2_NULLS_B ? bnq + u : 0;
+          rb.stride = 4;
+#pragma unroll
+          for (int r = 0; r < G2_RT; ++r) g2_visit(g, acc, ra[r], rb, sh, true, i0 + r * G2_B, j0 + j + u);
+        }
       }
     } else {
       for (int j = 0; j < nr; ++j) {
+        Row rb;
+        rb.col = sb + j;
+        rb.nul = G2_NULLS_B ? sbn + j : 0;
+        rb.stride = G2_TILE;
 #pragma unroll
         for (int r = 0; r < G2_RT; ++r)
-          g2_visit(g, acc, ra[r], sb, sbn, sh, j, av[r] && (!diag || r * G2_B + tid < j),
-                   i0 + r * G2_B, j0 + j);
+          g2_visit(g, acc, ra[r], rb, sh, av[r] && (!diag || r * G2_B + tid < j), i0 + r * G2_B,
+                   j0 + j);
       }
     }
 #if G2_KIND == 1

@@ -48,7 +48,10 @@ double median(std::vector<double> v) {
 struct Timing {
   double kern_ms, e2e_ms, compile_ms;
   Result r;
+  std::string split;  // NVRTC and load parts of the warm-up's compile
 };
+
+std::string split_last();
 
 // Runs the job once to warm up (compile), then g_runs times: median kernel and wall times.
 Timing time_job(const Job& j) {
@@ -56,6 +59,7 @@ Timing time_job(const Job& j) {
   Timing t{};
   Result first = exprgpu::run(j, nullptr, warm);
   t.compile_ms = first.compile_ms;
+  t.split = first.cache_hit ? "cached" : split_last();
   std::vector<double> k, e;
   for (int i = 0; i < g_runs; ++i) {
     Control ctl;
@@ -72,9 +76,9 @@ Timing time_job(const Job& j) {
 void report(const char* what, double pairs, const Timing& t) {
   const double pps = pairs / (t.kern_ms * 1e-3);
   printf("%-44s pairs %.3e  kern_ms %8.2f  e2e_ms %8.2f  pairs/s %.3e  pairs/lane-cycle %.3f  "
-         "count %llu  (cold compile %.1f ms)\n",
+         "count %llu  (cold compile %.1f ms: %s)\n",
          what, pairs, t.kern_ms, t.e2e_ms, pps, g_lane_cycles > 0 ? pps / g_lane_cycles : 0.0,
-         (unsigned long long)t.r.count, t.compile_ms);
+         (unsigned long long)t.r.count, t.compile_ms, t.split.c_str());
 }
 
 Job job(Kind k, bool f32, const Cols& a, const Cols* b, const std::string& src) {
@@ -114,15 +118,33 @@ void bench_sweep() {
   exprgpu::detail::set_tile_override(0, 0);
 }
 
+// The last compile's split (NVRTC, load) from gpu2bs_info's rows.
+std::string split_last() {
+  for (auto& r : exprgpu::nvrtc_info())
+    if (r.first == "nvrtc_compile_split_ms_last") return r.second;
+  return "?";
+}
+
 void bench_compile() {
   const Cols a = uniform_cols(1000, 3, 3);
   std::vector<double> cold, cached, tiny;
+  // A source other processes can compile again (G2_BENCH_TOKEN): shows whether anything caches
+  // compiles across processes.
+  const char* fixed = std::getenv("G2_BENCH_TOKEN");
+  if (fixed) {
+    Job j = job(Kind::Count, true, a, nullptr, std::string("// fixed ") + fixed + "\n" + manhattan_source(0.001));
+    Control c;
+    Result r = exprgpu::run(j, nullptr, c);
+    printf("compile: fixed-token source %s: %.1f ms (%s), first compile of this process\n", fixed,
+           r.compile_ms, split_last().c_str());
+  }
   for (int i = 0; i < std::max(3, g_runs); ++i) {
     const std::string token = "// cold " + std::to_string(Clock::now().time_since_epoch().count()) + "\n";
     Job j = job(Kind::Count, true, a, nullptr, token + manhattan_source(0.001));
     Control c1;
     Result r = exprgpu::run(j, nullptr, c1);
     cold.push_back(r.compile_ms);
+    printf("compile: cold %d: %.1f ms (%s)\n", i, r.compile_ms, split_last().c_str());
     Control c2;
     auto t0 = Clock::now();
     Result r2 = exprgpu::run(j, nullptr, c2);
@@ -144,6 +166,20 @@ void bench_compile() {
          "rows e2e %.2f ms; cached call of 2 rows e2e %.3f ms\n",
          median(cold), *std::min_element(cold.begin(), cold.end()),
          *std::max_element(cold.begin(), cold.end()), median(tiny), median(cached));
+  // A cold compile right after a long kernel run (the host thread slept in the wait loop).
+  const Cols big = uniform_cols(200000, 3, 1), big2 = uniform_cols(200000, 3, 2);
+  Job bj = job(Kind::Count, true, big, &big2, manhattan_source(0.001));
+  Control cb;
+  exprgpu::run(bj, nullptr, cb);
+  for (int i = 0; i < 3; ++i) {
+    Control cb2;
+    exprgpu::run(bj, nullptr, cb2);
+    const std::string token = "// after " + std::to_string(Clock::now().time_since_epoch().count()) + "\n";
+    Job j = job(Kind::Count, true, a, nullptr, token + manhattan_source(0.001));
+    Control c1;
+    Result r = exprgpu::run(j, nullptr, c1);
+    printf("compile: cold after a 200k x 200k run: %.1f ms (%s)\n", r.compile_ms, split_last().c_str());
+  }
 }
 
 void bench_euclid() {
@@ -162,7 +198,7 @@ void bench_euclid() {
     const Job ej = job(Kind::Count, f32, a, nullptr, euclid_source(3, f32 ? double(p.r2_f) : p.r2));
     const Timing t = time_job(ej);
     if (g_sweep) {  // the generated kernel's tile configurations
-      const int cfg[][2] = {{128, 1}, {128, 4}, {128, 8}, {256, 2}, {256, 4}};
+      const int cfg[][2] = {{128, 1}, {128, 4}, {128, 8}, {256, 2}, {256, 4}, {512, 2}};
       for (auto& c : cfg) {
         exprgpu::detail::set_tile_override(c[0], c[1]);
         char what[96];

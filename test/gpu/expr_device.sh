@@ -52,8 +52,11 @@ if [ ! -x $B/bench_expr ] || [ ! -x $B/test_gpu ]; then
   tail -30 "$OUT/build-gpu.log" >>"$OUT/steps.log"
   B=${PREBUILT:-$B}
 fi
-step "bench_expr all" 130 "$OUT/bench_expr.log" $B/bench_expr all 3
-step "bench_expr sweep" 110 "$OUT/bench_sweep.log" $B/bench_expr sweep 1
 step "test_gpu ExprGpu.*" 150 "$OUT/test_expr.log" $B/test_gpu --gtest_filter='ExprGpu.*'
+step "bench_expr all" 130 "$OUT/bench_expr.log" $B/bench_expr all 3
+# The same fixed source compiled by two processes in turn: does anything cache across processes?
+step "bench_expr compile x2" 60 "$OUT/bench_compile.log" bash -c \
+  "G2_BENCH_TOKEN=t$T0 $B/bench_expr compile 1; G2_BENCH_TOKEN=t$T0 $B/bench_expr compile 1"
+step "bench_expr sweep" 110 "$OUT/bench_sweep.log" $B/bench_expr sweep 1
 step "test_gpu PairCount.*" 60 "$OUT/test_paircount.log" $B/test_gpu --gtest_filter='PairCount.*'
 cat "$OUT/steps.log"
