@@ -211,10 +211,12 @@ constexpr double kResolveStopPoints = 32.0;
 // Threads per block and register rows per thread of the generated tile kernels (tile =
 // threads x rows rows of each side). The rows of side a sit in registers for every referenced
 // column, and the hot loop inlines the generated function 4 x rows times, so the rows stay
-// few: code size and NVRTC compile time grow with them. bench_expr sweep (scalar b loads,
-// 200k x 200k Manhattan count, pairs/s): float32 128x1 2.14e12, 128x2 2.27e12, 128x4 2.08e12,
-// 256x2 1.87e12, 512x2 2.34e12; float64 128x2 2.35e12, 512x2 2.49e12; 1e6-point Euclidean
-// count float32 128x4 3.03e12, 256x2 3.05e12, 128x8 2.80e12.
+// few: code size and NVRTC compile time grow with them. bench_expr sweep (H100, one run each,
+// kernel pairs/s): 200k x 200k Manhattan count float32 128x1 3.08e12, 128x2 2.38e12, 128x4
+// 2.20e12, 256x4 2.04e12, 512x2 2.48e12; float64 128x2 2.51e12, 128x4 1.45e12, 512x2 2.57e12;
+// 1e6-point self Euclidean count float32 128x2 2.99e12, 128x4 3.20e12, 256x4 3.22e12, 128x8
+// 3.22e12; float64 128x2 2.08e12, 128x4 2.15e12. 128x2 is near the best of each and compiles
+// in 280-370 ms cold (NVRTC with ptxas, fresh program).
 constexpr int kExprThreads = 128;
 constexpr int kExprRegRows = 2;
 constexpr int kExprRegRowsF64 = 2;
