@@ -51,16 +51,20 @@ struct Row {
   const unsigned char* __restrict__ nul;
   long long stride;
 };
-__shared__ int g2_block_error;
+__shared__ int g2_block_error;  // the first code raised in this block (0: none)
+// The value of column c of row r.
 static __device__ __forceinline__ real gpu2bs_col(const Row& r, int c) {
   return r.col[c * r.stride];
 }
+// True when column c of row r is NULL.
 static __device__ __forceinline__ bool gpu2bs_isnull(const Row& r, int c) {
   return r.nul != 0 && r.nul[c * r.stride] != 0;
 }
+// Records error `code` for the host; the first code of the block wins.
 static __device__ __forceinline__ void gpu2bs_raise(int code) {
   if (code != 0) atomicCAS(&g2_block_error, 0, code);
 }
+// The generated function (defined next), inlined into the kernel.
 __device__ __forceinline__ bool gpu2bs_pair(const Row& a, const Row& b, real* value);
 )G2SRC";
 
@@ -249,6 +253,7 @@ static __device__ __forceinline__ void g2_visit(const G2Args& g, G2Acc& acc, con
 #endif
 }
 
+// The tile kernel: items [item0, item0 + count), per_block consecutive items per block.
 extern "C" __global__ void __launch_bounds__(G2_B) g2_kernel(const G2Args g) {
   extern __shared__ __align__(16) unsigned char g2_smem[];
   real* sb = reinterpret_cast<real*>(g2_smem);

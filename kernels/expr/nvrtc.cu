@@ -247,6 +247,7 @@ std::shared_ptr<Module> compile(const Nvrtc& n, const std::string& source, int a
 
 }  // namespace
 
+// Unloads the library (the last holder let it go).
 Module::~Module() {
   if (lib) (void)cudaLibraryUnload(lib);
 }

@@ -41,6 +41,7 @@ int g_runs = 3;
 bool g_sweep = false;  // euclid: also the tile configurations
 double g_lane_cycles = 0;  // FP32 lanes x clock (Hz): the FP32 issue limit in lane-cycles/s
 
+// Median of the values.
 double median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
   return v.empty() ? 0 : v[v.size() / 2];
@@ -74,6 +75,7 @@ Timing time_job(const Job& j) {
   return t;
 }
 
+// One result line: pairs/s from the kernel time, and per FP32 lane-cycle.
 void report(const char* what, double pairs, const Timing& t) {
   const double pps = pairs / (t.kern_ms * 1e-3);
   printf("%-44s pairs %.3e  kern_ms %8.2f  e2e_ms %8.2f  pairs/s %.3e  pairs/lane-cycle %.3f  "
@@ -82,6 +84,7 @@ void report(const char* what, double pairs, const Timing& t) {
          (unsigned long long)t.r.count, t.compile_ms, t.split.c_str());
 }
 
+// A job of `k` over a (self when b is null).
 Job job(Kind k, bool f32, const Cols& a, const Cols* b, const std::string& src) {
   Job j;
   j.kind = k;
@@ -93,6 +96,7 @@ Job job(Kind k, bool f32, const Cols& a, const Cols* b, const std::string& src) 
   return j;
 }
 
+// The Manhattan band count and join, two relations and self, both precisions.
 void bench_manhattan() {
   const Cols a = uniform_cols(200000, 3, 1), b = uniform_cols(200000, 3, 2);
   for (bool f32 : {true, false}) {
@@ -106,6 +110,7 @@ void bench_manhattan() {
   }
 }
 
+// The Manhattan count over tile configurations.
 void bench_sweep() {
   const Cols a = uniform_cols(200000, 3, 1), b = uniform_cols(200000, 3, 2);
   const int cfg[][2] = {{128, 1}, {128, 2}, {128, 4}, {256, 1}, {256, 2}, {256, 4}, {512, 2}, {64, 4}};
@@ -185,6 +190,7 @@ void bench_compile() {
   }
 }
 
+// Generated vs hand-written Euclidean pair count on the same 1e6 points.
 void bench_euclid() {
   const size_t n = 1000000;
   const Cols a = uniform_cols(int64_t(n), 3, 4);
@@ -229,6 +235,7 @@ void bench_euclid() {
   }
 }
 
+// Angular-separation histogram of unit vectors.
 void bench_hist() {
   const Cols a = unit_vectors(118218, 5);
   for (bool f32 : {true, false}) {
@@ -241,6 +248,7 @@ void bench_hist() {
   }
 }
 
+// Pair energy sum.
 void bench_sum() {
   const Cols a = uniform_cols(200000, 3, 6);
   for (bool f32 : {true, false}) {

@@ -24,6 +24,7 @@ namespace {
     if (!exprgpu::nvrtc_available(&why_)) GTEST_SKIP() << "no NVRTC: " << why_; \
   } while (0)
 
+// A job of `kind` over a (self when b is null) with the hand-written source.
 Job make_job(Kind kind, bool f32, const Cols& a, const Cols* b, std::string src) {
   Job j;
   j.kind = kind;
@@ -35,6 +36,7 @@ Job make_job(Kind kind, bool f32, const Cols& a, const Cols* b, std::string src)
   return j;
 }
 
+// Runs the job with a fresh Control (or `ctl_in`).
 Result run_job(const Job& j, PairSink* sink = nullptr, Control* ctl_in = nullptr) {
   Ctl local;
   Control& ctl = ctl_in ? *ctl_in : local;
@@ -55,6 +57,7 @@ uint64_t cpu_count(const Cols& a, const Cols* b, F pred) {
   return c;
 }
 
+// The columns as reference points (one coordinate per column).
 ref::Points to_points(const Cols& c) {
   ref::Points p;
   p.dims = c.ncols;
@@ -106,6 +109,7 @@ TEST(ExprGpu, EuclideanCountMatchesEngineAndReference) {
       }
 }
 
+// Collects join pairs and the page sizes.
 struct PairSet : PairSink {
   std::vector<std::pair<uint32_t, uint32_t>> v;
   size_t pages = 0, largest = 0;
