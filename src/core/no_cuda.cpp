@@ -37,4 +37,7 @@ InfoRows nvrtc_info() { return {}; }
 
 }  // namespace exprgpu
 
+// No run-time compiler in this build: pair expressions run on the CPU.
+InfoRows expr_compiler_info() { return {{"nvrtc", "not built (no CUDA engine in this build)"}}; }
+
 }  // namespace gpu2bs

@@ -21,6 +21,34 @@ void FilterSink::consume(const PairRecord* pairs, size_t n) {
   if (kept) next_.consume(buf_.data(), kept);
 }
 
+void ExcludePrefixSink::consume(const PairRecord* pairs, size_t n) {
+  buf_.clear();
+  for (size_t k = 0; k < n; ++k)
+    if (pairs[k].i >= pa_ || pairs[k].j >= pb_) buf_.push_back(pairs[k]);
+  if (!buf_.empty()) next_.consume(buf_.data(), buf_.size());
+}
+
+// The prefix of an input of n points for the first phase (0: too small for two phases).
+static size_t prefix_of(size_t n) {
+  if (n < kPrefixMinPoints) return 0;
+  return std::max(kPrefixFloor, n / kPrefixDivisor);
+}
+
+size_t prefix_first_join(Engine& eng, const SimjoinProblem& p, PairSink& sink, Control& ctl) {
+  const size_t pa = prefix_of(p.a.n), pb = p.self ? pa : prefix_of(p.b.n);
+  if (pa == 0 || pb == 0) {
+    eng.simjoin(p, sink, ctl);
+    return 0;
+  }
+  SimjoinProblem first = p;
+  first.a.n = pa;
+  first.b.n = pb;
+  eng.simjoin(first, sink, ctl);
+  ExcludePrefixSink rest(sink, pa, pb);
+  eng.simjoin(p, rest, ctl);
+  return pa;
+}
+
 void AggregateSink::consume(const PairRecord* pairs, size_t n) {
   if (n == 0) return;
   if (count == 0) min = max = pairs[0].dist;

@@ -37,6 +37,32 @@ class FilterSink final : public PairSink {
   std::vector<PairRecord> buf_;
 };
 
+// Drops the pairs whose two points both lie in the leading prefix of their inputs (i < prefix_a
+// and j < prefix_b) and hands the others to `next`: the second phase of a prefix-first join
+// (prefix_first_join), whose first phase returned exactly those pairs.
+class ExcludePrefixSink final : public PairSink {
+ public:
+  ExcludePrefixSink(PairSink& next, size_t prefix_a, size_t prefix_b)
+      : next_(next), pa_(prefix_a), pb_(prefix_b) {}
+  void consume(const PairRecord* pairs, size_t n) override;
+
+ private:
+  PairSink& next_;
+  size_t pa_, pb_;
+  std::vector<PairRecord> buf_;
+};
+
+// Rows of a join read under a LIMIT (any rows will do): the pairs among the leading points of
+// the inputs first, then the rest. The first phase joins the first `prefix` points of each input
+// (a small grid, about (prefix / n)^2 of the pairs) so the first rows come without waiting for
+// the whole input's grid; the second joins everything and drops the pairs the first returned, so
+// every pair comes exactly once. Inputs shorter than kPrefixMinPoints go in one phase.
+// Returns the prefix used (0: one phase).
+constexpr size_t kPrefixMinPoints = 4096;
+constexpr size_t kPrefixDivisor = 16;     // prefix = n / 16 (about 1/256 of the pairs) ...
+constexpr size_t kPrefixFloor = 1024;     // ... and at least this many points
+size_t prefix_first_join(Engine& eng, const SimjoinProblem& p, PairSink& sink, Control& ctl);
+
 // count(*), sum, min, max of dist. The sum is compensated (Neumaier), so it does not depend on
 // the order pages arrive in beyond the last bits.
 class AggregateSink final : public PairSink {

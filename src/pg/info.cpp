@@ -23,7 +23,7 @@ using namespace gpu2bs::pg;
 // gpu2bs_info() RETURNS TABLE(name text, value text)
 GPU2BS_FUNCTION(gpu2bs_info) {
   InfoRows rows;
-  rows.emplace_back("version", "0.2");
+  rows.emplace_back("version", "0.3");
   std::string reason;
   try {
     Engine* eng = choose_engine(&reason);
@@ -39,6 +39,7 @@ GPU2BS_FUNCTION(gpu2bs_info) {
   rows.emplace_back("cpu_cores", std::to_string(std::thread::hardware_concurrency()));
   rows.emplace_back("precision", current_precision() == Precision::Float32 ? "float4" : "float8");
   for (auto& r : cuda_info()) rows.push_back(r);
+  for (auto& r : expr_compiler_info()) rows.push_back(r);
 #ifdef __GLIBC__
   // Bytes the C allocator has handed out and not taken back in this backend (every arena,
   // mmapped chunks included; free memory the allocator keeps for reuse excluded).

@@ -338,7 +338,8 @@ void run_join(void* arg) {
     pu->top = top.finish();
   } else {
     // Pipelined: the engine runs on the pipe's thread from here on; nothing it touches belongs
-    // to PostgreSQL except the points (kept until the pipe has stopped).
+    // to PostgreSQL except the points (kept until the pipe has stopped). Any rows will do, so
+    // the pairs among the leading points come first (prefix_first_join).
     SimjoinPrepared prep = simjoin_prepare(args, &in);
     pu->prob = prep.prob;
     pu->engine_name = prep.engine->name();
@@ -351,7 +352,7 @@ void run_join(void* arg) {
     Pushed* p = pu;
     pu->pipe->start([eng, p](PairSink& out) {
       FilterSink sink(p->engine_filters ? nullptr : p->filter.get(), out);
-      eng->simjoin(p->prob, sink, *p->ctl);
+      prefix_first_join(*eng, p->prob, sink, *p->ctl);
     });
   }
 }

@@ -85,6 +85,19 @@ SELECT * FROM pd_same($$SELECT count(*) FROM (SELECT * FROM gpu_simjoin('pts3', 
 SELECT * FROM pd_same($$SELECT EXISTS (SELECT FROM gpu_simjoin('pts3', 2.5) WHERE dist > 2.4), EXISTS (SELECT FROM gpu_simjoin('pts3', 2.5) WHERE dist > 2.6)$$);
 SELECT * FROM pd_same($$SELECT * FROM gpu_simjoin('pts3', 1.0) WHERE (id1 < 100 OR id2 > 500) AND NOT (dist = 0) AND id1 <> id2$$);
 
+-- rows read under a cursor or LIMIT come prefix first (the pairs among the leading points, then
+-- the rest without them): on inputs large enough for two phases every pair still comes exactly
+-- once, self and two-relation, with a qual on the ids
+SELECT setseed(0.42);
+CREATE TABLE big3 AS SELECT g::bigint AS id, random() * 20 AS x, random() * 20 AS y, random() * 20 AS z FROM generate_series(1, 6000) g;
+CREATE TABLE big3b AS SELECT g::bigint AS id, random() * 20 AS x, random() * 20 AS y, random() * 20 AS z FROM generate_series(1, 5000) g;
+SELECT * FROM pd_same($$SELECT * FROM (SELECT id1, id2, dist FROM gpu_simjoin('big3', 1.0) LIMIT 100000000) s$$);
+SELECT * FROM pd_same($$SELECT * FROM (SELECT id1, id2, dist FROM gpu_simjoin('big3', 'big3b', 1.0) LIMIT 100000000) s$$);
+SELECT * FROM pd_same($$SELECT * FROM (SELECT id1, id2 FROM gpu_simjoin('big3b', 'big3', 0.8) WHERE id1 % 3 = 1 LIMIT 100000000) s$$);
+SELECT * FROM pd_same($$SELECT count(*), count(DISTINCT (id1, id2)) FROM (SELECT * FROM gpu_simjoin('big3', 1.0) LIMIT 1000000) s$$);
+SELECT count(*) FROM (SELECT * FROM gpu_simjoin('big3', 1.0) LIMIT 10) s;
+DROP TABLE big3, big3b;
+
 -- parameters: prepared statements with custom and generic plans, NULL parameters, executor
 -- parameters of a correlated subquery
 PREPARE pq(float8, bigint, int) AS SELECT count(*) FROM gpu_simjoin('pts3', 1.6) WHERE dist > $1 AND id1 < $2 AND id2 % 5 <> $3;
