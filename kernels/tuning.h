@@ -231,6 +231,7 @@ constexpr long long kExprSumMaxItems = 1LL << 18;
 // this fraction of the call's device memory budget left after the inputs.
 constexpr size_t kExprJoinCapPairs = size_t(1) << 22;
 constexpr double kExprJoinBudgetShare = 0.5;
+
 // --- in-place data sliding (kernels/sliding/sliding.cuh) -------------------------------------
 // "bench_sliding sweep 5": 16M and 256M elements, 50 % kept, median of 5, GB/s = bytes read +
 // written per second (D2D copy in the same run 2970-3000 GB/s at 256M). Figures are select /
