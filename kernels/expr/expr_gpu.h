@@ -38,7 +38,11 @@
 namespace gpu2bs {
 namespace exprgpu {
 
-// Errors the generated code raises, as gpu2bs_raise codes (the host maps them to SQLSTATEs).
+// Errors the generated code raises, as gpu2bs_raise codes: the numbers of ExprFault
+// (src/core/pair_expr.h), which the CUDA engine turns back into ExprError with PostgreSQL's
+// SQLSTATE; Result::error carries the first one raised. The kernels themselves raise only
+// kHistogramNaN. (kInvalidArgument and kOutOfRange are older names: ExprFault's 2 and 3 are
+// Overflow and Underflow.)
 enum ExprError : int {
   kNoError = 0,
   kDivisionByZero = 1,   // 22012
