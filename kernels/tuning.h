@@ -207,6 +207,31 @@ constexpr size_t kResolveMinPoints = size_t(1) << 20;
 // Side of the cells where the walk stops on uniform data, in points (for the cost model).
 constexpr double kResolveStopPoints = 32.0;
 
+// --- pair expressions (kernels/expr/: NVRTC-compiled tile kernels) -------------------------
+// Threads per block and register rows per thread of the generated tile kernels (tile =
+// threads x rows rows of each side). The rows of side a sit in registers for every referenced
+// column, and the hot loop inlines the generated function 4 x rows times, so the rows stay
+// few: code size and NVRTC compile time grow with them. bench_expr sweep (H100, one run each,
+// kernel pairs/s): 200k x 200k Manhattan count float32 128x1 3.08e12, 128x2 2.38e12, 128x4
+// 2.20e12, 256x4 2.04e12, 512x2 2.48e12; float64 128x2 2.51e12, 128x4 1.45e12, 512x2 2.57e12;
+// 1e6-point self Euclidean count float32 128x2 2.99e12, 128x4 3.20e12, 256x4 3.22e12, 128x8
+// 3.22e12; float64 128x2 2.08e12, 128x4 2.15e12. 128x2 is near the best of each and compiles
+// in 280-370 ms cold (NVRTC with ptxas, fresh program).
+constexpr int kExprThreads = 128;
+constexpr int kExprRegRows = 2;
+constexpr int kExprRegRowsF64 = 2;
+// First slice before any measurement: pairs per second assumed, below the rate of cheap
+// expressions so an expensive one's first slice stays short; later slices are sized from the
+// measured rate.
+constexpr double kExprGuessPairsPerSec = 1e11;
+// Sum: most items (tile pairs) per slice, each with its (sum, comp) partial (16 bytes) copied
+// back and folded on the host in item order.
+constexpr long long kExprSumMaxItems = 1LL << 18;
+// Join: capacity of the direct output buffer in pairs (16 bytes each), at most, and at most
+// this fraction of the call's device memory budget left after the inputs.
+constexpr size_t kExprJoinCapPairs = size_t(1) << 22;
+constexpr double kExprJoinBudgetShare = 0.5;
+
 // --- in-place data sliding (kernels/sliding/sliding.cuh) -------------------------------------
 // "bench_sliding sweep 5": 16M and 256M elements, 10 and 50 % kept, median of 5, GB/s = bytes
 // read + written per second (D2D copy in the same run 2600-3020 GB/s at 256M). Figures are
