@@ -38,6 +38,6 @@ InfoRows nvrtc_info() { return {}; }
 }  // namespace exprgpu
 
 // No run-time compiler in this build: pair expressions run on the CPU.
-InfoRows expr_compiler_info() { return {{"nvrtc", "not built (no CUDA engine in this build)"}}; }
+InfoRows expr_compiler_info() { return {{"nvrtc_library", "not built (no CUDA engine in this build)"}}; }
 
 }  // namespace gpu2bs
