@@ -3,7 +3,7 @@
 // SQL layer from PostgreSQL's analyzed expression (never from user text). It has SQL's semantics:
 // NULL propagation, three-valued logic, float8 comparison with NaN equal to NaN and above every
 // other value, and the errors PostgreSQL's float functions raise (division by zero, overflow,
-// logarithm of zero, ...). The CPU engine evaluates it (pair_expr_cpu.cpp, vectorized over
+// logarithm of zero, ...). The CPU engine evaluates it (pair_expr_cpu.inc, vectorized over
 // tiles of pairs); the code generator turns it into the `gpu2bs_pair` source of the GPU ABI
 // (kernels/expr/expr_gpu.h). No PostgreSQL and no CUDA headers here.
 #pragma once
@@ -152,6 +152,10 @@ int pair_expr_bucket(double v, double lo, double hi, int nbuckets);
 // fixed order documented in docs/pair-expressions.md). Join pairs go to `sink` (dist = 0).
 // Throws ExprError for an evaluation error, Error(Interrupted) on cancel.
 PairExprResult cpu_pair_expr(const PairExprProblem& p, PairSink* sink, Control& ctl);
+// Test and benchmark hook: the instruction-set variant of cpu_pair_expr, 0 = automatic (the
+// widest the processor runs), 1 = generic, 2 = AVX2, 3 = AVX-512 (the caller checks that the
+// processor has it). Every variant returns the same bits.
+void set_cpu_pair_expr_isa(int isa);
 
 // The CUDA source of `gpu2bs_pair` (kernels/expr/expr_gpu.h) for the expression and kind:
 // generated from the tree only, constants as exact hexadecimal floating literals.

@@ -2,6 +2,7 @@
 // NULL/NaN/error rules, determinism of the sum, and the structure of the generated CUDA source.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <random>
@@ -262,4 +263,376 @@ TEST(PairExpr, WidthBucketAsPostgres15) {
   EXPECT_EQ(pair_expr_bucket(-0.1, 0.0, 1.0, 4), -1);
   EXPECT_EQ(pair_expr_bucket(1.0, 0.0, 1.0, 4), 4);
   EXPECT_EQ(pair_expr_bucket(INFINITY, 0.0, 1.0, 4), 4);
+}
+
+namespace {
+
+// Random programs for the vectorized evaluator against the scalar reference.
+struct Gen {
+  std::mt19937_64 g;
+  PairExpr e;
+  explicit Gen(unsigned seed) : g(seed) { e.ncols[0] = e.ncols[1] = 3; }
+  int pick(int n) { return int(g() % uint64_t(n)); }
+  int leaf() {
+    const int r = pick(10);
+    if (r < 7) return col(e, r % 2, pick(3));
+    static const double vals[] = {0.0, 1.0, -1.0, 0.5, 2.0, 1e-30, 1e30, 3.0e38, 1e300, INFINITY, NAN};
+    if (r < 9) return cst(e, vals[pick(11)]);
+    ExprNode n = N(ExprOp::Const);
+    n.is_null = true;
+    return e.add(n);
+  }
+  int num(int depth) {
+    if (depth == 0 || pick(6) == 0) return leaf();
+    static const ExprOp bin[] = {ExprOp::Add, ExprOp::Sub, ExprOp::Mul, ExprOp::Div, ExprOp::Add, ExprOp::Sub, ExprOp::Mul};
+    static const ExprOp un[] = {ExprOp::Neg, ExprOp::Abs, ExprOp::Sqrt, ExprOp::Radians, ExprOp::Degrees,
+                                ExprOp::Atan, ExprOp::Sin, ExprOp::Exp, ExprOp::Ln};
+    const int r = pick(20);
+    if (r < 9) return op(e, bin[pick(7)], {num(depth - 1), num(depth - 1)});
+    if (r < 13) return op(e, un[pick(9)], {num(depth - 1)});
+    if (r < 15) {
+      std::vector<int> a;
+      for (int k = 1 + pick(3); k > 0; --k) a.push_back(num(depth - 1));
+      return op(e, pick(2) ? ExprOp::Least : ExprOp::Greatest, a);
+    }
+    if (r < 16) {
+      ExprNode n = N(ExprOp::Const);
+      n.value = 2.0;
+      const int two = e.add(n);
+      return op(e, ExprOp::Pow, {num(depth - 1), two});
+    }
+    if (r < 17) return op(e, ExprOp::Atan2, {num(depth - 1), num(depth - 1)});
+    std::vector<int> a;
+    for (int k = 1 + pick(2); k > 0; --k) {
+      a.push_back(pred(depth - 1));
+      a.push_back(num(depth - 1));
+    }
+    a.push_back(num(depth - 1));
+    return e.add(N(ExprOp::Case), a);
+  }
+  int pred(int depth) {
+    const int r = depth == 0 ? 0 : pick(12);
+    if (r < 5) return cmp(e, CmpOp(pick(6)), num(std::max(depth - 1, 0)), num(std::max(depth - 1, 0)));
+    if (r < 8) {
+      std::vector<int> a;
+      for (int k = 2 + pick(2); k > 0; --k) a.push_back(pred(depth - 1));
+      return boolop(e, pick(2) ? ExprOp::And : ExprOp::Or, a);
+    }
+    if (r < 9) return boolop(e, ExprOp::Not, {pred(depth - 1)});
+    if (r < 10) return boolop(e, pick(2) ? ExprOp::IsNull : ExprOp::IsNotNull, {num(depth - 1)});
+    if (r < 11) {
+      ExprNode n = N(ExprOp::Truth, ExprType::Bool);
+      n.truth = Tri(pick(3));
+      return e.add(n);
+    }
+    std::vector<int> a = {pred(depth - 1), pred(depth - 1), pred(depth - 1)};
+    return e.add(N(ExprOp::Case, ExprType::Bool), a);
+  }
+};
+
+// Columns with NULLs, zeros, signed zeros, infinities, NaN, huge and tiny values: c0 in [-1, 1],
+// c1 positive, c2 mostly special values.
+struct Wild {
+  std::vector<double> a, b;
+  std::vector<uint8_t> an, bn;
+  ExprSide sa, sb;
+  Wild(int64_t na, int64_t nb, unsigned seed) {
+    std::mt19937_64 g(seed);
+    std::uniform_real_distribution<double> u(-1, 1);
+    static const double special[] = {0.0, -0.0, 1.0, -1.0, INFINITY, -INFINITY, NAN, 1e300, -1e300, 1e-300,
+                                     3.0e38, 1e-40, 1e-320, 2.0, 0.25};
+    auto fill = [&](std::vector<double>& d, std::vector<uint8_t>& nl, int64_t n) {
+      d.resize(size_t(3 * n));
+      nl.assign(d.size(), 0);
+      for (int64_t i = 0; i < n; ++i) {
+        d[size_t(i)] = g() % 40 == 0 ? special[g() % 15] : u(g);
+        d[size_t(n + i)] = g() % 40 == 0 ? special[g() % 15] : 0.1 + 10 * std::fabs(u(g));
+        d[size_t(2 * n + i)] = g() % 3 == 0 ? special[g() % 15] : u(g) * 100;
+        for (int c = 0; c < 3; ++c)
+          if (g() % 37 == 0) nl[size_t(c * n + i)] = 1;
+      }
+    };
+    fill(a, an, na);
+    fill(b, bn, nb);
+    sa = ExprSide{a.data(), an.data(), na, 3};
+    sb = ExprSide{b.data(), bn.data(), nb, 3};
+  }
+};
+
+// The reference over every pair in the CPU engine's documented order: count, the kept pairs,
+// the sum (items of min(256, max(1, 2^22 / |b|)) rows of a; in an item, runs of 256 rows of b,
+// then rows of a, then rows of b), the histogram, and the faults any pair raises.
+struct Ref {
+  uint64_t count = 0;
+  std::vector<std::pair<uint32_t, uint32_t>> pairs;     // predicate true
+  std::vector<std::pair<uint32_t, uint32_t>> pairs_v;   // and the value (if any) not NULL
+  double sum = 0;
+  uint64_t kept_values = 0;
+  std::vector<uint64_t> hist;
+  std::vector<ExprFault> faults;
+  bool hist_nan = false;
+};
+
+Ref reference_ordered(const PairExpr& e, Precision prec, const ExprSide& a, const ExprSide& b, bool self,
+                      double lo, double hi, int nbk) {
+  Ref r;
+  r.hist.assign(size_t(nbk), 0);
+  const int64_t na = a.n, nb = self ? a.n : b.n;
+  const int64_t rows = std::max<int64_t>(1, std::min<int64_t>(256, (int64_t(1) << 22) / nb));
+  for (int64_t i0 = 0; i0 < na; i0 += rows) {
+    const int64_t i1 = std::min(na, i0 + rows);
+    double s = 0;
+    for (int64_t jb = self ? i0 + 1 : 0; jb < nb; jb += 256)
+      for (int64_t i = i0; i < i1; ++i)
+        for (int64_t j = self ? std::max(jb, i + 1) : jb; j < std::min(nb, jb + 256); ++j) {
+          double v = 0;
+          bool vn = true;
+          Tri t;
+          try {
+            t = pair_expr_eval_one(e, prec, a, i, self ? a : b, j, &v, &vn);
+          } catch (const ExprError& x) {
+            if (std::find(r.faults.begin(), r.faults.end(), x.fault()) == r.faults.end()) r.faults.push_back(x.fault());
+            continue;
+          }
+          if (t != Tri::True) continue;
+          ++r.count;
+          r.pairs.push_back({uint32_t(i), uint32_t(j)});
+          if (e.value < 0 || !vn) r.pairs_v.push_back({uint32_t(i), uint32_t(j)});
+          if (e.value < 0 || vn) continue;
+          s += v;
+          ++r.kept_values;
+          if (v != v) {
+            r.hist_nan = true;
+            continue;
+          }
+          const int k = pair_expr_bucket(v, lo, hi, nbk);
+          if (k >= 0 && k < nbk) ++r.hist[size_t(k)];
+        }
+    r.sum += s;
+  }
+  return r;
+}
+
+struct Collect : PairSink {
+  std::vector<std::pair<uint32_t, uint32_t>> pairs;
+  void consume(const PairRecord* p, size_t n) override {
+    for (size_t k = 0; k < n; ++k) pairs.push_back({p[k].i, p[k].j});
+  }
+};
+
+// Runs one kind; returns false (and the fault in *fault) when it raised.
+bool engine_run(const PairExpr& e, Precision prec, const ExprSide& a, const ExprSide& b, bool self, PairExprKind kind,
+                int threads, PairExprResult* out, ExprFault* fault, Collect* sink = nullptr, double lo = -4,
+                double hi = 4, int nbk = 64) {
+  PairExprProblem p;
+  p.kind = kind;
+  p.self = self;
+  p.prec = prec;
+  p.a = a;
+  p.b = b;
+  p.expr = &e;
+  p.lo = lo;
+  p.hi = hi;
+  p.nbuckets = nbk;
+  Control ctl;
+  ctl.threads = threads;
+  try {
+    *out = cpu_pair_expr(p, sink, ctl);
+  } catch (const ExprError& x) {
+    *fault = x.fault();
+    return false;
+  }
+  return true;
+}
+
+// Every instruction-set variant this processor runs.
+std::vector<int> variants() {
+  std::vector<int> v = {1};
+#if defined(__x86_64__)
+  if (__builtin_cpu_supports("avx2")) v.push_back(2);
+  if (__builtin_cpu_supports("avx512f")) v.push_back(3);
+#endif
+  return v;
+}
+
+}  // namespace
+
+// Random predicates and values over data with NULLs, NaN, infinities, zeros and extreme values:
+// every instruction-set variant and thread count gives the reference's count, pairs, sum bits
+// and histogram, raises only faults that some pair raises and raises whenever one does.
+TEST(PairExpr, RandomProgramsMatchReferenceBitForBit) {
+  Wild d(70, 1300, 5);  // b spans runs of 256, 512 and 1024 lanes and a partial one
+  Wild ds(700, 1, 6);  // the self case: 700 rows (runs of 256 and 512 and a partial one)
+  int raised = 0, clean = 0, kept = 0;
+  for (unsigned seed = 1; seed <= 40; ++seed) {
+    Gen gen(seed);
+    gen.e.predicate = gen.pred(3);
+    if (seed % 3 != 0) gen.e.value = gen.num(3);
+    PairExpr& e = gen.e;
+    e.validate();
+    for (Precision prec : {Precision::Float64, Precision::Float32}) {
+      const bool self = seed % 6 == 0;
+      const ExprSide& a = self ? ds.sa : d.sa;
+      const ExprSide& b = self ? ds.sa : d.sb;
+      Ref want = reference_ordered(e, prec, a, b, self, -4, 4, 64);
+      const bool fails = !want.faults.empty();
+      (fails ? raised : clean) += 1;
+      kept += !want.pairs_v.empty();
+      for (int isa : variants()) {
+        set_cpu_pair_expr_isa(isa);
+        for (int threads : {1, 3}) {
+          SCOPED_TRACE("seed " + std::to_string(seed) + " prec " + std::to_string(int(prec)) + " isa " +
+                       std::to_string(isa) + " threads " + std::to_string(threads) + ": " + e.describe(e.predicate));
+          PairExprResult r;
+          ExprFault f = ExprFault::None;
+          const bool ok = engine_run(e, prec, a, b, self, PairExprKind::Count, threads, &r, &f);
+          EXPECT_EQ(ok, !fails);
+          if (!ok) {
+            EXPECT_NE(std::find(want.faults.begin(), want.faults.end(), f), want.faults.end()) << int(f);
+            continue;
+          }
+          // With a value, every kind keeps the pairs whose value is not NULL.
+          EXPECT_EQ(r.count, uint64_t(want.pairs_v.size()));
+          Collect sink;
+          ASSERT_TRUE(engine_run(e, prec, a, b, self, PairExprKind::Join, threads, &r, &f, &sink));
+          std::sort(sink.pairs.begin(), sink.pairs.end());
+          std::vector<std::pair<uint32_t, uint32_t>> wp = want.pairs_v;
+          std::sort(wp.begin(), wp.end());
+          EXPECT_EQ(sink.pairs, wp);
+          if (e.value < 0) continue;
+          ASSERT_TRUE(engine_run(e, prec, a, b, self, PairExprKind::Sum, threads, &r, &f));
+          EXPECT_EQ(r.count, want.kept_values);
+          if (!(std::isnan(r.sum) && std::isnan(want.sum))) {  // a NaN's payload is not observable in SQL
+            EXPECT_EQ(std::memcmp(&r.sum, &want.sum, sizeof r.sum), 0) << r.sum << " vs " << want.sum;
+          }
+          const bool hok = engine_run(e, prec, a, b, self, PairExprKind::Histogram, threads, &r, &f);
+          EXPECT_EQ(hok, !want.hist_nan);
+          if (hok) {
+            EXPECT_EQ(r.hist, want.hist);
+          } else {
+            EXPECT_EQ(f, ExprFault::HistogramNaN);
+          }
+        }
+      }
+      set_cpu_pair_expr_isa(0);
+    }
+  }
+  // The programs exercise both outcomes.
+  EXPECT_GT(raised, 10);
+  EXPECT_GT(clean, 10);
+  EXPECT_GT(kept, 10);
+}
+
+// An error at one lane anywhere in a run (first, last, across 256/512/1024-lane boundaries, the
+// last row of b) is raised, on every variant; guarded by AND, CASE or a NULL it is not.
+TEST(PairExpr, ErrorsAtRunBoundaries) {
+  const int64_t na = 3, nb = 2100;
+  for (Precision prec : {Precision::Float64, Precision::Float32}) {
+    for (int64_t at : {int64_t(0), int64_t(255), int64_t(256), int64_t(511), int64_t(512), int64_t(1023),
+                       int64_t(1024), int64_t(1025), int64_t(2047), nb - 1}) {
+      // c0: 1 except 0 at `at`; c1: 2 except huge at `at` (overflows a product); c2: NULL at `at`.
+      std::vector<double> a = {1.0, -2.0, 0.5, 1e200, 1e200, 1e200, 1.0, 1.0, 1.0};
+      std::vector<double> b(size_t(3 * nb), 2.0);
+      std::vector<uint8_t> an(a.size(), 0), bn(b.size(), 0);
+      for (int64_t j = 0; j < nb; ++j) b[size_t(j)] = 1.0;
+      b[size_t(at)] = 0.0;
+      b[size_t(nb + at)] = prec == Precision::Float32 ? 1e38 : 1e300;
+      bn[size_t(2 * nb + at)] = 1;
+      if (prec == Precision::Float32) a[3] = a[4] = a[5] = 1e30;
+      ExprSide sa{a.data(), an.data(), na, 3}, sb{b.data(), bn.data(), nb, 3};
+      struct Case {
+        PairExpr e;
+        ExprFault want;  // None: no error
+      };
+      std::vector<Case> cases;
+      {  // a.c0 / b.c0 > 0
+        PairExpr e;
+        e.ncols[0] = e.ncols[1] = 3;
+        e.predicate = cmp(e, CmpOp::Gt, op(e, ExprOp::Div, {col(e, 0, 0), col(e, 1, 0)}), cst(e, 0));
+        cases.push_back({e, ExprFault::DivisionByZero});
+      }
+      {  // b.c0 <> 0 AND a.c0 / b.c0 > 0
+        PairExpr e;
+        e.ncols[0] = e.ncols[1] = 3;
+        int g = cmp(e, CmpOp::Ne, col(e, 1, 0), cst(e, 0));
+        int q = cmp(e, CmpOp::Gt, op(e, ExprOp::Div, {col(e, 0, 0), col(e, 1, 0)}), cst(e, 0));
+        e.predicate = boolop(e, ExprOp::And, {g, q});
+        cases.push_back({e, ExprFault::None});
+      }
+      {  // CASE WHEN b.c0 = 0 THEN 0 ELSE a.c0 / b.c0 END > 0
+        PairExpr e;
+        e.ncols[0] = e.ncols[1] = 3;
+        int g = cmp(e, CmpOp::Eq, col(e, 1, 0), cst(e, 0));
+        int v = e.add(N(ExprOp::Case), {g, cst(e, 0), op(e, ExprOp::Div, {col(e, 0, 0), col(e, 1, 0)})});
+        e.predicate = cmp(e, CmpOp::Gt, v, cst(e, 0));
+        cases.push_back({e, ExprFault::None});
+      }
+      {  // a.c1 * b.c1 > 0: overflow at `at`
+        PairExpr e;
+        e.ncols[0] = e.ncols[1] = 3;
+        e.predicate = cmp(e, CmpOp::Gt, op(e, ExprOp::Mul, {col(e, 0, 1), col(e, 1, 1)}), cst(e, 0));
+        cases.push_back({e, ExprFault::Overflow});
+      }
+      {  // a.c1 * (b.c1 + b.c2 * 0) > 0: the overflowing lane is NULL
+        PairExpr e;
+        e.ncols[0] = e.ncols[1] = 3;
+        int nul = op(e, ExprOp::Add, {col(e, 1, 1), op(e, ExprOp::Mul, {col(e, 1, 2), cst(e, 0)})});
+        e.predicate = cmp(e, CmpOp::Gt, op(e, ExprOp::Mul, {col(e, 0, 1), nul}), cst(e, 0));
+        cases.push_back({e, ExprFault::None});
+      }
+      {  // sqrt(b.c0 - 0.5) >= 0: negative at `at`
+        PairExpr e;
+        e.ncols[0] = e.ncols[1] = 3;
+        e.predicate = cmp(e, CmpOp::Ge, op(e, ExprOp::Sqrt, {op(e, ExprOp::Sub, {col(e, 1, 0), cst(e, 0.5)})}), cst(e, 0));
+        cases.push_back({e, ExprFault::SqrtNegative});
+      }
+      for (auto& c : cases) {
+        for (int isa : variants()) {
+          set_cpu_pair_expr_isa(isa);
+          for (PairExprKind kind : {PairExprKind::Count, PairExprKind::Join}) {
+            SCOPED_TRACE("at " + std::to_string(at) + " isa " + std::to_string(isa) + ": " + c.e.describe(c.e.predicate));
+            PairExprResult r;
+            ExprFault f = ExprFault::None;
+            Collect sink;
+            const bool ok = engine_run(c.e, prec, sa, sb, false, kind, 2, &r, &f, &sink);
+            EXPECT_EQ(ok, c.want == ExprFault::None);
+            if (!ok) {
+              EXPECT_EQ(f, c.want);
+            } else {
+              EXPECT_EQ(r.count, reference(c.e, prec, sa, sb, false, PairExprKind::Count).count);
+            }
+          }
+        }
+        set_cpu_pair_expr_isa(0);
+      }
+    }
+  }
+}
+
+// Every comparison of a column of b with a constant or a column of a (either side first), over
+// values with NaN, infinities, signed zeros and NULLs: PostgreSQL's NaN order on every variant.
+TEST(PairExpr, ComparisonsWithUniformOperandsFollowNanOrder) {
+  Wild d(40, 1100, 9);
+  const double consts[] = {0.0, -0.0, 1.0, NAN, INFINITY, -INFINITY};
+  for (Precision prec : {Precision::Float64, Precision::Float32}) {
+    for (int c = 0; c < 6; ++c) {
+      for (int form = 0; form < 4; ++form) {
+        for (double k : consts) {
+          if (form >= 2 && k != 0.0) continue;  // forms 2, 3 compare with a column of a
+          PairExpr e;
+          e.ncols[0] = e.ncols[1] = 3;
+          const int bc = col(e, 1, 2);  // a third special values, some NULL
+          const int u = form >= 2 ? col(e, 0, 2) : cst(e, k);
+          e.predicate = form % 2 == 0 ? cmp(e, CmpOp(c), bc, u) : cmp(e, CmpOp(c), u, bc);
+          const uint64_t want = reference(e, prec, d.sa, d.sb, false, PairExprKind::Count).count;
+          for (int isa : variants()) {
+            set_cpu_pair_expr_isa(isa);
+            SCOPED_TRACE(e.describe(e.predicate) + " k " + std::to_string(k) + " isa " + std::to_string(isa));
+            EXPECT_EQ(run(e, prec, d.sa, d.sb, false, PairExprKind::Count).count, want);
+          }
+          set_cpu_pair_expr_isa(0);
+        }
+      }
+    }
+  }
 }
