@@ -39,22 +39,22 @@ class NullSink final : public PairSink {
   void consume(const PairRecord*, size_t) override {}
 };
 
-// Union-find over point indices (union by rank, path halving) joined by core-core pairs, and
+// Union-find over the core points (union by rank, path halving) joined by core-core pairs, and
 // for each point that is not core the nearest core point seen so far (dist, then key, then
-// index).
+// index). The parent array also marks the points that are not core (kNone), so a pair costs one
+// read per end before any find.
 class ClusterSink final : public PairSink {
  public:
   ClusterSink(const std::vector<uint8_t>& core, const int64_t* keys, size_t n)
-      : core_(core), keys_(keys), parent_(n), rank_(n, 0), near_(n, kNone),
-        near_d_(n, HUGE_VAL) {
-    for (size_t i = 0; i < n; ++i) parent_[i] = uint32_t(i);
+      : keys_(keys), parent_(n), rank_(n, 0), near_(n, kNone), near_d_(n, HUGE_VAL) {
+    for (size_t i = 0; i < n; ++i) parent_[i] = core[i] ? uint32_t(i) : kNone;
   }
 
   void consume(const PairRecord* pairs, size_t n) override {
-    const uint8_t* core = core_.data();
+    const uint32_t* par = parent_.data();
     for (size_t p = 0; p < n; ++p) {
       const PairRecord& r = pairs[p];
-      const bool ci = core[r.i], cj = core[r.j];
+      const bool ci = par[r.i] != kNone, cj = par[r.j] != kNone;
       if (ci && cj)
         unite(r.i, r.j);
       else if (ci)
@@ -65,7 +65,7 @@ class ClusterSink final : public PairSink {
     seen += n;
   }
 
-  // The representative of the set of point x (halving the path on the way).
+  // The representative of the set of core point x (halving the path on the way).
   uint32_t find(uint32_t x) {
     uint32_t* par = parent_.data();
     while (par[x] != x) {
@@ -107,9 +107,8 @@ class ClusterSink final : public PairSink {
     near_d_[b] = d;
   }
 
-  const std::vector<uint8_t>& core_;
   const int64_t* keys_;
-  std::vector<uint32_t> parent_;
+  std::vector<uint32_t> parent_;  // kNone: not a core point
   std::vector<uint8_t> rank_;
   std::vector<uint32_t> near_;
   std::vector<double> near_d_;
