@@ -184,6 +184,8 @@ SELECT count(*) FROM gpu_dbscan('pts3_null', 2.0, 3, '{x,y}');
 CREATE TABLE keyed (k bigint, id int, a int, b numeric);
 INSERT INTO keyed SELECT g * 10, 1, g % 4, (g % 4) / 2.0 FROM generate_series(1, 12) g;
 SELECT * FROM gpu_dbscan('keyed', 0.6, 3, '{a,b}', 'k') ORDER BY id;
+-- named notation: the argument id names the key column, the result column id is the key
+SELECT * FROM gpu_dbscan(rel => 'keyed', minpoints => 3, eps => 0.6, id => 'k', coords => '{a,b}') WHERE id <= 40;
 
 -- NULL arguments: no rows
 SELECT count(*) FROM gpu_dbscan(NULL, 1, 2);
