@@ -3,34 +3,71 @@
 #include "dbscan.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <limits>
 #include <string>
 
 #include "error.h"
+#include "parallel.h"
 
 namespace gpu2bs {
 
 namespace {
 
 constexpr uint32_t kNone = std::numeric_limits<uint32_t>::max();
+// A call handing over at least this many pairs is split into chunks of kChunkPairs processed on
+// ctl.threads workers (the GPU engine hands over long runs of pages; the CPU engine's pages,
+// made while its own workers run, are smaller and are processed on the calling thread).
+constexpr size_t kChunkPairs = 16384;
+constexpr size_t kParallelPairs = 4 * kChunkPairs;
+// Spin locks guarding the nearest-core records of points that are not core, by point index.
+constexpr size_t kOfferLocks = 4096;
+
+// Runs fn(begin, end) over [0, n) pairs: on the calling thread, or in chunks on ctl.threads
+// workers when n is large. Returns whether it ran in parallel.
+template <typename F>
+bool for_pairs(Control& ctl, size_t n, F&& fn) {
+  if (n < kParallelPairs || ctl.threads < 2) {
+    fn(size_t(0), n, false);
+    return false;
+  }
+  const size_t chunks = (n + kChunkPairs - 1) / kChunkPairs;
+  parallel_for(ctl, chunks, [&](size_t c, int) {
+    fn(c * kChunkPairs, std::min(n, (c + 1) * kChunkPairs), true);
+  });
+  return true;
+}
 
 // Counts, for every point, the pairs it belongs to (both ends of each pair).
 class DegreeSink final : public PairSink {
  public:
-  explicit DegreeSink(std::vector<uint32_t>& deg) : deg_(deg) {}
+  DegreeSink(size_t n, Control& ctl) : deg_(n), ctl_(ctl) {
+    for (auto& d : deg_) d.store(0, std::memory_order_relaxed);
+  }
   void consume(const PairRecord* pairs, size_t n) override {
-    uint32_t* d = deg_.data();
-    for (size_t p = 0; p < n; ++p) {
-      ++d[pairs[p].i];
-      ++d[pairs[p].j];
-    }
+    std::atomic<uint32_t>* d = deg_.data();
+    for_pairs(ctl_, n, [&](size_t b, size_t e, bool shared) {
+      if (shared) {
+        for (size_t p = b; p < e; ++p) {
+          d[pairs[p].i].fetch_add(1, std::memory_order_relaxed);
+          d[pairs[p].j].fetch_add(1, std::memory_order_relaxed);
+        }
+      } else {  // one thread: plain increments
+        for (size_t p = b; p < e; ++p) {
+          d[pairs[p].i].store(d[pairs[p].i].load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+          d[pairs[p].j].store(d[pairs[p].j].load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+        }
+      }
+    });
     seen += n;
   }
+  uint32_t degree(size_t g) const { return deg_[g].load(std::memory_order_relaxed); }
   uint64_t seen = 0;
 
  private:
-  std::vector<uint32_t>& deg_;
+  std::vector<std::atomic<uint32_t>> deg_;
+  Control& ctl_;
 };
 
 // Drops the pages an engine hands over while it computes a reduction itself (none are expected).
@@ -39,40 +76,49 @@ class NullSink final : public PairSink {
   void consume(const PairRecord*, size_t) override {}
 };
 
-// Union-find over the core points (union by rank, path halving) joined by core-core pairs, and
-// for each point that is not core the nearest core point seen so far (dist, then key, then
-// index). The parent array also marks the points that are not core (kNone), so a pair costs one
-// read per end before any find.
+// Union-find over the core points joined by core-core pairs, and for each point that is not core
+// the nearest core point seen so far (dist, then key, then index). Safe for concurrent use
+// (chunks of one call on several workers): a root is linked under the root of smaller index by
+// compare-and-swap, so every parent index is at most its child's (no cycles) and the sets do not
+// depend on the order of the unions; paths are halved on the way. Nearest-core records are
+// updated under striped spin locks. The parent array also marks the points that are not core
+// (kNone), so a pair costs one read per end before any find.
 class ClusterSink final : public PairSink {
  public:
-  ClusterSink(const std::vector<uint8_t>& core, const int64_t* keys, size_t n)
-      : keys_(keys), parent_(n), rank_(n, 0), near_(n, kNone), near_d_(n, HUGE_VAL) {
-    for (size_t i = 0; i < n; ++i) parent_[i] = core[i] ? uint32_t(i) : kNone;
+  ClusterSink(const std::vector<uint8_t>& core, const int64_t* keys, size_t n, Control& ctl)
+      : keys_(keys), ctl_(ctl), parent_(n), near_(n, kNone), near_d_(n, HUGE_VAL), locks_(kOfferLocks) {
+    for (size_t i = 0; i < n; ++i) parent_[i].store(core[i] ? uint32_t(i) : kNone, std::memory_order_relaxed);
+    for (auto& l : locks_) l.store(0, std::memory_order_relaxed);
   }
 
   void consume(const PairRecord* pairs, size_t n) override {
-    const uint32_t* par = parent_.data();
-    for (size_t p = 0; p < n; ++p) {
-      const PairRecord& r = pairs[p];
-      const bool ci = par[r.i] != kNone, cj = par[r.j] != kNone;
-      if (ci && cj)
-        unite(r.i, r.j);
-      else if (ci)
-        offer(r.j, r.i, r.dist);
-      else if (cj)
-        offer(r.i, r.j, r.dist);
-    }
+    const std::atomic<uint32_t>* par = parent_.data();
+    for_pairs(ctl_, n, [&](size_t b, size_t e, bool shared) {
+      for (size_t p = b; p < e; ++p) {
+        const PairRecord& r = pairs[p];
+        const bool ci = par[r.i].load(std::memory_order_relaxed) != kNone;
+        const bool cj = par[r.j].load(std::memory_order_relaxed) != kNone;
+        if (ci && cj)
+          unite(r.i, r.j);
+        else if (ci)
+          offer(r.j, r.i, r.dist, shared);
+        else if (cj)
+          offer(r.i, r.j, r.dist, shared);
+      }
+    });
     seen += n;
   }
 
   // The representative of the set of core point x (halving the path on the way).
   uint32_t find(uint32_t x) {
-    uint32_t* par = parent_.data();
-    while (par[x] != x) {
-      par[x] = par[par[x]];
-      x = par[x];
+    std::atomic<uint32_t>* par = parent_.data();
+    for (;;) {
+      uint32_t p = par[x].load(std::memory_order_relaxed);
+      if (p == x) return x;
+      const uint32_t gp = par[p].load(std::memory_order_relaxed);
+      if (gp != p) par[x].compare_exchange_weak(p, gp, std::memory_order_relaxed);
+      x = gp;
     }
-    return x;
   }
 
   // The nearest core point of a point that is not core (kNone: no core point within eps).
@@ -82,36 +128,43 @@ class ClusterSink final : public PairSink {
 
  private:
   void unite(uint32_t a, uint32_t b) {
-    a = find(a);
-    b = find(b);
-    if (a == b) return;
-    if (rank_[a] < rank_[b]) std::swap(a, b);
-    parent_[b] = a;
-    if (rank_[a] == rank_[b]) ++rank_[a];
+    for (;;) {
+      a = find(a);
+      b = find(b);
+      if (a == b) return;
+      if (a < b) std::swap(a, b);  // a, the larger index, goes under b
+      uint32_t expect = a;
+      if (parent_[a].compare_exchange_strong(expect, b, std::memory_order_relaxed)) return;
+    }
   }
 
   // Core point c at distance d of point b (not core): kept when nearer than b's current one,
   // ties by the smaller key, then the smaller index, so the choice does not depend on the order
   // pairs arrive in.
-  void offer(uint32_t b, uint32_t c, double d) {
+  void offer(uint32_t b, uint32_t c, double d, bool shared) {
+    std::atomic<uint8_t>* lk = shared ? &locks_[b % kOfferLocks] : nullptr;
+    if (lk)
+      while (lk->exchange(1, std::memory_order_acquire)) {
+      }
     const uint32_t cur = near_[b];
+    bool take = true;
     if (cur != kNone) {
       const double cd = near_d_[b];
-      if (d > cd) return;
-      if (d == cd) {
-        if (keys_[c] > keys_[cur]) return;
-        if (keys_[c] == keys_[cur] && c > cur) return;
-      }
+      take = d < cd || (d == cd && (keys_[c] < keys_[cur] || (keys_[c] == keys_[cur] && c < cur)));
     }
-    near_[b] = c;
-    near_d_[b] = d;
+    if (take) {
+      near_[b] = c;
+      near_d_[b] = d;
+    }
+    if (lk) lk->store(0, std::memory_order_release);
   }
 
   const int64_t* keys_;
-  std::vector<uint32_t> parent_;  // kNone: not a core point
-  std::vector<uint8_t> rank_;
+  Control& ctl_;
+  std::vector<std::atomic<uint32_t>> parent_;  // kNone: not a core point
   std::vector<uint32_t> near_;
   std::vector<double> near_d_;
+  std::vector<std::atomic<uint8_t>> locks_;
 };
 
 }  // namespace
@@ -155,11 +208,10 @@ DbscanResult dbscan(Engine& eng, const SimjoinProblem& p, const int64_t* keys, i
       }
       for (size_t g = 0; g < n; ++g) core[g] = deg[g] >= need;
     } else {
-      std::vector<uint32_t> deg(n, 0);
-      DegreeSink sink(deg);
+      DegreeSink sink(n, ctl);
       eng.simjoin(p, sink, ctl);
       res.pairs_seen += sink.seen;
-      for (size_t g = 0; g < n; ++g) core[g] = deg[g] >= need;
+      for (size_t g = 0; g < n; ++g) core[g] = sink.degree(g) >= need;
     }
   }
   for (size_t g = 0; g < n; ++g) res.core_points += core[g];
@@ -169,7 +221,7 @@ DbscanResult dbscan(Engine& eng, const SimjoinProblem& p, const int64_t* keys, i
   }
 
   // Pass 2: components of the core points, nearest core point of the others.
-  ClusterSink cs(core, keys, n);
+  ClusterSink cs(core, keys, n, ctl);
   eng.simjoin(p, cs, ctl);
   res.pairs_seen += cs.seen;
 

@@ -35,9 +35,10 @@ struct DbscanResult {
 // points have keys `keys` (one per point of p.a). Pass 1 counts the neighbours of every point:
 // on an engine that reduces Group on its own, as two per-point counts (the id1 and the id2 end
 // of each pair) that never leave it; otherwise from the pair pages, both ends of each pair.
-// Pass 2 reads the pair pages again into a union-find over the core points (union by rank,
-// path halving) and the nearest core point of every other point; no pair is stored, so memory
-// is O(n) beside the engine's pages. Throws Error(InvalidParameter) for minpoints < 1,
+// Pass 2 reads the pair pages again into a union-find over the core points (roots linked by
+// index with compare-and-swap, path halving) and the nearest core point of every other point;
+// a call handing over a long run of pairs (the GPU engine's) is split among ctl.threads
+// workers. No pair is stored, so memory is O(n) beside the engine's pages. Throws Error(InvalidParameter) for minpoints < 1,
 // Error(ProgramLimit) past 2^31 - 1 clusters, and what the engine throws (Interrupted).
 DbscanResult dbscan(Engine& eng, const SimjoinProblem& p, const int64_t* keys, int64_t minpoints,
                     Control& ctl);

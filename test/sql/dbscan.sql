@@ -205,6 +205,18 @@ SELECT sqlstate_of($$SELECT * FROM gpu_dbscan('pts2', 0, 2)$$) AS eps_0,
        sqlstate_of($$SELECT * FROM gpu_dbscan('pts2', 1, 0)$$) AS minpoints_0,
        sqlstate_of($$SELECT * FROM gpu_dbscan('pts2', 1, 2, '{x,nope}')$$) AS no_column;
 
+-- long pages (gpu2bs.result_page_pairs): calls of more than 65,536 pairs are shared among the
+-- CPU threads (as the GPU engine's runs of pages are); the same clusters as with short pages
+CREATE TEMP TABLE dmid AS
+  SELECT g AS id, (g % 20) * 0.05 + 0.02 * random() AS x, (g % 7) * 0.1 + 0.03 * random() AS y
+  FROM generate_series(1, 20000) g;
+INSERT INTO dmid SELECT 20000 + g, random(), random() FROM generate_series(1, 2000) g;
+CREATE TEMP TABLE dmid_short AS SELECT * FROM gpu_dbscan('dmid', 0.004, 12);
+SET gpu2bs.result_page_pairs = 4194304;
+SELECT * FROM cmp_clusters('SELECT * FROM gpu_dbscan(''dmid'', 0.004, 12)', 'SELECT * FROM dmid_short');
+SELECT count(*) > 65536 AS long_pages FROM gpu_simjoin('dmid', 0.004);
+RESET gpu2bs.result_page_pairs;
+
 -- query cancel while the join runs (4.5e10 pairs within eps = Infinity): 57014, and the session
 -- stays usable
 CREATE TEMP TABLE dbig AS SELECT g AS id, random() AS x, random() AS y FROM generate_series(1, 300000) g;

@@ -157,9 +157,49 @@ class GroupingEngine final : public Engine {
   std::unique_ptr<Engine> cpu_;
 };
 
-void check(Engine& eng, const Pts& p, double eps, int64_t minpoints, const char* what) {
+// The CPU engine's pairs handed over in one call per join (as the GPU engine hands over long runs
+// of pages), so the sinks split them among workers; Group reductions as GroupingEngine.
+class BatchEngine final : public Engine {
+ public:
+  BatchEngine() : cpu_(make_cpu_engine()) {}
+  std::string name() const override { return "cpu+batch"; }
+  std::vector<uint64_t> sdh(const SdhProblem& p, Control& c) override { return cpu_->sdh(p, c); }
+  uint64_t pair_count(const PairCountProblem& p, Control& c) override { return cpu_->pair_count(p, c); }
+  void pairwise(const PairwiseProblem& p, PairSink& s, Control& c) override { cpu_->pairwise(p, s, c); }
+  bool reduces_pairs(PairReduce::Kind k) const override { return k == PairReduce::Group; }
+  void simjoin(const SimjoinProblem& p, PairSink& sink, Control& ctl) override {
+    struct All final : PairSink {
+      std::vector<PairRecord> v;
+      void consume(const PairRecord* pairs, size_t n) override { v.insert(v.end(), pairs, pairs + n); }
+    } all;
+    SimjoinProblem q = p;
+    q.reduce = nullptr;
+    cpu_->simjoin(q, all, ctl);
+    largest_call = std::max(largest_call, all.v.size());
+    if (!p.reduce) {
+      std::reverse(all.v.begin(), all.v.end());  // another order than the pages came in
+      sink.consume(all.v.data(), all.v.size());
+      return;
+    }
+    PairReduce& r = *p.reduce;
+    r.group_count.assign(p.a.n, 0);
+    r.group_min.assign(p.a.n, 0);
+    r.group_max.assign(p.a.n, 0);
+    for (const PairRecord& x : all.v) {
+      const bool i_small = r.keys_a[x.i] <= r.keys_a[x.j];
+      ++r.group_count[(r.side == 0) == i_small ? x.i : x.j];
+    }
+    r.done = true;
+  }
+  size_t largest_call = 0;
+
+ private:
+  std::unique_ptr<Engine> cpu_;
+};
+
+void check(Engine& eng, const Pts& p, double eps, int64_t minpoints, const char* what, int threads = 2) {
   Control ctl;
-  ctl.threads = 2;
+  ctl.threads = threads;
   SimjoinProblem prob = make_simjoin(p.view(), nullptr, eps, Precision::Float64, 0);
   const DbscanResult got = dbscan(eng, prob, p.keys.data(), minpoints, ctl);
   const std::vector<int32_t> want = reference(p, eps, minpoints);
@@ -191,6 +231,18 @@ TEST(Dbscan, BlobsAgainstBruteForce) {
   for (Engine* eng : {cpu.get(), static_cast<Engine*>(&grouping)})
     for (auto [eps, mp] : std::vector<std::pair<double, int64_t>>{{0.005, 4}, {0.01, 10}, {0.02, 30}, {0.003, 2}})
       check(*eng, p, eps, mp, "blobs");
+}
+
+TEST(Dbscan, LongRunsOnSeveralWorkers) {
+  // Calls of more than 65,536 pairs: counts and union-find shared by 4 workers.
+  BatchEngine batch;
+  const Pts b = blobs(3000, 9);
+  for (auto [eps, mp] : std::vector<std::pair<double, int64_t>>{{0.01, 10}, {0.02, 40}, {0.01, 1}})
+    check(batch, b, eps, mp, "blobs, one call per join", 4);
+  const Pts l = lattice(1200, 30, 3);
+  for (auto [eps, mp] : std::vector<std::pair<double, int64_t>>{{2.0, 20}, {1.5, 12}})
+    check(batch, l, eps, mp, "lattice, one call per join", 4);
+  EXPECT_GT(batch.largest_call, size_t(65536));
 }
 
 TEST(Dbscan, EmptyAndErrors) {
