@@ -35,6 +35,7 @@ with open(path, "w") as f:
 PY
 q() { psql -X -q -At -v ON_ERROR_STOP=1 "$@"; }
 q <<SQL
+SET client_min_messages = warning;
 CREATE EXTENSION IF NOT EXISTS gpu2bs; CREATE EXTENSION IF NOT EXISTS postgis;
 DROP TABLE IF EXISTS bench_dbscan;
 CREATE TABLE bench_dbscan (id bigint PRIMARY KEY, x float8, y float8);
@@ -62,7 +63,7 @@ echo "| ST_ClusterDBSCAN | PostGIS $(q -c 'SELECT postgis_lib_version()') | $n |
 for prec in float4 float8; do
   median3 "SET gpu2bs.precision = $prec; SELECT $summary FROM (SELECT cluster AS c FROM gpu_dbscan('bench_dbscan', $eps, $minpoints, '{x,y}')) s"
   eng=$(q -c "SET gpu2bs.precision = $prec; SELECT count(*) FROM gpu_dbscan('bench_dbscan', $eps, $minpoints, '{x,y}')" \
-          -c "SELECT string_agg(value, ' ') FROM gpu2bs_info() WHERE name IN ('last_engine', 'threads')" | tail -1)
+          -c "SELECT string_agg(name || ' ' || value, ', ' ORDER BY name) FROM gpu2bs_info() WHERE name IN ('last_engine', 'cpu_threads')" | tail -1)
   echo "| gpu_dbscan ($prec) | $eng | $n | $eps | $minpoints | $out | $med | $all | "
   echo "speedup over ST_ClusterDBSCAN ($prec): $(awk -v a="$pg_ms" -v b="$med" 'BEGIN { printf "%.1fx", a / b }')" >&2
 done
