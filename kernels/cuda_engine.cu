@@ -11,6 +11,8 @@
 #include <thread>
 
 #include "common.cuh"
+#include "expr/expr_gpu.h"
+#include "core/pair_expr.h"
 #include "pairwise/pairwise_api.h"
 
 namespace gpu2bs {
@@ -426,6 +428,40 @@ class CudaEngine final : public Engine {
   bool applies_pair_filter() const override { return true; }
   bool reduces_pairs(PairReduce::Kind) const override { return true; }
 
+  // Pair expressions: the generated `gpu2bs_pair` source compiled with NVRTC and run in the
+  // tiled kernel families (kernels/expr/); device faults come back as PostgreSQL's errors.
+  PairExprResult pair_expr(const PairExprProblem& p, PairSink* sink, Control& ctl) override {
+    last_run() = LastRun();
+    exprgpu::Job job;
+    switch (p.kind) {
+      case PairExprKind::Count: job.kind = exprgpu::Kind::Count; break;
+      case PairExprKind::Sum: job.kind = exprgpu::Kind::Sum; break;
+      case PairExprKind::Histogram: job.kind = exprgpu::Kind::Histogram; break;
+      case PairExprKind::Join: job.kind = exprgpu::Kind::Join; break;
+    }
+    job.self = p.self;
+    job.float32 = p.prec == Precision::Float32;
+    job.a = exprgpu::Side{p.a.data, p.a.nulls, p.a.n, p.a.ncols};
+    job.b = p.self ? job.a : exprgpu::Side{p.b.data, p.b.nulls, p.b.n, p.b.ncols};
+    job.device_source = p.device_source.empty() ? generate_pair_source(*p.expr, p.kind, p.prec) : p.device_source;
+    job.lo = p.lo;
+    job.hi = p.hi;
+    job.nbuckets = p.nbuckets;
+    job.max_pairs = p.max_pairs;
+    exprgpu::Result r = exprgpu::run(job, sink, ctl);
+    if (r.error > 0 && r.error < kExprFaultCount) throw ExprError(ExprFault(r.error));
+    if (r.error != 0)
+      throw Error(ErrorCode::Internal, "pair expression kernel reported an unknown error code " + std::to_string(r.error));
+    PairExprResult out;
+    out.count = r.count;
+    out.sum = r.sum;
+    out.sum_has_inf = false;  // the device sum does not say; an infinite sum is reported as overflow
+    out.hist = std::move(r.hist);
+    return out;
+  }
+
+  bool pair_expr_available(std::string* why) const override { return exprgpu::nvrtc_available(why); }
+
   void pairwise(const PairwiseProblem& p, PairSink& sink, Control& ctl) override {
     last_run() = LastRun();
     cuda::pairwise(p, sink, ctl);
@@ -552,5 +588,7 @@ InfoRows cuda_info() {
 }
 
 bool built_with_cuda() { return true; }
+
+InfoRows expr_compiler_info() { return exprgpu::nvrtc_info(); }
 
 }  // namespace gpu2bs

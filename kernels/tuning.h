@@ -207,6 +207,32 @@ constexpr size_t kResolveMinPoints = size_t(1) << 20;
 // Side of the cells where the walk stops on uniform data, in points (for the cost model).
 constexpr double kResolveStopPoints = 32.0;
 
+// --- in-place data sliding (kernels/sliding/sliding.cuh) -------------------------------------
+// "bench_sliding sweep 5": 16M and 256M elements, 50 % kept, median of 5, GB/s = bytes read +
+// written per second (D2D copy in the same run 2970-3000 GB/s at 256M). Figures are select /
+// unique / partition at 256M.
+// Threads per block and 16-byte vectors per thread, for elements of 4, 8 and 16 bytes (tile =
+// threads x vectors x 16 bytes: 32 KiB). 4 B: 256x8 2020 / 1915 / 1559, 128x8 1798 / 1698 /
+// 1500, 256x6 1750 / 1674 / 1525, 256x4 1612 / 1547 / 1429 (min blocks 4, 8, 4, 6); 8 B: 256x8
+// 2036 / 1938 / 1553, 128x8 1820 / 1711 / 1481, 256x6 1890 / 1678 / 1435, 256x4 1614 / 1549 /
+// 1361; 16 B: 256x8 2028 / 1984 / 1598, 128x8 1884 / 1758 / 1549, 256x6 1938 / 1750 / 1565.
+constexpr int kSlideThreads[3] = {256, 256, 256};
+constexpr int kSlideVecs[3] = {8, 8, 8};
+// Resident blocks per SM asked of the compiler (__launch_bounds__), which caps the registers
+// (4: 64, 3: 85). 256x8, min blocks 3 / 4 / 5: 4 B 1902 / 2020 / 2081 (select), 1759 / 1915 /
+// 1719 (unique), 1575 / 1559 / 1208 (partition); 8 B 2033 / 2036 / 2099, 1762 / 1938 / 1642,
+// 1494 / 1553 / 1506; 16 B 2021 / 2028 / 2150, 2002 / 1984 / 1690, 1599 / 1598 / 1621.
+// 5 (at most 48 registers) loses on unique and partition. 8 B: 4 is faster for unique (+10 %)
+// and partition (+4 %) in the sweep; the full "bench_sliding 5" table (every selectivity) is
+// measured at 3.
+constexpr int kSlideMinBlocks[3] = {4, 3, 3};
+// Tile ids from the atomic counter (true: forward progress whatever the block scheduling) or
+// from blockIdx.x (relies on in-order dispatch). blockIdx.x at 256x8, min blocks 4: 4 B 2026 /
+// 1926 / 1582, 8 B 2040 / 1954 / 1562, 16 B 2021 / 1986 / 1599: within 1.5 % of the counter.
+constexpr bool kSlideAtomicIds[3] = {true, true, true};
+// Most blocks of partition's append kernel (256 threads, grid-stride over 16-byte chunks).
+constexpr int kSlideAppendBlocks = 4096;
+
 // --- transfers ---------------------------------------------------------------------------------
 // Pinned staging buffer (two halves, double-buffered uploads and page drains), kept for the
 // life of the process after first use (each cudaHostAlloc of it costs several ms: bench_kernels

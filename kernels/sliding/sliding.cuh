@@ -5,12 +5,12 @@
 // Method: the irregular data-sliding algorithm of J. Gómez-Luna, L.-W. Chang, I.-J. Sung,
 // W.-M. Hwu, N. Guil, "In-Place Data Sliding Algorithms for Many-Core Architectures" (ICPP 2015),
 // Algorithm 2: a block ("work-group") takes a dynamic tile id from an atomic counter, loads its
-// tile (kThreads x items_per_thread elements) into registers, counts the kept elements, then
-// synchronizes with the blocks before it, which hands it the running offset (the number of kept
-// elements before its tile), publishes its own inclusive offset, and stores its kept elements at
-// the offset. Every block stores only after all blocks before it have loaded, and a block's
-// output range ends at or before the end of its own tile, so no element is overwritten before it
-// was read: the array is its own output.
+// tile (threads x vectors 16-byte chunks, cuda_tuning::kSlide*) into registers, counts the kept
+// elements, then synchronizes with the blocks before it, which hands it the running offset (the
+// number of kept elements before its tile), publishes its own inclusive offset, and stores its
+// kept elements at the offset. Every block stores only after all blocks before it have loaded,
+// and a block's output range ends at or before the end of its own tile, so no element is
+// overwritten before it was read: the array is its own output.
 //
 // Synchronization: the paper's adjacent synchronization waits for the predecessor's inclusive
 // offset, a chain of one flag hop per tile. On a GPU with thousands of tiles in flight that
@@ -24,9 +24,18 @@
 // chain itself (benchmarks). Flags are 64-bit words (2 status bits, 62 bits of offset) written
 // with __threadfence + st.release.gpu and read with ld.acquire.gpu. Tile ids come from the
 // atomic counter in the order blocks start, and a block waits only for smaller ids, whose blocks
-// have started: no deadlock however few blocks are resident. A block never stores an element to
-// the position it was read from (the leading run of a tile when every element before it is kept),
-// so unique may read the element before its tile without a race.
+// have started: no deadlock however few blocks are resident (with kSlideAtomicIds false, ids are
+// blockIdx.x and this relies on in-order block dispatch, as CUB's look-back does). A block never
+// stores an element to the position it was read from (the leading run of a tile when every
+// element before it is kept), so unique may read the element before its tile without a race.
+//
+// Memory access: tiles are laid over the 16-byte chunks of the array (tile 0 starts at the chunk
+// holding d[0]), a thread loads whole chunks with 16-byte loads (a warp: 512 contiguous bytes),
+// the kept elements are staged in shared memory in order, and the block writes them with
+// 16-byte stores to the aligned chunks of their destination (two aligned shared-memory reads
+// joined at the shift between source and destination), element by element only in the partial
+// chunks at both ends of its range. Ranks come from one ballot per bit of each thread's per-chunk
+// count. Nothing outside [d, d + n) is read or written.
 //
 // ---- API (host, on a device array `d` of n elements and a stream) ------------------------------
 //
@@ -69,20 +78,33 @@ namespace gpu2bs {
 namespace cuda {
 namespace sliding {
 
-// Threads per block of the sliding kernels.
-constexpr int kThreads = 256;
-constexpr int kWarps = kThreads / 32;
-
-// Elements per thread: 64 bytes per thread, 16 KiB tiles for every element size.
+// Launch shape of the sliding kernel for elements of T: threads per block and 16-byte vectors
+// per thread (cuda_tuning::kSlideThreads / kSlideVecs, by element size).
 template <typename T>
-__host__ __device__ constexpr int items_per_thread() {
-  return int(64 / sizeof(T));
+__host__ __device__ constexpr int slide_threads() {
+  return cuda_tuning::kSlideThreads[sizeof(T) == 4 ? 0 : sizeof(T) == 8 ? 1 : 2];
+}
+template <typename T>
+__host__ __device__ constexpr int slide_vecs() {
+  return cuda_tuning::kSlideVecs[sizeof(T) == 4 ? 0 : sizeof(T) == 8 ? 1 : 2];
 }
 
-// Elements per tile (one block).
+// Resident blocks per SM the compiler is asked to allow (__launch_bounds__; 1: no register cap).
 template <typename T>
+__host__ __device__ constexpr int slide_min_blocks() {
+  return cuda_tuning::kSlideMinBlocks[sizeof(T) == 4 ? 0 : sizeof(T) == 8 ? 1 : 2];
+}
+
+// Whether tile ids come from the atomic counter (else from blockIdx.x).
+template <typename T>
+__host__ __device__ constexpr bool slide_atomic_ids() {
+  return cuda_tuning::kSlideAtomicIds[sizeof(T) == 4 ? 0 : sizeof(T) == 8 ? 1 : 2];
+}
+
+// Elements per tile (one block) of a launch shape.
+template <typename T, int THREADS = slide_threads<T>(), int VECS = slide_vecs<T>()>
 __host__ __device__ constexpr size_t tile_elems() {
-  return size_t(kThreads) * size_t(items_per_thread<T>());
+  return size_t(THREADS) * size_t(VECS) * (16 / sizeof(T));
 }
 
 // How a block learns its running offset.
@@ -207,77 +229,181 @@ __device__ __forceinline__ unsigned long long wait_flag(const unsigned long long
   return s;
 }
 
+// 16 bytes of lo:hi starting at 32-bit word ws (1..3) of lo (ws 0: lo).
+__device__ __forceinline__ uint4 funnel16(const uint4& lo, const uint4& hi, int ws) {
+  switch (ws) {
+    case 1: return make_uint4(lo.y, lo.z, lo.w, hi.x);
+    case 2: return make_uint4(lo.z, lo.w, hi.x, hi.y);
+    case 3: return make_uint4(lo.w, hi.x, hi.y, hi.z);
+    default: return lo;
+  }
+}
+
+// dst[k] = src[k] for k in [k0, k1), split over `workers` threads (this one is `worker`): every
+// 16-byte chunk of the destination that lies wholly in the range is written with one vector
+// store, its elements read as two aligned 16-byte loads of src joined at the (uniform) shift
+// between the two arrays; the partial chunks at the ends element by element. dst and src are
+// aligned to sizeof(W); src may be shared or global memory. Writes no element outside the range.
+template <typename W>
+__device__ __forceinline__ void copy_elems(W* dst, const W* src, long long k0, long long k1,
+                                           long long worker, long long workers) {
+  constexpr int S = int(sizeof(W)), V = 16 / S;
+  if (k0 >= k1) return;
+  const long long gd = (long long)(reinterpret_cast<uintptr_t>(dst) / S % V);  // dst[0] in chunk
+  const long long gs = (long long)(reinterpret_cast<uintptr_t>(src) / S % V);
+  const int sh = int((gs - gd + V) % V);  // src[k] of a chunk's first k, within its src chunk
+  const int ws = sh * S / 4;
+  // chunk c of the destination holds dst[c * V - gd, c * V - gd + V)
+  const long long c0 = (k0 + gd) / V, c1 = (k1 - 1 + gd) / V;
+  for (long long c = c0 + worker; c <= c1; c += workers) {
+    const long long kc = c * V - gd;
+    if (kc >= k0 && kc + V <= k1) {
+      const uint4* p = reinterpret_cast<const uint4*>(src + (kc - sh));
+      const uint4 lo = p[0];
+      const uint4 out = ws ? funnel16(lo, p[1], ws) : lo;
+      *reinterpret_cast<uint4*>(dst + kc) = out;
+    } else {
+#pragma unroll
+      for (int e = 0; e < V; ++e) {
+        const long long k = kc + e;
+        if (k >= k0 && k < k1) dst[k] = src[k];
+      }
+    }
+  }
+}
+
+// Exclusive count of a per-lane count cnt (0..V, V <= 4) over the lanes below, and the warp's
+// total, by ballots of the count's bits.
+template <int V>
+__device__ __forceinline__ void warp_count_scan(unsigned cnt, unsigned lt, unsigned& excl,
+                                                unsigned& total) {
+  constexpr unsigned FULL = 0xffffffffu;
+  const unsigned b0 = __ballot_sync(FULL, cnt & 1u);
+  excl = __popc(b0 & lt);
+  total = __popc(b0);
+  if constexpr (V >= 2) {
+    const unsigned b1 = __ballot_sync(FULL, cnt & 2u);
+    excl += 2 * __popc(b1 & lt);
+    total += 2 * __popc(b1);
+  }
+  if constexpr (V >= 4) {
+    const unsigned b2 = __ballot_sync(FULL, cnt & 4u);
+    excl += 4 * __popc(b2 & lt);
+    total += 4 * __popc(b2);
+  }
+}
+
 // The sliding pass over d[0, n): see the top of this file. F: the predicate (Select,
 // Partition) or the equivalence (Unique). flags[0]: tile counter, flags[1]: unused here,
 // flags[2 + t]: tile t. aux: Partition's rejected elements. d_count: the kept count (may be null).
-template <typename T, SlideMode MODE, SlideSync SYNC, typename F>
-__global__ void __launch_bounds__(kThreads) slide_kernel(T* d, unsigned long long n, F f,
-                                                         unsigned long long* flags, T* aux,
-                                                         unsigned long long* d_count) {
+// Tiles are laid over 16-byte chunks: `head` (d's offset in its chunk, in elements) positions
+// before d[0] belong to tile 0 and are empty, so every full chunk is loaded with one vector
+// load; item (j, e) of thread t is element e of chunk j * THREADS + t of the tile.
+// ATOMIC_IDS: tile ids from the atomic counter (forward progress whatever the block scheduling);
+// else blockIdx.x (relies on blocks being dispatched in index order, as CUB's look-back does).
+template <typename T, SlideMode MODE, SlideSync SYNC, int THREADS, int VECS, int MINB,
+          bool ATOMIC_IDS, typename F>
+__global__ void __launch_bounds__(THREADS, MINB) slide_kernel(T* d, unsigned long long n,
+                                                        unsigned head, F f,
+                                                        unsigned long long* flags, T* aux,
+                                                        unsigned long long* d_count) {
   using W = typename Word<sizeof(T)>::type;
-  constexpr int C = items_per_thread<T>();
-  constexpr unsigned TILE = unsigned(kThreads) * C;
+  constexpr int V = 16 / int(sizeof(T));  // elements per 16-byte chunk
+  constexpr int ITEMS = VECS * V;
+  constexpr int WARPS = THREADS / 32;
+  constexpr unsigned TILE = unsigned(THREADS) * ITEMS;
+  constexpr int NCNT = VECS * WARPS;        // chunk-column counts of the tile
+  constexpr int E = (NCNT + 31) / 32;       // of them per lane of the scanning warp
   constexpr unsigned FULL = 0xffffffffu;
+  static_assert(THREADS % 32 == 0 && ITEMS <= 32, "launch shape");
   __shared__ unsigned s_bid;
-  __shared__ unsigned s_cnt[C * kWarps];  // kept per (item, warp), then their exclusive scan
-  __shared__ unsigned s_total;            // kept in the tile
-  __shared__ unsigned s_lead;             // leading kept run of the tile (tile order)
-  __shared__ unsigned long long s_prefix;  // kept before the tile
-  __shared__ W s_stage[TILE];             // the tile, kept elements first (in order)
+  __shared__ unsigned s_cnt[NCNT];          // kept per (vector, warp), then their exclusive scan
+  __shared__ unsigned s_total;              // kept in the tile
+  __shared__ unsigned s_lead;               // position of the first element not kept
+  __shared__ unsigned long long s_prefix;   // kept before the tile
+  __shared__ __align__(16) W s_stage[TILE]; // the tile, kept elements first (in order)
 
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
   if (tid == 0) {
-    s_bid = atomicAdd(reinterpret_cast<unsigned*>(flags), 1u);  // dynamic tile id
+    if constexpr (ATOMIC_IDS) s_bid = atomicAdd(reinterpret_cast<unsigned*>(flags), 1u);
     s_lead = TILE;
   }
   __syncthreads();
-  const unsigned bid = s_bid;
-  const unsigned long long base = (unsigned long long)bid * TILE;
+  const unsigned bid = ATOMIC_IDS ? s_bid : blockIdx.x;
+  // positions [base, base + TILE) of the tile; position x holds d[x - head]
+  const long long base = (long long)bid * TILE;
+  const long long nn = (long long)n;
+  const long long hv = bid == 0 ? (long long)head : 0;  // empty positions at the tile's start
+  const long long tile_first = base + hv - (long long)head;  // index of its first element
   W* const w = reinterpret_cast<W*>(d);
   unsigned long long* const tflag = flags + 2;
+  const unsigned lt = (1u << lane) - 1u;
 
-  // 1. Load the tile (coalesced: item c of thread t is element c * kThreads + t) and evaluate.
-  W v[C];
+  // 1. Load the tile (a warp's vector loads are 512 contiguous bytes) and evaluate.
+  W v[VECS][V];
   unsigned keep = 0, valid = 0;
 #pragma unroll
-  for (int c = 0; c < C; ++c) {
-    const unsigned long long g = base + unsigned(c * kThreads + tid);
-    if (g < n) {
-      v[c] = w[g];
-      valid |= 1u << c;
+  for (int j = 0; j < VECS; ++j) {
+    const long long i0 = base + (long long)(j * THREADS + tid) * V - (long long)head;
+    if (i0 >= 0 && i0 + V <= nn) {
+      const uint4 q = *reinterpret_cast<const uint4*>(w + i0);
+      memcpy(&v[j][0], &q, 16);
+      valid |= ((1u << V) - 1u) << (j * V);
     } else {
-      memset(&v[c], 0, sizeof(W));
+#pragma unroll
+      for (int e = 0; e < V; ++e) {
+        if (i0 + e >= 0 && i0 + e < nn) {
+          v[j][e] = w[i0 + e];
+          valid |= 1u << (j * V + e);
+        } else {
+          memset(&v[j][e], 0, sizeof(W));
+        }
+      }
     }
-    bool k = false;
-    if constexpr (MODE == SlideMode::Unique) {
-      W prev = shfl_up_word(v[c], 1);
-      if (lane == 0 && g < n && g > 0) prev = w[g - 1];  // the element before (other warp/tile)
-      k = g < n && (g == 0 || !f(as_elem<T>(prev), as_elem<T>(v[c])));
-    } else {
-      k = g < n && f(as_elem<T>(v[c]));
-    }
-    keep |= unsigned(k) << c;
   }
-  // Leading kept run: the first element of the tile that is valid and not kept.
+#pragma unroll
+  for (int j = 0; j < VECS; ++j) {
+    const long long i0 = base + (long long)(j * THREADS + tid) * V - (long long)head;
+    W before = shfl_up_word(v[j][V - 1], 1);  // the element before the chunk (lane - 1)
+    if (MODE == SlideMode::Unique && lane == 0 && i0 > 0 && i0 <= nn)
+      before = w[i0 - 1];  // other warp or tile: not yet overwritten (see the top of the file)
+#pragma unroll
+    for (int e = 0; e < V; ++e) {
+      const int b = j * V + e;
+      bool k = false;
+      if constexpr (MODE == SlideMode::Unique) {
+        const W& prev = e == 0 ? before : v[j][e - 1];
+        k = ((valid >> b) & 1u) && (i0 + e == 0 || !f(as_elem<T>(prev), as_elem<T>(v[j][e])));
+      } else {
+        k = ((valid >> b) & 1u) && f(as_elem<T>(v[j][e]));
+      }
+      keep |= unsigned(k) << b;
+    }
+  }
+  // Leading kept run: the position of the first element that is valid and not kept.
   {
     const unsigned drop = valid & ~keep;
-    if (drop) atomicMin(&s_lead, unsigned(__ffs(int(drop)) - 1) * kThreads + tid);
+    if (drop) {
+      const int b = __ffs(int(drop)) - 1;
+      atomicMin(&s_lead, unsigned((b / V) * THREADS + tid) * V + unsigned(b % V));
+    }
   }
 
-  // 2. Ranks: ballots per item, counts per (item, warp), one warp scans them in tile order.
+  // 2. Ranks: per vector, the warp's count scan by ballots; counts per (vector, warp), one warp
+  // scans them in tile order.
+  constexpr unsigned VMASK = (1u << V) - 1u;
 #pragma unroll
-  for (int c = 0; c < C; ++c) {
-    const unsigned m = __ballot_sync(FULL, (keep >> c) & 1u);
-    if (lane == 0) s_cnt[c * kWarps + warp] = __popc(m);
+  for (int j = 0; j < VECS; ++j) {
+    unsigned ex, tot;
+    warp_count_scan<V>(__popc((keep >> (j * V)) & VMASK), lt, ex, tot);
+    if (lane == 0) s_cnt[j * WARPS + warp] = tot;
   }
   __syncthreads();  // also orders every load of the tile before the flag published below
   if (warp == 0) {
-    constexpr int E = C * kWarps / 32;
-    static_assert(E * 32 == C * kWarps, "items per thread must be a multiple of 4");
     unsigned loc[E], sum = 0;
 #pragma unroll
     for (int e = 0; e < E; ++e) {
-      loc[e] = s_cnt[lane * E + e];
+      loc[e] = lane * E + e < NCNT ? s_cnt[lane * E + e] : 0u;
       sum += loc[e];
     }
     unsigned incl = sum;
@@ -289,9 +415,8 @@ __global__ void __launch_bounds__(kThreads) slide_kernel(T* d, unsigned long lon
     unsigned run = incl - sum;
 #pragma unroll
     for (int e = 0; e < E; ++e) {
-      const unsigned x = loc[e];
-      s_cnt[lane * E + e] = run;
-      run += x;
+      if (lane * E + e < NCNT) s_cnt[lane * E + e] = run;
+      run += loc[e];
     }
     if (lane == 31) {
       s_total = incl;
@@ -305,16 +430,23 @@ __global__ void __launch_bounds__(kThreads) slide_kernel(T* d, unsigned long lon
   __syncthreads();
   const unsigned total = s_total;
 
-  // 3. Stage the tile in shared memory: kept elements at their ranks, then (Partition) the others.
-  const unsigned lt = (1u << lane) - 1u;
+  // 3. Stage the tile in shared memory: kept elements at their ranks, then (Partition) the others
+  // at total + their rank among the others.
 #pragma unroll
-  for (int c = 0; c < C; ++c) {
-    const unsigned m = __ballot_sync(FULL, (keep >> c) & 1u);  // again: fewer registers
-    const unsigned r = s_cnt[c * kWarps + warp] + __popc(m & lt);
-    if ((keep >> c) & 1u) {
-      s_stage[r] = v[c];
-    } else if (MODE == SlideMode::Partition && ((valid >> c) & 1u)) {
-      s_stage[total + unsigned(c * kThreads + tid) - r] = v[c];
+  for (int j = 0; j < VECS; ++j) {
+    const unsigned kb = (keep >> (j * V)) & VMASK;
+    unsigned ex, tot;
+    warp_count_scan<V>(__popc(kb), lt, ex, tot);  // again: fewer registers
+    unsigned r = s_cnt[j * WARPS + warp] + ex;
+    // position of the chunk's first element among the tile's elements
+    const long long p0 = (long long)(j * THREADS + tid) * V - hv;
+#pragma unroll
+    for (int e = 0; e < V; ++e) {
+      if ((kb >> e) & 1u) {
+        s_stage[r++] = v[j][e];
+      } else if (MODE == SlideMode::Partition && ((valid >> (j * V + e)) & 1u)) {
+        s_stage[total + unsigned(p0 + e) - r] = v[j][e];
+      }
     }
   }
 
@@ -351,21 +483,21 @@ __global__ void __launch_bounds__(kThreads) slide_kernel(T* d, unsigned long lon
     }
     if (lane == 0) {
       s_prefix = excl;
-      if (d_count && base + TILE >= n) *d_count = excl + total;  // the last tile
+      if (d_count && base + TILE >= nn + (long long)head) *d_count = excl + total;  // last tile
     }
-    __threadfence();
   }
   __syncthreads();
 
   // 5. Store: kept elements at prefix + rank (not those already in place), the others (Partition)
   // to aux at their rank among the rejected elements.
   const unsigned long long prefix = s_prefix;
-  const unsigned first = prefix == base ? min(s_lead, total) : 0u;
-  for (unsigned k = first + tid; k < total; k += kThreads) w[prefix + k] = s_stage[k];
+  unsigned first = 0;
+  if ((long long)prefix == tile_first) first = min(unsigned(s_lead - hv), total);
+  copy_elems<W>(w + prefix, s_stage, first, total, tid, THREADS);
   if constexpr (MODE == SlideMode::Partition) {
-    const unsigned nvalid = n - base < TILE ? unsigned(n - base) : TILE;
-    W* const a = reinterpret_cast<W*>(aux) + (base - prefix);
-    for (unsigned k = total + tid; k < nvalid; k += kThreads) a[k - total] = s_stage[k];
+    const long long nvalid = min(nn - tile_first, (long long)TILE - hv);
+    copy_elems<W>(reinterpret_cast<W*>(aux) + (tile_first - (long long)prefix), s_stage + total,
+                  0, nvalid - (long long)total, tid, THREADS);
   }
 }
 
@@ -375,12 +507,9 @@ __global__ void append_kernel(T* d, unsigned long long n, const T* aux,
                               const unsigned long long* d_count) {
   using W = typename Word<sizeof(T)>::type;
   const unsigned long long count = *d_count;
-  const unsigned long long m = n - count;
-  W* const out = reinterpret_cast<W*>(d) + count;
-  const W* const in = reinterpret_cast<const W*>(aux);
-  for (unsigned long long k = blockIdx.x * (unsigned long long)blockDim.x + threadIdx.x; k < m;
-       k += (unsigned long long)gridDim.x * blockDim.x)
-    out[k] = in[k];
+  copy_elems<W>(reinterpret_cast<W*>(d) + count, reinterpret_cast<const W*>(aux), 0,
+                (long long)(n - count), blockIdx.x * (long long)blockDim.x + threadIdx.x,
+                (long long)gridDim.x * blockDim.x);
 }
 
 // Negation of a predicate (remove_if).
@@ -414,14 +543,20 @@ void check_args(const T* d, size_t n) {
 
 }  // namespace detail
 
-// The sliding pass with an explicit mode and synchronization (the primitives below call it;
-// benchmarks compare SlideSync::Adjacent). The count goes to *d_count (device) when not null,
-// else to the scratch's device word; returns that device word.
-template <typename T, SlideMode MODE, SlideSync SYNC = SlideSync::Lookback, typename F>
+// The sliding pass with an explicit mode, synchronization and launch shape (the primitives below
+// call it with the tuned shape; benchmarks compare SlideSync::Adjacent and other shapes). The
+// count goes to *d_count (device) when not null, else to the scratch's device word; returns that
+// device word.
+template <typename T, SlideMode MODE, SlideSync SYNC = SlideSync::Lookback,
+          int THREADS = slide_threads<T>(), int VECS = slide_vecs<T>(),
+          int MINB = slide_min_blocks<T>(), bool ATOMIC_IDS = slide_atomic_ids<T>(), typename F>
 unsigned long long* slide_async(T* d, size_t n, F f, unsigned long long* d_count, cudaStream_t s,
                                 SlidingScratch& scratch) {
   detail::check_args(d, n);
-  const size_t tiles = (n + tile_elems<T>() - 1) / tile_elems<T>();
+  constexpr size_t TILE = tile_elems<T, THREADS, VECS>();
+  // d's position in its 16-byte chunk, in elements: tile 0 starts that many positions before d
+  const unsigned head = unsigned(reinterpret_cast<uintptr_t>(d) / sizeof(T) % (16 / sizeof(T)));
+  const size_t tiles = (n + head + TILE - 1) / TILE;
   unsigned long long* flags = scratch.flags_for(tiles, s);
   unsigned long long* count = d_count ? d_count : flags + 1;
   if (n == 0) {
@@ -431,13 +566,19 @@ unsigned long long* slide_async(T* d, size_t n, F f, unsigned long long* d_count
   if (tiles > 0x7FFFFFFFull)
     throw Error(ErrorCode::ProgramLimit, "too many elements for a sliding primitive");
   T* aux = nullptr;
-  if constexpr (MODE == SlideMode::Partition) aux = static_cast<T*>(scratch.aux_for(n * sizeof(T)));
-  detail::slide_kernel<T, MODE, SYNC, F>
-      <<<unsigned(tiles), kThreads, 0, s>>>(d, (unsigned long long)n, f, flags, aux, count);
+  // room for the rejected elements, plus one 16-byte chunk: the append kernel's vector loads
+  // read whole aligned chunks
+  if constexpr (MODE == SlideMode::Partition)
+    aux = static_cast<T*>(scratch.aux_for(n * sizeof(T) + 16));
+  detail::slide_kernel<T, MODE, SYNC, THREADS, VECS, MINB, ATOMIC_IDS, F>
+      <<<unsigned(tiles), THREADS, 0, s>>>(d, (unsigned long long)n, head, f, flags, aux, count);
   G2_CUDA_LAUNCH("sliding kernel launch");
   if constexpr (MODE == SlideMode::Partition) {
-    const size_t blocks = std::min<size_t>((n + kThreads - 1) / kThreads, 4096);
-    detail::append_kernel<T><<<unsigned(blocks), kThreads, 0, s>>>(d, n, aux, count);
+    constexpr int kAppendThreads = 256;
+    const size_t chunks = (n * sizeof(T) + 15) / 16 + 1;
+    const size_t blocks = std::min<size_t>((chunks + kAppendThreads - 1) / kAppendThreads,
+                                           size_t(cuda_tuning::kSlideAppendBlocks));
+    detail::append_kernel<T><<<unsigned(blocks), kAppendThreads, 0, s>>>(d, n, aux, count);
     G2_CUDA_LAUNCH("partition append kernel launch");
   }
   return count;

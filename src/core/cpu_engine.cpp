@@ -13,6 +13,7 @@
 #include "grid.h"
 #include "pair_ir.h"
 #include "pairwise.h"
+#include "pair_expr.h"
 #include "parallel.h"
 #include "resolve_cpu.h"
 
@@ -86,10 +87,14 @@ constexpr uint32_t kJoinRows = 256;
 // Sparse grids (join): below this mean cell population seen by a point (itself included), cells
 // are widened so that it reaches about the target, at most by the given factor per axis.
 // 2-core dev machine, 1e6 uniform 3-D points, eps 0.004 (population 1.06 at side eps), 2
-// threads: join 835-990 ms at side eps, 468-481 ms widened 4x (kernel 700 -> 187 ms).
+// threads: join 835-990 ms at side eps, 468-481 ms widened 4x (kernel 700 -> 187 ms). The
+// target population bounds the work per point, so the cap only guards against a wrong
+// estimate: at a cap of 4, 1e6 uniform 2-D points at eps 1e-4 (15,733 pairs, population 1.01)
+// took 1,205 ms for the join and 1,909 ms for gpu_pair_count, 3-D at eps 0.001 3,019 ms; at 32:
+// 472, 472 and 709 ms (eps 0.0025 2-D unchanged at 363 ms; same loaded machine, back to back).
 constexpr double kJoinSparseOccupancy = 3.0;
 constexpr double kJoinTargetOccupancy = 12.0;
-constexpr double kJoinMaxWidening = 4.0;
+constexpr double kJoinMaxWidening = 32.0;
 
 // Work items of the join under a balancing strategy (see JoinBalance). WorkQueue splits every
 // cell into row ranges of at most kJoinRows so a crowded cell is shared; the others keep one
@@ -210,6 +215,10 @@ class CpuEngine final : public Engine {
 
   void pairwise(const PairwiseProblem& p, PairSink& sink, Control& ctl) override {
     cpu_pairwise(p, sink, ctl);
+  }
+
+  PairExprResult pair_expr(const PairExprProblem& p, PairSink* sink, Control& ctl) override {
+    return cpu_pair_expr(p, sink, ctl);
   }
 
  private:

@@ -141,6 +141,8 @@ class Control {
 };
 
 struct PairwiseProblem;  // pairwise.h: the all-pairs matrix over float vectors
+struct PairExprProblem;  // pair_expr.h: a user-defined pair expression over two relations
+struct PairExprResult;
 
 class Engine {
  public:
@@ -157,6 +159,13 @@ class Engine {
   virtual bool reduces_pairs(PairReduce::Kind) const { return false; }
   // All-pairs over float vectors: kNN lists or threshold pairs (PairRecord::dist = the value).
   virtual void pairwise(const PairwiseProblem& p, PairSink& sink, Control& ctl) = 0;
+  // A pair expression (count, sum, histogram of its value, or the join's pairs to `sink`).
+  virtual PairExprResult pair_expr(const PairExprProblem& p, PairSink* sink, Control& ctl) = 0;
+  // True when pair_expr() can run here (the GPU needs NVRTC); `why` says why not.
+  virtual bool pair_expr_available(std::string* why) const {
+    (void)why;
+    return true;
+  }
 };
 
 // The CPU engine (all cores, cache-tiled, grid index for the join).
@@ -174,5 +183,9 @@ InfoRows cuda_info();
 
 // True when this build contains the CUDA engine.
 bool built_with_cuda();
+
+// Rows for gpu2bs_info() about the run-time compiler of pair expressions (NVRTC): whether it
+// opened, modules compiled, cache hits, compile times; a single row in builds without CUDA.
+InfoRows expr_compiler_info();
 
 }  // namespace gpu2bs

@@ -16,4 +16,7 @@ InfoRows cuda_info() { return {}; }
 // This build has no CUDA engine.
 bool built_with_cuda() { return false; }
 
+// No run-time compiler in this build: pair expressions run on the CPU.
+InfoRows expr_compiler_info() { return {{"nvrtc", "not built (no CUDA engine in this build)"}}; }
+
 }  // namespace gpu2bs

@@ -8,6 +8,7 @@
 #include <new>
 
 #include "../core/error.h"
+#include "../core/pair_expr.h"
 
 namespace gpu2bs {
 namespace pg {
@@ -48,6 +49,14 @@ ErrorData* describe_current(ErrorText* out) {
     throw;
   } catch (const PgError& e) {
     return e.edata;
+  } catch (const ExprError& e) {
+    // A pair expression's evaluation error: PostgreSQL's SQLSTATE and message for it.
+    const char* s = expr_fault_sqlstate(e.fault());
+    out->sqlstate = MAKE_SQLSTATE(s[0], s[1], s[2], s[3], s[4]);
+    copy_text(out->msg, sizeof out->msg, e.what());
+    out->file = e.file();
+    out->line = e.line();
+    out->function = e.function();
   } catch (const Error& e) {
     out->sqlstate = sqlstate_of(e.code());
     out->interrupted = e.code() == ErrorCode::Interrupted;

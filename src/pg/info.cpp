@@ -39,6 +39,7 @@ GPU2BS_FUNCTION(gpu2bs_info) {
   rows.emplace_back("cpu_cores", std::to_string(std::thread::hardware_concurrency()));
   rows.emplace_back("precision", current_precision() == Precision::Float32 ? "float4" : "float8");
   for (auto& r : cuda_info()) rows.push_back(r);
+  for (auto& r : expr_compiler_info()) rows.push_back(r);
 #ifdef __GLIBC__
   // Bytes the C allocator has handed out and not taken back in this backend (every arena,
   // mmapped chunks included; free memory the allocator keeps for reuse excluded).

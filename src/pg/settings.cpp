@@ -217,6 +217,18 @@ Engine* choose_engine(std::string* reason) {
   return cpu.get();
 }
 
+Engine* choose_expr_engine(std::string* reason) {
+  Engine* eng = choose_engine(reason);
+  std::string why;
+  if (eng->pair_expr_available(&why)) return eng;
+  if (device_setting == DEVICE_GPU)
+    throw Error(ErrorCode::DeviceUnavailable, "the GPU cannot run pair expressions", why,
+                "Set gpu2bs.device = auto or cpu to use the CPU engine.");
+  static std::unique_ptr<Engine> cpu = make_cpu_engine();
+  *reason = "gpu2bs.device = auto and pair expressions cannot run on the GPU: " + why;
+  return cpu.get();
+}
+
 PgControl::PgControl() {
   threads = cpu_threads_setting > 0 ? cpu_threads_setting
                                     : int(std::max(1u, std::thread::hardware_concurrency()));

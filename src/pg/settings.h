@@ -32,6 +32,11 @@ Precision current_precision();
 // Error(DeviceUnavailable) for gpu2bs.device = gpu without a usable GPU.
 Engine* choose_engine(std::string* reason);
 
+// The engine that runs pair expressions: choose_engine's, except that with gpu2bs.device = auto
+// a GPU without NVRTC leaves them to the CPU engine. Throws Error(DeviceUnavailable) for
+// gpu2bs.device = gpu when the GPU cannot run them.
+Engine* choose_expr_engine(std::string* reason);
+
 // Control with the settings applied and query cancel wired to PostgreSQL's interrupt flags.
 class PgControl : public Control {
  public:

@@ -20,6 +20,7 @@
 
 #include "core/dbscan.h"
 #include "core/engine.h"
+#include "core/pair_expr.h"
 
 using namespace gpu2bs;
 
@@ -41,6 +42,7 @@ class ReplayEngine final : public Engine {
   std::vector<uint64_t> sdh(const SdhProblem&, Control&) override { return {}; }
   uint64_t pair_count(const PairCountProblem&, Control&) override { return 0; }
   void pairwise(const PairwiseProblem&, PairSink&, Control&) override {}
+  PairExprResult pair_expr(const PairExprProblem&, PairSink*, Control&) override { return {}; }
   bool reduces_pairs(PairReduce::Kind k) const override { return k == PairReduce::Group; }
   void simjoin(const SimjoinProblem& p, PairSink& sink, Control&) override {
     if (p.reduce) {

@@ -2,6 +2,9 @@
 // the device-to-device copy, on one GPU.
 //
 //   bench_sliding [runs] [sizes in M elements...]     default: 5 runs, 16M and 256M
+//   bench_sliding sweep [runs] [sizes...]             launch shapes of the sliding kernel
+//                                                     (threads x 16-byte vectors / min blocks,
+//                                                     b: tile ids from blockIdx.x)
 //
 // For 16M and 256M elements of 4, 8 and 16 bytes (uint32, uint64, PairRecord) and selectivity
 // 10 / 50 / 90 % (kept fraction; for unique the fraction of run heads), the median of `runs`
@@ -289,11 +292,102 @@ void bench_type(size_t n, int runs, void* tmp, size_t tmp_cap) {
   CK(cudaStreamDestroy(s));
 }
 
+
+// One launch shape of the sliding kernel in the sweep: select, unique, partition at 50 %.
+template <typename T, int THREADS, int VECS, int MINB, bool ATOMIC_IDS>
+void sweep_shape(size_t n, int runs, T* pristine, T* d, unsigned long long* cnt, cudaStream_t s,
+                 SlidingScratch& scr, double copy_gbs, uint32_t* keys_heads) {
+  const double S = double(sizeof(T)), arr = double(n) * S;
+  const KeepBelow<T> keep{uint32_t(0.5 * 4294967296.0)};
+  auto restore = [&]() {
+    CK(cudaMemcpyAsync(d, pristine, n * sizeof(T), cudaMemcpyDeviceToDevice, s));
+  };
+  auto get = [&]() {
+    unsigned long long h = 0;
+    CK(cudaMemcpy(&h, cnt, 8, cudaMemcpyDeviceToHost));
+    return h;
+  };
+  char name[64];
+  const unsigned grid = 132 * 16;
+  fill_random<T><<<grid, 256, 0, s>>>(pristine, n);
+  double t = time_ms(runs, s, restore, [&]() {
+    slide_async<T, SlideMode::Select, SlideSync::Lookback, THREADS, VECS, MINB, ATOMIC_IDS>(
+        d, n, keep, cnt,
+                                                                                  s, scr);
+  });
+  unsigned long long k = get();
+  snprintf(name, sizeof name, "select %dx%d/%d%s", THREADS, VECS, MINB, ATOMIC_IDS ? "" : " b");
+  row(name, n, int(S), 50, t, arr + double(k) * S, copy_gbs, 0, k);
+  t = time_ms(runs, s, restore, [&]() {
+    slide_async<T, SlideMode::Partition, SlideSync::Lookback, THREADS, VECS, MINB, ATOMIC_IDS>(
+        d, n, keep,
+                                                                                     cnt, s, scr);
+  });
+  k = get();
+  snprintf(name, sizeof name, "partition %dx%d/%d%s", THREADS, VECS, MINB, ATOMIC_IDS ? "" : " b");
+  row(name, n, int(S), 50, t, 2 * arr, copy_gbs, 0, k);
+  fill_from_keys<T><<<grid, 256, 0, s>>>(pristine, keys_heads, n);
+  t = time_ms(runs, s, restore, [&]() {
+    slide_async<T, SlideMode::Unique, SlideSync::Lookback, THREADS, VECS, MINB, ATOMIC_IDS>(
+        d, n, KeyEq(),
+                                                                                  cnt, s, scr);
+  });
+  k = get();
+  snprintf(name, sizeof name, "unique %dx%d/%d%s", THREADS, VECS, MINB, ATOMIC_IDS ? "" : " b");
+  row(name, n, int(S), 50, t, arr + double(k) * S, copy_gbs, 0, k);
+}
+
+// Launch shapes of one element size (bench_sliding sweep): threads x vectors / min blocks.
+template <typename T>
+void sweep_type(size_t n, int runs, void* tmp, size_t tmp_cap) {
+  cudaStream_t s;
+  CK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+  T *pristine = nullptr, *d = nullptr;
+  unsigned long long* cnt = nullptr;
+  uint32_t* keys = nullptr;
+  CK(cudaMalloc(&pristine, n * sizeof(T)));
+  CK(cudaMalloc(&d, n * sizeof(T)));
+  CK(cudaMalloc(&cnt, 8));
+  CK(cudaMalloc(&keys, n * 4));
+  SlidingScratch scr;
+  const unsigned grid = 132 * 16;
+  fill_heads<<<grid, 256, 0, s>>>(keys, n, uint32_t(0.5 * 4294967296.0));
+  size_t sb = 0;
+  CK(cub::DeviceScan::InclusiveSum(nullptr, sb, keys, keys, int64_t(n), s));
+  if (sb > tmp_cap) exit(1);
+  CK(cub::DeviceScan::InclusiveSum(tmp, sb, keys, keys, int64_t(n), s));
+  const double t_copy = time_ms(runs, s, []() {}, [&]() {
+    CK(cudaMemcpyAsync(d, pristine, n * sizeof(T), cudaMemcpyDeviceToDevice, s));
+  });
+  const double copy_gbs = 2.0 * double(n) * sizeof(T) / (t_copy * 1e-3) / 1e9;
+  row("copy D2D", n, int(sizeof(T)), 50, t_copy, 2.0 * double(n) * sizeof(T), copy_gbs, 0, n);
+  sweep_shape<T, 256, 8, 4, true>(n, runs, pristine, d, cnt, s, scr, copy_gbs, keys);
+  sweep_shape<T, 256, 8, 3, true>(n, runs, pristine, d, cnt, s, scr, copy_gbs, keys);
+  sweep_shape<T, 256, 8, 5, true>(n, runs, pristine, d, cnt, s, scr, copy_gbs, keys);
+  sweep_shape<T, 128, 8, 8, true>(n, runs, pristine, d, cnt, s, scr, copy_gbs, keys);
+  sweep_shape<T, 128, 8, 6, true>(n, runs, pristine, d, cnt, s, scr, copy_gbs, keys);
+  sweep_shape<T, 256, 6, 4, true>(n, runs, pristine, d, cnt, s, scr, copy_gbs, keys);
+  sweep_shape<T, 256, 4, 6, true>(n, runs, pristine, d, cnt, s, scr, copy_gbs, keys);
+  sweep_shape<T, 256, 8, 4, false>(n, runs, pristine, d, cnt, s, scr, copy_gbs, keys);
+  sweep_shape<T, 256, 8, 3, false>(n, runs, pristine, d, cnt, s, scr, copy_gbs, keys);
+  sweep_shape<T, 128, 8, 8, false>(n, runs, pristine, d, cnt, s, scr, copy_gbs, keys);
+  CK(cudaFree(pristine));
+  CK(cudaFree(d));
+  CK(cudaFree(cnt));
+  CK(cudaFree(keys));
+  CK(cudaStreamDestroy(s));
+}
+
 }  // namespace
 }  // namespace gpu2bs
 
 int main(int argc, char** argv) {
   using namespace gpu2bs;
+  const bool sweep = argc > 1 && std::string(argv[1]) == "sweep";
+  if (sweep) {
+    --argc;
+    ++argv;
+  }
   const int runs = argc > 1 ? std::max(1, atoi(argv[1])) : 5;
   std::vector<size_t> sizes;
   for (int a = 2; a < argc; ++a) sizes.push_back(size_t(atol(argv[a])) << 20);
@@ -311,6 +405,12 @@ int main(int argc, char** argv) {
   void* tmp = nullptr;
   CK(cudaMalloc(&tmp, tmp_cap));
   for (size_t n : sizes) {
+    if (sweep) {
+      sweep_type<uint32_t>(n, runs, tmp, tmp_cap);
+      sweep_type<unsigned long long>(n, runs, tmp, tmp_cap);
+      sweep_type<PairRecord>(n, runs, tmp, tmp_cap);
+      continue;
+    }
     bench_type<uint32_t>(n, runs, tmp, tmp_cap);
     bench_type<unsigned long long>(n, runs, tmp, tmp_cap);
     bench_type<PairRecord>(n, runs, tmp, tmp_cap);

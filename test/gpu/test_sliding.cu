@@ -2,8 +2,9 @@
 // DeviceSelect::Unique, DevicePartition::If, out of place) and the CPU counterparts
 // (core/sliding.h) / the standard library, bit for bit: 4-, 8- and 16-byte elements (PairRecord),
 // empty, 1 element, all kept, none kept, sizes around the tile, millions of elements (far more
-// tiles than resident blocks), both synchronizations, the device-count variants, a scratch
-// reused across calls and one allocated through a Call. Skips without a GPU.
+// tiles than resident blocks), arrays not aligned to 16 bytes, both synchronizations, tile ids
+// from the atomic counter and from blockIdx.x, the device-count
+// variants, a scratch reused across calls and one allocated through a Call. Skips without a GPU.
 #include <gtest/gtest.h>
 
 #include <cub/device/device_partition.cuh>
@@ -134,13 +135,14 @@ size_t run_cub(F f) {
 }
 
 // Every primitive on one input, against CUB, the CPU counterpart and std.
-template <typename T, SlideSync SYNC>
+template <typename T, SlideSync SYNC, bool ATOMIC_IDS = slide_atomic_ids<T>()>
 void check_case(size_t n, uint32_t keep_below, bool runs, uint64_t seed, SlidingScratch& scr) {
   const auto in = make_input<T>(n, 100, seed, runs);
   const KeepBelow<T> keep{keep_below};
   const std::string tag = "n=" + std::to_string(n) + " keep<" + std::to_string(keep_below) +
                           (runs ? " runs" : "") + " size=" + std::to_string(sizeof(T)) +
-                          (SYNC == SlideSync::Adjacent ? " adjacent" : " lookback");
+                          (SYNC == SlideSync::Adjacent ? " adjacent" : " lookback") +
+                          (ATOMIC_IDS ? " atomic ids" : " blockIdx ids");
   Dev<T> src(n), d(n), out(n);
   src.put(in);
   cudaStream_t s = nullptr;
@@ -158,7 +160,8 @@ void check_case(size_t n, uint32_t keep_below, bool runs, uint64_t seed, Sliding
     EXPECT_TRUE(same(out.get(nc), want)) << "cub select " << tag;
     d.put(in);
     unsigned long long* c =
-        slide_async<T, SlideMode::Select, SYNC>(d.p, n, keep, nullptr, s, scr);
+        slide_async<T, SlideMode::Select, SYNC, slide_threads<T>(), slide_vecs<T>(),
+                    slide_min_blocks<T>(), ATOMIC_IDS>(d.p, n, keep, nullptr, s, scr);
     const size_t k = read_count(c, s, scr);
     EXPECT_EQ(k, want.size()) << tag;
     EXPECT_TRUE(same(d.get(k), want)) << "select " << tag;
@@ -178,7 +181,8 @@ void check_case(size_t n, uint32_t keep_below, bool runs, uint64_t seed, Sliding
     EXPECT_TRUE(same(out.get(nc), want)) << "cub unique " << tag;
     d.put(in);
     const size_t k = read_count(
-        slide_async<T, SlideMode::Unique, SYNC>(d.p, n, KeyEq(), nullptr, s, scr), s, scr);
+        slide_async<T, SlideMode::Unique, SYNC, slide_threads<T>(), slide_vecs<T>(),
+                    slide_min_blocks<T>(), ATOMIC_IDS>(d.p, n, KeyEq(), nullptr, s, scr), s, scr);
     EXPECT_EQ(k, want.size()) << tag;
     EXPECT_TRUE(same(d.get(k), want)) << "unique " << tag;
     auto h = in;
@@ -200,7 +204,8 @@ void check_case(size_t n, uint32_t keep_below, bool runs, uint64_t seed, Sliding
     EXPECT_TRUE(same(co, want)) << "cub partition " << tag;
     d.put(in);
     const size_t k = read_count(
-        slide_async<T, SlideMode::Partition, SYNC>(d.p, n, keep, nullptr, s, scr), s, scr);
+        slide_async<T, SlideMode::Partition, SYNC, slide_threads<T>(), slide_vecs<T>(),
+                    slide_min_blocks<T>(), ATOMIC_IDS>(d.p, n, keep, nullptr, s, scr), s, scr);
     EXPECT_EQ(k, wn) << tag;
     EXPECT_TRUE(same(d.get(n), want)) << "partition " << tag;
     auto h = in;
@@ -230,8 +235,14 @@ void check_sizes(uint64_t seed) {
       if (n == t + 1 || n == 1000003)
         check_case<T, SlideSync::Adjacent>(n, keep, false, seed + n + keep, scr);
     }
+  // the other source of tile ids (atomic counter / blockIdx.x)
+  for (size_t n : {size_t(1), t + 1, 3 * t + 17, size_t(1000003)})
+    for (uint32_t keep : {0u, 50u, 100u})
+      check_case<T, SlideSync::Lookback, !slide_atomic_ids<T>()>(n, keep, false, seed + n + keep,
+                                                                  scr);
   for (size_t n : {size_t(1), t + 1, size_t(1000003)}) {
     check_case<T, SlideSync::Lookback>(n, 50, true, seed + 7 * n, scr);
+    check_case<T, SlideSync::Lookback, !slide_atomic_ids<T>()>(n, 50, true, seed + 7 * n, scr);
     check_case<T, SlideSync::Adjacent>(n, 50, true, seed + 7 * n, scr);
   }
 }
@@ -247,6 +258,83 @@ TEST(Sliding, Uint64) {
 TEST(Sliding, PairRecord) {
   REQUIRE_GPU();
   check_sizes<PairRecord>(13);
+}
+
+// Arrays that do not start on a 16-byte boundary (the kernels load and store whole 16-byte
+// chunks and handle the partial ones at both ends element by element): d = allocation + off
+// elements, off = 1 .. 16 / sizeof(T) - 1, sizes shorter than a chunk, around the tile and
+// many tiles; the elements outside [d, d + n) must stay untouched.
+template <typename T>
+void check_offsets(uint64_t seed) {
+  constexpr size_t V = 16 / sizeof(T);
+  const size_t t = tile_elems<T>();
+  SlidingScratch scr;
+  cudaStream_t s = nullptr;
+  for (size_t off = 1; off < V; ++off)
+    for (size_t n : {size_t(1), size_t(2), size_t(3), size_t(5), t - 1, t + 1, 3 * t + 17,
+                     size_t(1000003)})
+      for (uint32_t keep_below : {0u, 50u, 90u, 100u}) {
+        const std::string tag = "off=" + std::to_string(off) + " n=" + std::to_string(n) +
+                                " keep<" + std::to_string(keep_below) +
+                                " size=" + std::to_string(sizeof(T));
+        const auto in = make_input<T>(n, 100, seed + n + keep_below + off, false);
+        const auto runs = make_input<T>(n, 100, seed + n + off, true);
+        const KeepBelow<T> keep{keep_below};
+        // guard elements around the array: V before the allocation's data, V after
+        const size_t total = off + n + V;
+        std::vector<T> guard = make_input<T>(total, 1000, seed ^ 0x5a5a, false);
+        Dev<T> buf(total);
+        T* d = buf.p + off;
+        auto load = [&](const std::vector<T>& v) {
+          buf.put(guard);
+          EXPECT_EQ(cudaMemcpy(d, v.data(), n * sizeof(T), cudaMemcpyHostToDevice), cudaSuccess);
+        };
+        auto check_guard = [&](const char* what) {
+          const auto all = buf.get(total);
+          EXPECT_EQ(std::memcmp(all.data(), guard.data(), off * sizeof(T)), 0) << what << tag;
+          EXPECT_EQ(std::memcmp(all.data() + off + n, guard.data() + off + n, V * sizeof(T)), 0)
+              << what << tag;
+          return std::vector<T>(all.begin() + off, all.begin() + off + n);
+        };
+        {  // select
+          std::vector<T> want;
+          std::copy_if(in.begin(), in.end(), std::back_inserter(want), keep);
+          load(in);
+          const size_t k = select_inplace(d, n, keep, s, scr);
+          EXPECT_EQ(k, want.size()) << tag;
+          auto got = check_guard("select ");
+          got.resize(std::min(k, n));
+          EXPECT_TRUE(same(got, want)) << "select " << tag;
+        }
+        {  // unique (runs)
+          auto want = runs;
+          want.resize(size_t(std::unique(want.begin(), want.end(), KeyEq()) - want.begin()));
+          load(runs);
+          const size_t k = unique_inplace(d, n, KeyEq(), s, scr);
+          EXPECT_EQ(k, want.size()) << tag;
+          auto got = check_guard("unique ");
+          got.resize(std::min(k, n));
+          EXPECT_TRUE(same(got, want)) << "unique " << tag;
+        }
+        {  // partition
+          auto want = in;
+          const size_t wn =
+              size_t(std::stable_partition(want.begin(), want.end(), keep) - want.begin());
+          load(in);
+          const size_t k = partition_inplace(d, n, keep, s, scr);
+          EXPECT_EQ(k, wn) << tag;
+          EXPECT_TRUE(same(check_guard("partition "), want)) << "partition " << tag;
+        }
+      }
+}
+
+TEST(Sliding, MisalignedUint32) {
+  REQUIRE_GPU();
+  check_offsets<uint32_t>(21);
+}
+TEST(Sliding, MisalignedUint64) {
+  REQUIRE_GPU();
+  check_offsets<unsigned long long>(22);
 }
 
 // Many tiles (tens of thousands of blocks, far more than are resident), 16-byte records, long

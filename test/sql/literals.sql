@@ -6,7 +6,8 @@
 -- be converted implicitly (a numeric or bigint bucket count) is 42883, PostgreSQL's own rule.
 -- Relation forms with a quoted name take the string-typed form (rel text, ..., coords text); the
 -- one call PostgreSQL cannot decide is the one with every argument quoted and an integer
--- parameter beside the aggregate's float8 (gpu_sdh('t', '4', '{x,y}'): 42725).
+-- parameter beside the aggregate's float8 (gpu_sdh('t', '4', '{x,y}'): 42725), and the pair-expression
+-- gpu_pair_count with a regclass first and an untyped second argument (regclass or float8: 42725).
 --
 SET gpu2bs.precision = float8;
 CREATE TABLE lit (id int PRIMARY KEY, x float8, y float8, z float8, xi int, yi int);
@@ -55,6 +56,12 @@ SELECT call, try_call(call) AS result FROM (VALUES
   ('gpu_pair_count(''lit'', 5)'), ('gpu_pair_count(''lit'', 5, coords => ''{x,y}'')'),
   ('gpu_pair_count(''lit''::regclass, 5, ''{x,y}'')'), ('gpu_pair_count(''public.lit'', ''5'', ''{x,y,z}'')'),
   ('gpu_pair_count(''nosuch'', 5)'), ('gpu_pair_count(NULL, 5)'),
+  -- gpu_pair_count, pair expressions (a, b, predicate): quoted names take the string twin; a
+  -- second argument that reads as a number stays the distance r of (rel, r, coords)
+  ('gpu_pair_count(''lit'', ''lit'', ''a.x < b.x'')'), ('gpu_pair_count(''lit''::regclass, ''lit''::regclass, ''a.x < b.x'')'),
+  ('gpu_pair_count(''lit'', ''lit'', predicate => ''a.x + b.y <= 5'')'), ('gpu_pair_count(''lit'', ''5'', ''{x,y}'')'),
+  ('gpu_pair_count(''lit'', '' 5e0 '', ''{x,y}'')'), ('gpu_pair_count(''lit''::regclass, ''lit'', ''a.x < b.x'')'),
+  ('gpu_pair_count(''lit'', ''lit'', ''a.x < b.xx'')'),
   ('gpu_sdh(''lit'', 4, ''{x,y}'')'), ('gpu_sdh(''lit'', 4)'), ('gpu_sdh(''lit'', ''4'', ''{xi,yi}'')'),
   ('gpu_sdh_fixed(''lit'', 4, 5, ''{x,y}'')'), ('gpu_sdh_fixed(''lit'', 4, 5.0, ''{x,y}'')'),
   ('gpu_sdh_fixed(''lit'', 4, 5)')

@@ -13,6 +13,7 @@
 #include "core/dbscan.h"
 #include "core/engine.h"
 #include "core/error.h"
+#include "core/pair_expr.h"
 
 using namespace gpu2bs;
 
@@ -128,6 +129,7 @@ class GroupingEngine final : public Engine {
   std::vector<uint64_t> sdh(const SdhProblem& p, Control& c) override { return cpu_->sdh(p, c); }
   uint64_t pair_count(const PairCountProblem& p, Control& c) override { return cpu_->pair_count(p, c); }
   void pairwise(const PairwiseProblem& p, PairSink& s, Control& c) override { cpu_->pairwise(p, s, c); }
+  PairExprResult pair_expr(const PairExprProblem& p, PairSink* s, Control& c) override { return cpu_->pair_expr(p, s, c); }
   bool reduces_pairs(PairReduce::Kind k) const override { return k == PairReduce::Group; }
   void simjoin(const SimjoinProblem& p, PairSink& sink, Control& ctl) override {
     if (!p.reduce) return cpu_->simjoin(p, sink, ctl);
@@ -166,6 +168,7 @@ class BatchEngine final : public Engine {
   std::vector<uint64_t> sdh(const SdhProblem& p, Control& c) override { return cpu_->sdh(p, c); }
   uint64_t pair_count(const PairCountProblem& p, Control& c) override { return cpu_->pair_count(p, c); }
   void pairwise(const PairwiseProblem& p, PairSink& s, Control& c) override { cpu_->pairwise(p, s, c); }
+  PairExprResult pair_expr(const PairExprProblem& p, PairSink* s, Control& c) override { return cpu_->pair_expr(p, s, c); }
   bool reduces_pairs(PairReduce::Kind k) const override { return k == PairReduce::Group; }
   void simjoin(const SimjoinProblem& p, PairSink& sink, Control& ctl) override {
     struct All final : PairSink {

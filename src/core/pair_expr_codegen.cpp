@@ -1,0 +1,389 @@
+// Code generation: a pair expression (the analyzed tree, never user text) as the CUDA source of
+// `gpu2bs_pair` (kernels/expr/expr_gpu.h). The source is straight-line code, one local per node
+// (v<k> value, n<k> NULL flag, t<k> truth: 0 false, 1 true, 2 unknown), AND / OR / CASE nested as
+// branches so later operands run only where SQL evaluates them. + - * / and sqrt use the
+// round-to-nearest intrinsics (never contracted), constants are exact hexadecimal literals, and
+// PostgreSQL's checks raise the same faults as the CPU evaluator (pair_expr_ops.h).
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <string>
+
+#include "error.h"
+#include "pair_expr.h"
+
+namespace gpu2bs {
+
+namespace {
+
+// Helpers of the generated source: fixed text, the same for every expression of a precision.
+// Each mirrors the function of pair_expr_ops.h of the same name; `f` receives the fault.
+const char* kHelpers = R"(
+__device__ __forceinline__ bool g2x_isnan(real x) { return x != x; }
+__device__ __forceinline__ bool g2x_isinf(real x) { return isinf(x); }
+__device__ __forceinline__ int g2x_cmp(real x, real y) {
+  const bool nx = x != x, ny = y != y;
+  if (nx) return ny ? 0 : 1;
+  if (ny) return -1;
+  return x < y ? -1 : (x > y ? 1 : 0);
+}
+__device__ __forceinline__ real g2x_add(real x, real y, int& f) {
+  const real r = G2X_ADD(x, y);
+  if (g2x_isinf(r) && !g2x_isinf(x) && !g2x_isinf(y)) f = 2;
+  return r;
+}
+__device__ __forceinline__ real g2x_sub(real x, real y, int& f) {
+  const real r = G2X_SUB(x, y);
+  if (g2x_isinf(r) && !g2x_isinf(x) && !g2x_isinf(y)) f = 2;
+  return r;
+}
+__device__ __forceinline__ real g2x_mul(real x, real y, int& f) {
+  const real r = G2X_MUL(x, y);
+  if (g2x_isinf(r) && !g2x_isinf(x) && !g2x_isinf(y)) f = 2;
+  else if (r == (real)0 && x != (real)0 && y != (real)0) f = 3;
+  return r;
+}
+__device__ __forceinline__ real g2x_div(real x, real y, int& f) {
+  if (y == (real)0 && !g2x_isnan(x)) { f = 1; return (real)0; }
+  const real r = G2X_DIV(x, y);
+  if (g2x_isinf(r) && !g2x_isinf(x)) f = 2;
+  else if (r == (real)0 && x != (real)0 && !g2x_isinf(y)) f = 3;
+  return r;
+}
+__device__ __forceinline__ real g2x_sqrt(real x, int& f) {
+  if (x < (real)0) { f = 6; return (real)0; }
+  return G2X_SQRT(x);
+}
+__device__ __forceinline__ real g2x_square(real x, int& f) {
+  if (g2x_isnan(x)) return x;
+  const real r = G2X_MUL(x, x);
+  if (g2x_isinf(r) && !g2x_isinf(x)) f = 2;
+  else if (r == (real)0 && x != (real)0) f = 3;
+  return r;
+}
+__device__ real g2x_pow(real x, real y, int& f) {
+  if (g2x_isnan(x)) return (g2x_isnan(y) || y != (real)0) ? x : (real)1;
+  if (g2x_isnan(y)) return x != (real)1 ? y : (real)1;
+  if (x == (real)0 && y < (real)0) { f = 8; return (real)0; }
+  if (x < (real)0 && floor(y) != y) { f = 9; return (real)0; }
+  if (g2x_isinf(y)) {
+    const real ax = fabs(x);
+    if (ax == (real)1) return (real)1;
+    if (y > (real)0) return ax > (real)1 ? y : (real)0;
+    return ax > (real)1 ? (real)0 : -y;
+  }
+  if (g2x_isinf(x)) {
+    if (y == (real)0) return (real)1;
+    if (x > (real)0) return y > (real)0 ? x : (real)0;
+    const real half = y / (real)2;
+    const bool odd = floor(half) != half;
+    if (y > (real)0) return odd ? x : -x;
+    return odd ? -(real)0 : (real)0;
+  }
+  const real r = pow(x, y);
+  if (g2x_isinf(r)) f = 2;
+  else if (r == (real)0 && x != (real)0) f = 3;
+  return r;
+}
+__device__ __forceinline__ real g2x_exp(real x, int& f) {
+  if (g2x_isnan(x)) return x;
+  if (g2x_isinf(x)) return x > (real)0 ? x : (real)0;
+  const real r = exp(x);
+  if (g2x_isinf(r)) f = 2;
+  else if (r == (real)0) f = 3;
+  return r;
+}
+__device__ __forceinline__ real g2x_ln(real x, int& f) {
+  if (x == (real)0) { f = 4; return (real)0; }
+  if (x < (real)0) { f = 5; return (real)0; }
+  return log(x);
+}
+__device__ __forceinline__ real g2x_sin(real x, int& f) {
+  if (g2x_isnan(x)) return x;
+  if (g2x_isinf(x)) { f = 7; return (real)0; }
+  return sin(x);
+}
+__device__ __forceinline__ real g2x_cos(real x, int& f) {
+  if (g2x_isnan(x)) return x;
+  if (g2x_isinf(x)) { f = 7; return (real)0; }
+  return cos(x);
+}
+__device__ __forceinline__ real g2x_tan(real x, int& f) {
+  if (g2x_isnan(x)) return x;
+  if (g2x_isinf(x)) { f = 7; return (real)0; }
+  return tan(x);
+}
+__device__ __forceinline__ real g2x_asin(real x, int& f) {
+  if (g2x_isnan(x)) return x;
+  if (x < (real)-1 || x > (real)1) { f = 7; return (real)0; }
+  return asin(x);
+}
+__device__ __forceinline__ real g2x_acos(real x, int& f) {
+  if (g2x_isnan(x)) return x;
+  if (x < (real)-1 || x > (real)1) { f = 7; return (real)0; }
+  return acos(x);
+}
+__device__ __forceinline__ real g2x_atan(real x) { return g2x_isnan(x) ? x : atan(x); }
+__device__ __forceinline__ real g2x_atan2(real y, real x) {
+  if (g2x_isnan(y)) return y;
+  if (g2x_isnan(x)) return x;
+  return atan2(y, x);
+}
+__device__ __forceinline__ real g2x_radians(real x, int& f) { return g2x_mul(x, G2X_RADIANS_PER_DEGREE, f); }
+__device__ __forceinline__ real g2x_degrees(real x, int& f) { return g2x_div(x, G2X_RADIANS_PER_DEGREE, f); }
+)";
+
+// An exact literal of `v` in the precision's type: hexadecimal floating constants for finite
+// values, bit patterns for infinities and NaN.
+std::string literal(double v, bool f32) {
+  char buf[64];
+  if (f32) {
+    const float x = float(v);
+    if (std::isnan(x)) return "__int_as_float(0x7fc00000)";
+    if (std::isinf(x)) return x > 0 ? "__int_as_float(0x7f800000)" : "__int_as_float(0xff800000)";
+    snprintf(buf, sizeof buf, "%af", double(x));
+    return buf;
+  }
+  if (std::isnan(v)) return "__longlong_as_double(0x7ff8000000000000LL)";
+  if (std::isinf(v)) return v > 0 ? "__longlong_as_double(0x7ff0000000000000LL)" : "__longlong_as_double((long long)0xfff0000000000000ULL)";
+  snprintf(buf, sizeof buf, "%a", v);
+  return buf;
+}
+
+class Gen {
+ public:
+  Gen(const PairExpr& e, bool f32) : e_(e), f32_(f32) {}
+
+  // Emits the code of node k (and its operands) at indentation `ind`.
+  void node(int k, int ind) {
+    const ExprNode& n = e_.node(k);
+    const std::string K = std::to_string(k);
+    auto a = [&](int i) { return std::to_string(e_.arg(k, i)); };
+    switch (n.op) {
+      case ExprOp::Col: {
+        const char* row = n.side ? "b" : "a";
+        line(ind, "const bool n" + K + " = gpu2bs_isnull(" + row + ", " + std::to_string(n.col) + ");");
+        line(ind, "const real v" + K + " = n" + K + " ? (real)0 : gpu2bs_col(" + row + ", " +
+                      std::to_string(n.col) + ");");
+        return;
+      }
+      case ExprOp::Const:
+        line(ind, std::string("const bool n") + K + " = " + (n.is_null ? "true" : "false") + ";");
+        line(ind, "const real v" + K + " = " + (n.is_null ? std::string("(real)0") : literal(n.value, f32_)) + ";");
+        return;
+      case ExprOp::Truth:
+        line(ind, "const unsigned char t" + K + " = " + std::to_string(int(n.truth)) + ";");
+        return;
+      case ExprOp::Add: case ExprOp::Sub: case ExprOp::Mul: case ExprOp::Div:
+      case ExprOp::Pow: {
+        node(e_.arg(k, 0), ind);
+        node(e_.arg(k, 1), ind);
+        const std::string x = a(0), y = a(1);
+        line(ind, "const bool n" + K + " = n" + x + " || n" + y + ";");
+        line(ind, "real v" + K + " = (real)0;");
+        std::string call;
+        if (n.op == ExprOp::Pow && is_const(e_.arg(k, 1), 2.0))
+          call = "g2x_square(v" + x + ", f)";
+        else
+          call = std::string(n.op == ExprOp::Add ? "g2x_add" : n.op == ExprOp::Sub ? "g2x_sub"
+                             : n.op == ExprOp::Mul ? "g2x_mul" : n.op == ExprOp::Div ? "g2x_div"
+                             : "g2x_pow") + "(v" + x + ", v" + y + ", f)";
+        line(ind, "if (!n" + K + ") { v" + K + " = " + call + "; if (f) { gpu2bs_raise(f); return false; } }");
+        return;
+      }
+      case ExprOp::Neg: case ExprOp::Abs: case ExprOp::Atan: {
+        node(e_.arg(k, 0), ind);
+        const std::string x = a(0);
+        const std::string expr = n.op == ExprOp::Neg ? "-v" + x : n.op == ExprOp::Abs ? "fabs(v" + x + ")" : "g2x_atan(v" + x + ")";
+        line(ind, "const bool n" + K + " = n" + x + ";");
+        line(ind, "const real v" + K + " = n" + K + " ? (real)0 : " + expr + ";");
+        return;
+      }
+      case ExprOp::Atan2: {
+        node(e_.arg(k, 0), ind);
+        node(e_.arg(k, 1), ind);
+        const std::string y = a(0), x = a(1);
+        line(ind, "const bool n" + K + " = n" + y + " || n" + x + ";");
+        line(ind, "const real v" + K + " = n" + K + " ? (real)0 : g2x_atan2(v" + y + ", v" + x + ");");
+        return;
+      }
+      case ExprOp::Sqrt: case ExprOp::Sin: case ExprOp::Cos: case ExprOp::Tan: case ExprOp::Asin:
+      case ExprOp::Acos: case ExprOp::Exp: case ExprOp::Ln: case ExprOp::Radians: case ExprOp::Degrees: {
+        node(e_.arg(k, 0), ind);
+        const std::string x = a(0);
+        line(ind, "const bool n" + K + " = n" + x + ";");
+        line(ind, "real v" + K + " = (real)0;");
+        line(ind, "if (!n" + K + ") { v" + K + " = " + unary_helper(n.op) + "(v" + x +
+                      ", f); if (f) { gpu2bs_raise(f); return false; } }");
+        return;
+      }
+      case ExprOp::Least: case ExprOp::Greatest: {
+        line(ind, "bool n" + K + " = true;");
+        line(ind, "real v" + K + " = (real)0;");
+        const char* cmp = n.op == ExprOp::Least ? "< 0" : "> 0";
+        for (uint32_t i = 0; i < n.nargs; ++i) {
+          line(ind, "{");
+          node(e_.arg(k, int(i)), ind + 1);
+          const std::string x = a(int(i));
+          line(ind + 1, "if (!n" + x + " && (n" + K + " || g2x_cmp(v" + x + ", v" + K + ") " + cmp +
+                            ")) { v" + K + " = v" + x + "; n" + K + " = false; }");
+          line(ind, "}");
+        }
+        return;
+      }
+      case ExprOp::Cmp: {
+        node(e_.arg(k, 0), ind);
+        node(e_.arg(k, 1), ind);
+        const std::string x = a(0), y = a(1);
+        line(ind, "const unsigned char t" + K + " = (n" + x + " || n" + y + ") ? 2 : (g2x_cmp(v" + x +
+                      ", v" + y + ") " + cmp_text(n.cmp) + " ? 1 : 0);");
+        return;
+      }
+      case ExprOp::And: case ExprOp::Or: {
+        const bool is_and = n.op == ExprOp::And;
+        const char* stop = is_and ? "0" : "1";
+        line(ind, std::string("unsigned char t") + K + " = " + (is_and ? "1" : "0") + ";");
+        for (uint32_t i = 0; i < n.nargs; ++i) {
+          line(ind, i == 0 ? std::string("{") : "if (t" + K + " != " + stop + ") {");
+          node(e_.arg(k, int(i)), ind + 1);
+          const std::string x = a(int(i));
+          line(ind + 1, "if (t" + x + " == " + stop + ") t" + K + " = " + stop + "; else if (t" + x +
+                            " == 2) t" + K + " = 2;");
+          line(ind, "}");
+        }
+        return;
+      }
+      case ExprOp::Not:
+        node(e_.arg(k, 0), ind);
+        line(ind, "const unsigned char t" + K + " = t" + a(0) + " == 2 ? 2 : 1 - t" + a(0) + ";");
+        return;
+      case ExprOp::IsNull: case ExprOp::IsNotNull:
+        node(e_.arg(k, 0), ind);
+        line(ind, "const unsigned char t" + K + " = " + (n.op == ExprOp::IsNull ? "" : "!") + "n" + a(0) + " ? 1 : 0;");
+        return;
+      case ExprOp::Case: {
+        const bool num = n.type == ExprType::Num;
+        if (num) {
+          line(ind, "bool n" + K + " = true;");
+          line(ind, "real v" + K + " = (real)0;");
+        } else {
+          line(ind, "unsigned char t" + K + " = 2;");
+        }
+        int depth = 0;
+        for (uint32_t i = 0; i + 1 < n.nargs; i += 2) {
+          line(ind + depth, "{");
+          node(e_.arg(k, int(i)), ind + depth + 1);
+          line(ind + depth + 1, "if (t" + a(int(i)) + " == 1) {");
+          result_of(k, e_.arg(k, int(i + 1)), num, ind + depth + 2);
+          line(ind + depth + 1, "} else {");
+          depth += 2;
+        }
+        result_of(k, e_.arg(k, int(n.nargs - 1)), num, ind + depth);
+        while (depth > 0) {
+          depth -= 2;
+          line(ind + depth + 1, "}");
+          line(ind + depth, "}");
+        }
+        return;
+      }
+    }
+    throw Error(ErrorCode::Internal, "pair expression: unknown node in code generation");
+  }
+
+  std::string out;
+
+ private:
+  void line(int ind, const std::string& s) {
+    out.append(size_t(2 * ind), ' ');
+    out += s;
+    out += '\n';
+  }
+  // Emits operand `k` of a CASE and stores it as the CASE's result `c`.
+  void result_of(int c, int k, bool num, int ind) {
+    node(k, ind);
+    const std::string C = std::to_string(c), K = std::to_string(k);
+    if (num)
+      line(ind, "v" + C + " = v" + K + "; n" + C + " = n" + K + ";");
+    else
+      line(ind, "t" + C + " = t" + K + ";");
+  }
+  bool is_const(int k, double v) const {
+    const ExprNode& n = e_.node(k);
+    return n.op == ExprOp::Const && !n.is_null && n.value == v;
+  }
+  static const char* cmp_text(CmpOp op) {
+    switch (op) {
+      case CmpOp::Lt: return "< 0";
+      case CmpOp::Le: return "<= 0";
+      case CmpOp::Eq: return "== 0";
+      case CmpOp::Ne: return "!= 0";
+      case CmpOp::Ge: return ">= 0";
+      case CmpOp::Gt: return "> 0";
+    }
+    return "== 0";
+  }
+  static const char* unary_helper(ExprOp op) {
+    switch (op) {
+      case ExprOp::Sqrt: return "g2x_sqrt";
+      case ExprOp::Sin: return "g2x_sin";
+      case ExprOp::Cos: return "g2x_cos";
+      case ExprOp::Tan: return "g2x_tan";
+      case ExprOp::Asin: return "g2x_asin";
+      case ExprOp::Acos: return "g2x_acos";
+      case ExprOp::Exp: return "g2x_exp";
+      case ExprOp::Ln: return "g2x_ln";
+      case ExprOp::Radians: return "g2x_radians";
+      case ExprOp::Degrees: return "g2x_degrees";
+      default: return "g2x_invalid";
+    }
+  }
+
+  const PairExpr& e_;
+  bool f32_;
+};
+
+}  // namespace
+
+std::string generate_pair_source(const PairExpr& e, PairExprKind kind, Precision prec) {
+  e.validate();
+  if ((kind == PairExprKind::Sum || kind == PairExprKind::Histogram) && e.value < 0)
+    throw Error(ErrorCode::Internal, "pair expression without a value");
+  const bool f32 = prec == Precision::Float32;
+  std::string s;
+  s += "// gpu2bs pair expression (generated from the analyzed expression tree)\n";
+  if (f32) {
+    s += "#define G2X_ADD(x, y) __fadd_rn(x, y)\n#define G2X_SUB(x, y) __fsub_rn(x, y)\n"
+         "#define G2X_MUL(x, y) __fmul_rn(x, y)\n#define G2X_DIV(x, y) __fdiv_rn(x, y)\n"
+         "#define G2X_SQRT(x) __fsqrt_rn(x)\n";
+  } else {
+    s += "#define G2X_ADD(x, y) __dadd_rn(x, y)\n#define G2X_SUB(x, y) __dsub_rn(x, y)\n"
+         "#define G2X_MUL(x, y) __dmul_rn(x, y)\n#define G2X_DIV(x, y) __ddiv_rn(x, y)\n"
+         "#define G2X_SQRT(x) __dsqrt_rn(x)\n";
+  }
+  s += "#define G2X_RADIANS_PER_DEGREE " + literal(0.0174532925199432957692, f32) + "\n";
+  s += kHelpers;
+  Gen g(e, f32);
+  g.out += "__device__ bool gpu2bs_pair(const Row& a, const Row& b, real* value) {\n";
+  g.out += "  int f = 0;\n";
+  g.out += "  (void)a; (void)b; (void)value; (void)f;\n";
+  if (e.predicate >= 0) {
+    g.node(e.predicate, 1);
+    g.out += "  if (t" + std::to_string(e.predicate) + " != 1) return false;\n";
+  }
+  if (kind == PairExprKind::Sum || kind == PairExprKind::Histogram) {
+    g.node(e.value, 1);
+    const std::string V = std::to_string(e.value);
+    g.out += "  if (n" + V + ") return false;\n";
+    if (kind == PairExprKind::Histogram)
+      g.out += "  if (v" + V + " != v" + V + ") { gpu2bs_raise(" +
+               std::to_string(int(ExprFault::HistogramNaN)) + "); return false; }\n";
+    g.out += "  *value = v" + V + ";\n";
+  }
+  g.out += "  return true;\n}\n";
+  s += g.out;
+  s += "#undef G2X_ADD\n#undef G2X_SUB\n#undef G2X_MUL\n#undef G2X_DIV\n#undef G2X_SQRT\n#undef G2X_RADIANS_PER_DEGREE\n";
+  return s;
+}
+
+}  // namespace gpu2bs
