@@ -8,21 +8,38 @@
 # [0.02, 0.98]^2, sigma uniform in [0.0015, 0.003]), 10 % uniform noise in [0, 1]^2; eps = 0.003,
 # minpoints = 10 by default. Also checks that both give the same noise points and the same
 # number of clusters, and prints how the clusters of the non-noise points correspond.
-# Needs a running server with gpu2bs and postgis (PGHOST/PGPORT set) and a python with numpy
-# ($PYTHON, else python3). Usage: test/bench/dbscan.sh [N] [EPS] [MINPOINTS] [SEED]
+# Needs a running server with gpu2bs and postgis (PGHOST/PGPORT set) and python ($PYTHON, else
+# python3) with numpy; without numpy the same construction uses Python's random module (other
+# numbers; the generator is printed). Usage: test/bench/dbscan.sh [N] [EPS] [MINPOINTS] [SEED]
 set -euo pipefail
 n=${1:-1000000}; eps=${2:-0.003}; minpoints=${3:-10}; seed=${4:-1}
 py=${PYTHON:-python3}
 csv=$(mktemp /tmp/dbscan-bench.XXXXXX.csv); chmod 644 "$csv"
 trap 'rm -f "$csv"' EXIT
-"$py" - "$n" "$seed" "$csv" <<'PY'
+gen=$("$py" - "$n" "$seed" "$csv" <<'PY'
 import sys
-import numpy as np
 n, seed, path = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
-rng = np.random.default_rng(seed)
 nnoise = n // 10
 nblob = n - nnoise
 k = max(1, n // 500)
+try:
+    import numpy as np
+except ImportError:  # the same construction with Python's random (other numbers)
+    import random
+    rng = random.Random(seed)
+    centres = [(rng.uniform(0.02, 0.98), rng.uniform(0.02, 0.98), rng.uniform(0.0015, 0.003)) for _ in range(k)]
+    pts = []
+    for _ in range(nblob):
+        cx, cy, s = centres[rng.randrange(k)]
+        pts.append((cx + rng.gauss(0, 1) * s, cy + rng.gauss(0, 1) * s))
+    pts += [(rng.random(), rng.random()) for _ in range(nnoise)]
+    rng.shuffle(pts)
+    with open(path, "w") as f:
+        f.write("id,x,y\n")
+        f.writelines("%d,%r,%r\n" % (i + 1, x, y) for i, (x, y) in enumerate(pts))
+    print("python random.Random(%d)" % seed)
+    sys.exit(0)
+rng = np.random.default_rng(seed)
 centres = rng.uniform(0.02, 0.98, size=(k, 2))
 sigma = rng.uniform(0.0015, 0.003, size=k)
 which = rng.integers(0, k, size=nblob)
@@ -32,7 +49,10 @@ pts = pts[rng.permutation(n)]
 with open(path, "w") as f:
     f.write("id,x,y\n")
     np.savetxt(f, np.column_stack([np.arange(1, n + 1), pts]), fmt=["%d", "%.17g", "%.17g"], delimiter=",")
+print("numpy default_rng(%d)" % seed)
 PY
+)
+echo "data: $n points, generator $gen" >&2
 q() { psql -X -q -At -v ON_ERROR_STOP=1 "$@"; }
 q <<SQL
 SET client_min_messages = warning;
