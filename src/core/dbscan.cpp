@@ -42,9 +42,11 @@ bool for_pairs(Control& ctl, size_t n, F&& fn) {
 // Counts, for every point, the pairs it belongs to (both ends of each pair).
 class DegreeSink final : public PairSink {
  public:
+  // n points, all counts 0.
   DegreeSink(size_t n, Control& ctl) : deg_(n), ctl_(ctl) {
     for (auto& d : deg_) d.store(0, std::memory_order_relaxed);
   }
+  // Adds 1 to the count of both points of each pair.
   void consume(const PairRecord* pairs, size_t n) override {
     std::atomic<uint32_t>* d = deg_.data();
     for_pairs(ctl_, n, [&](size_t b, size_t e, bool shared) {
@@ -62,6 +64,7 @@ class DegreeSink final : public PairSink {
     });
     seen += n;
   }
+  // The number of pairs point g belongs to.
   uint32_t degree(size_t g) const { return deg_[g].load(std::memory_order_relaxed); }
   uint64_t seen = 0;
 
@@ -73,6 +76,7 @@ class DegreeSink final : public PairSink {
 // Drops the pages an engine hands over while it computes a reduction itself (none are expected).
 class NullSink final : public PairSink {
  public:
+  // Ignores the page.
   void consume(const PairRecord*, size_t) override {}
 };
 
@@ -85,12 +89,14 @@ class NullSink final : public PairSink {
 // (kNone), so a pair costs one read per end before any find.
 class ClusterSink final : public PairSink {
  public:
+  // Every core point its own set; no point with a nearest core point yet.
   ClusterSink(const std::vector<uint8_t>& core, const int64_t* keys, size_t n, Control& ctl)
       : keys_(keys), ctl_(ctl), parent_(n), near_(n, kNone), near_d_(n, HUGE_VAL), locks_(kOfferLocks) {
     for (size_t i = 0; i < n; ++i) parent_[i].store(core[i] ? uint32_t(i) : kNone, std::memory_order_relaxed);
     for (auto& l : locks_) l.store(0, std::memory_order_relaxed);
   }
 
+  // Core-core pairs join their sets; core-other pairs offer the core point to the other.
   void consume(const PairRecord* pairs, size_t n) override {
     const std::atomic<uint32_t>* par = parent_.data();
     for_pairs(ctl_, n, [&](size_t b, size_t e, bool shared) {
@@ -127,6 +133,7 @@ class ClusterSink final : public PairSink {
   uint64_t seen = 0;
 
  private:
+  // Joins the sets of core points a and b.
   void unite(uint32_t a, uint32_t b) {
     for (;;) {
       a = find(a);

@@ -44,6 +44,7 @@ class ReplayEngine final : public Engine {
   void pairwise(const PairwiseProblem&, PairSink&, Control&) override {}
   PairExprResult pair_expr(const PairExprProblem&, PairSink*, Control&) override { return {}; }
   bool reduces_pairs(PairReduce::Kind k) const override { return k == PairReduce::Group; }
+  // A Group reduction counted from the stored pairs, else the stored pages in order.
   void simjoin(const SimjoinProblem& p, PairSink& sink, Control&) override {
     if (p.reduce) {
       PairReduce& r = *p.reduce;
@@ -72,6 +73,7 @@ double thread_cpu_s() {
   return double(ts.tv_sec) + 1e-9 * double(ts.tv_nsec);
 }
 
+// The median of three timings.
 double median3(std::vector<double> v) {
   std::sort(v.begin(), v.end());
   return v[v.size() / 2];
@@ -79,6 +81,7 @@ double median3(std::vector<double> v) {
 
 }  // namespace
 
+// Builds the points, times dbscan() on the CPU engine and on replayed pages, prints the figures.
 int main(int argc, char** argv) {
   if (argc < 2) {
     std::fprintf(stderr, "usage: %s N [eps] [minpoints] [threads] [seed]\n", argv[0]);

@@ -22,6 +22,7 @@ namespace {
 struct Pts {
   std::vector<double> x, y;
   std::vector<int64_t> keys;
+  // The points as the engine reads them.
   PointsView view() const {
     PointsView v;
     v.dims = 2;
@@ -131,6 +132,7 @@ class GroupingEngine final : public Engine {
   void pairwise(const PairwiseProblem& p, PairSink& s, Control& c) override { cpu_->pairwise(p, s, c); }
   PairExprResult pair_expr(const PairExprProblem& p, PairSink* s, Control& c) override { return cpu_->pair_expr(p, s, c); }
   bool reduces_pairs(PairReduce::Kind k) const override { return k == PairReduce::Group; }
+  // A Group reduction counted from the CPU engine's pairs; any other join forwarded.
   void simjoin(const SimjoinProblem& p, PairSink& sink, Control& ctl) override {
     if (!p.reduce) return cpu_->simjoin(p, sink, ctl);
     PairReduce& r = *p.reduce;
@@ -170,6 +172,7 @@ class BatchEngine final : public Engine {
   void pairwise(const PairwiseProblem& p, PairSink& s, Control& c) override { cpu_->pairwise(p, s, c); }
   PairExprResult pair_expr(const PairExprProblem& p, PairSink* s, Control& c) override { return cpu_->pair_expr(p, s, c); }
   bool reduces_pairs(PairReduce::Kind k) const override { return k == PairReduce::Group; }
+  // The CPU engine's pairs, reversed, in one call; a Group reduction counted from them.
   void simjoin(const SimjoinProblem& p, PairSink& sink, Control& ctl) override {
     struct All final : PairSink {
       std::vector<PairRecord> v;
@@ -200,6 +203,7 @@ class BatchEngine final : public Engine {
   std::unique_ptr<Engine> cpu_;
 };
 
+// dbscan() on `eng` against reference() for one eps and minpoints: every point's cluster.
 void check(Engine& eng, const Pts& p, double eps, int64_t minpoints, const char* what, int threads = 2) {
   Control ctl;
   ctl.threads = threads;
