@@ -2,54 +2,152 @@
 // the core-core pairs streamed from the engine, nearest core point of each border point.
 #include "dbscan.h"
 
+#include <pthread.h>
+#include <signal.h>
+
 #include <algorithm>
 #include <atomic>
 #include <cmath>
+#include <condition_variable>
+#include <functional>
 #include <limits>
+#include <mutex>
 #include <string>
+#include <thread>
 
 #include "error.h"
-#include "parallel.h"
 
 namespace gpu2bs {
 
 namespace {
 
 constexpr uint32_t kNone = std::numeric_limits<uint32_t>::max();
-// A call handing over at least this many pairs is split into chunks of kChunkPairs processed on
-// ctl.threads workers (the GPU engine hands over long runs of pages; the CPU engine's pages,
-// made while its own workers run, are smaller and are processed on the calling thread).
-constexpr size_t kChunkPairs = 16384;
-constexpr size_t kParallelPairs = 4 * kChunkPairs;
+// Pairs of one call are processed in chunks of kChunkPairs by the calling thread and a team of
+// ctl.threads - 1 helper threads when the call holds at least `share_from` pairs: kShareDevice
+// on an engine that computes on its own device (the GPU: the host's cores are free while it
+// hands over runs of pages), kShareHost on the CPU engine (its pages are made by its own
+// workers on the same cores; only pages made longer than usual are shared).
+constexpr size_t kChunkPairs = 4096;
+constexpr size_t kShareDevice = 2 * kChunkPairs;
+constexpr size_t kShareHost = 65536;
 // Spin locks guarding the nearest-core records of points that are not core, by point index.
 constexpr size_t kOfferLocks = 4096;
 
-// Runs fn(begin, end) over [0, n) pairs: on the calling thread, or in chunks on ctl.threads
-// workers when n is large. Returns whether it ran in parallel.
-template <typename F>
-bool for_pairs(Control& ctl, size_t n, F&& fn) {
-  if (n < kParallelPairs || ctl.threads < 2) {
-    fn(size_t(0), n, false);
-    return false;
+// Helper threads (every signal blocked, as the engine's workers) that run one function over the
+// chunks of a call together with the calling thread. A helper joins a call only while it is
+// open; the call returns once every chunk is done and no helper is still in it.
+class ChunkTeam {
+ public:
+  explicit ChunkTeam(int helpers) {
+    sigset_t all, old;
+    sigfillset(&all);
+    pthread_sigmask(SIG_BLOCK, &all, &old);
+    try {
+      for (int h = 0; h < helpers; ++h) threads_.emplace_back([this] { helper(); });
+    } catch (...) {
+      pthread_sigmask(SIG_SETMASK, &old, nullptr);
+      stop();
+      throw Error(ErrorCode::OutOfMemory, "could not start helper threads");
+    }
+    pthread_sigmask(SIG_SETMASK, &old, nullptr);
   }
-  const size_t chunks = (n + kChunkPairs - 1) / kChunkPairs;
-  parallel_for(ctl, chunks, [&](size_t c, int) {
-    fn(c * kChunkPairs, std::min(n, (c + 1) * kChunkPairs), true);
-  });
-  return true;
+  ~ChunkTeam() { stop(); }
+  ChunkTeam(const ChunkTeam&) = delete;
+  ChunkTeam& operator=(const ChunkTeam&) = delete;
+
+  // True when there are no helpers (one thread).
+  bool empty() const { return threads_.empty(); }
+
+  // Runs fn(begin, end) over the chunks of [0, n) on this thread and the helpers that join.
+  void run(size_t n, const std::function<void(size_t, size_t)>& fn) {
+    {
+      std::lock_guard<std::mutex> lk(mu_);
+      fn_ = &fn;
+      n_ = n;
+      next_.store(0, std::memory_order_relaxed);
+      open_ = true;
+      ++gen_;
+    }
+    cv_.notify_all();
+    work();
+    std::unique_lock<std::mutex> lk(mu_);
+    open_ = false;
+    done_cv_.wait(lk, [this] { return inside_ == 0; });
+  }
+
+ private:
+  // Takes chunks of the open call until none is left.
+  void work() {
+    for (;;) {
+      const size_t b = next_.fetch_add(1, std::memory_order_relaxed) * kChunkPairs;
+      if (b >= n_) return;
+      (*fn_)(b, std::min(n_, b + kChunkPairs));
+    }
+  }
+
+  // A helper: waits for a new call, joins it while it is open, works, leaves.
+  void helper() {
+    uint64_t seen = 0;
+    for (;;) {
+      {
+        std::unique_lock<std::mutex> lk(mu_);
+        cv_.wait(lk, [&] { return quit_ || gen_ != seen; });
+        if (quit_) return;
+        seen = gen_;
+        if (!open_) continue;
+        ++inside_;
+      }
+      work();
+      std::lock_guard<std::mutex> lk(mu_);
+      if (--inside_ == 0) done_cv_.notify_one();
+    }
+  }
+
+  // Stops and joins the helpers.
+  void stop() {
+    {
+      std::lock_guard<std::mutex> lk(mu_);
+      quit_ = true;
+    }
+    cv_.notify_all();
+    for (auto& t : threads_) t.join();
+    threads_.clear();
+  }
+
+  std::vector<std::thread> threads_;
+  std::mutex mu_;
+  std::condition_variable cv_, done_cv_;
+  uint64_t gen_ = 0;       // calls started (under mu_)
+  bool open_ = false;      // helpers may join the current call (under mu_)
+  bool quit_ = false;      // (under mu_)
+  int inside_ = 0;         // helpers working on the current call (under mu_)
+  const std::function<void(size_t, size_t)>* fn_ = nullptr;
+  size_t n_ = 0;
+  std::atomic<size_t> next_{0};
+};
+
+// Runs fn(begin, end, shared) over [0, n) pairs: on the calling thread (shared false), or with
+// the team (shared true) when n >= share_from and the team has helpers.
+template <typename F>
+void for_pairs(ChunkTeam* team, size_t share_from, size_t n, F&& fn) {
+  if (!team || team->empty() || n < share_from) {
+    fn(size_t(0), n, false);
+    return;
+  }
+  team->run(n, [&](size_t b, size_t e) { fn(b, e, true); });
 }
 
 // Counts, for every point, the pairs it belongs to (both ends of each pair).
 class DegreeSink final : public PairSink {
  public:
-  // n points, all counts 0.
-  DegreeSink(size_t n, Control& ctl) : deg_(n), ctl_(ctl) {
+  // n points, all counts 0; long calls shared with `team` (may be null).
+  DegreeSink(size_t n, ChunkTeam* team, size_t share_from) : deg_(n), team_(team), share_from_(share_from) {
     for (auto& d : deg_) d.store(0, std::memory_order_relaxed);
   }
   // Adds 1 to the count of both points of each pair.
   void consume(const PairRecord* pairs, size_t n) override {
     std::atomic<uint32_t>* d = deg_.data();
-    for_pairs(ctl_, n, [&](size_t b, size_t e, bool shared) {
+    for_pairs(team_, share_from_, n, [&](size_t b, size_t e, bool shared) {
       if (shared) {
         for (size_t p = b; p < e; ++p) {
           d[pairs[p].i].fetch_add(1, std::memory_order_relaxed);
@@ -70,7 +168,8 @@ class DegreeSink final : public PairSink {
 
  private:
   std::vector<std::atomic<uint32_t>> deg_;
-  Control& ctl_;
+  ChunkTeam* team_;
+  size_t share_from_;
 };
 
 // Drops the pages an engine hands over while it computes a reduction itself (none are expected).
@@ -90,8 +189,9 @@ class NullSink final : public PairSink {
 class ClusterSink final : public PairSink {
  public:
   // Every core point its own set; no point with a nearest core point yet.
-  ClusterSink(const std::vector<uint8_t>& core, const int64_t* keys, size_t n, Control& ctl)
-      : keys_(keys), ctl_(ctl), parent_(n), near_(n, kNone), near_d_(n, HUGE_VAL), locks_(kOfferLocks) {
+  ClusterSink(const std::vector<uint8_t>& core, const int64_t* keys, size_t n, ChunkTeam* team,
+              size_t share_from)
+      : keys_(keys), team_(team), share_from_(share_from), parent_(n), near_(n, kNone), near_d_(n, HUGE_VAL), locks_(kOfferLocks) {
     for (size_t i = 0; i < n; ++i) parent_[i].store(core[i] ? uint32_t(i) : kNone, std::memory_order_relaxed);
     for (auto& l : locks_) l.store(0, std::memory_order_relaxed);
   }
@@ -99,7 +199,7 @@ class ClusterSink final : public PairSink {
   // Core-core pairs join their sets; core-other pairs offer the core point to the other.
   void consume(const PairRecord* pairs, size_t n) override {
     const std::atomic<uint32_t>* par = parent_.data();
-    for_pairs(ctl_, n, [&](size_t b, size_t e, bool shared) {
+    for_pairs(team_, share_from_, n, [&](size_t b, size_t e, bool shared) {
       for (size_t p = b; p < e; ++p) {
         const PairRecord& r = pairs[p];
         const bool ci = par[r.i].load(std::memory_order_relaxed) != kNone;
@@ -167,7 +267,8 @@ class ClusterSink final : public PairSink {
   }
 
   const int64_t* keys_;
-  Control& ctl_;
+  ChunkTeam* team_;
+  size_t share_from_;
   std::vector<std::atomic<uint32_t>> parent_;  // kNone: not a core point
   std::vector<uint32_t> near_;
   std::vector<double> near_d_;
@@ -190,13 +291,18 @@ DbscanResult dbscan(Engine& eng, const SimjoinProblem& p, const int64_t* keys, i
   res.core.assign(n, 0);
   if (n == 0) return res;
 
+  // Helpers for long calls: the host's other cores.
+  const bool own_device = eng.reduces_pairs(PairReduce::Group);
+  const size_t share_from = own_device ? kShareDevice : kShareHost;
+  ChunkTeam team(std::max(0, ctl.threads - 1));
+
   // Pass 1: core flags. With minpoints = 1 every point is core; with minpoints > n none is.
   std::vector<uint8_t>& core = res.core;
   if (minpoints == 1) {
     std::fill(core.begin(), core.end(), uint8_t(1));
   } else if (uint64_t(minpoints) <= uint64_t(n)) {
     const uint64_t need = uint64_t(minpoints) - 1;  // neighbours besides the point itself
-    if (eng.reduces_pairs(PairReduce::Group)) {
+    if (own_device) {
       // Each pair counts once under its id1 end (side 0) and once under its id2 end (side 1).
       std::vector<uint64_t> deg(n, 0);
       for (int side = 0; side < 2; ++side) {
@@ -215,7 +321,7 @@ DbscanResult dbscan(Engine& eng, const SimjoinProblem& p, const int64_t* keys, i
       }
       for (size_t g = 0; g < n; ++g) core[g] = deg[g] >= need;
     } else {
-      DegreeSink sink(n, ctl);
+      DegreeSink sink(n, &team, share_from);
       eng.simjoin(p, sink, ctl);
       res.pairs_seen += sink.seen;
       for (size_t g = 0; g < n; ++g) core[g] = sink.degree(g) >= need;
@@ -228,7 +334,7 @@ DbscanResult dbscan(Engine& eng, const SimjoinProblem& p, const int64_t* keys, i
   }
 
   // Pass 2: components of the core points, nearest core point of the others.
-  ClusterSink cs(core, keys, n, ctl);
+  ClusterSink cs(core, keys, n, &team, share_from);
   eng.simjoin(p, cs, ctl);
   res.pairs_seen += cs.seen;
 

@@ -37,8 +37,10 @@ struct DbscanResult {
 // of each pair) that never leave it; otherwise from the pair pages, both ends of each pair.
 // Pass 2 reads the pair pages again into a union-find over the core points (roots linked by
 // index with compare-and-swap, path halving) and the nearest core point of every other point;
-// a call handing over a long run of pairs (the GPU engine's) is split among ctl.threads
-// workers. No pair is stored, so memory is O(n) beside the engine's pages. Throws Error(InvalidParameter) for minpoints < 1,
+// a call handing over a run of pairs is split among the calling thread and ctl.threads - 1
+// helpers (from 8,192 pairs on an engine that reduces Group itself, whose host cores are free;
+// from 65,536 on the CPU engine, whose pages its own workers make). No pair is stored, so
+// memory is O(n) beside the engine's pages. Throws Error(InvalidParameter) for minpoints < 1,
 // Error(ProgramLimit) past 2^31 - 1 clusters, and what the engine throws (Interrupted).
 DbscanResult dbscan(Engine& eng, const SimjoinProblem& p, const int64_t* keys, int64_t minpoints,
                     Control& ctl);
