@@ -28,7 +28,7 @@ CUDA_KOBJS   = $(CUDA_SRCS:.cu=.o)
 CUDA_OBJS    = $(CUDA_KOBJS) kernels/device_link.o
 CUDA_ARCH   ?= -gencode=arch=compute_80,code=sm_80 -gencode=arch=compute_90,code=sm_90 \
                -gencode=arch=compute_90,code=compute_90
-NVCCFLAGS   ?= $(CUDA_FLAGS) $(CUDA_ARCH) -I$(CUDA_HOME)/include
+NVCCFLAGS   ?= $(CUDA_FLAGS) $(CUDA_ARCH) -I$(CUDA_HOME)/include -DGPU2BS_CUDA_HOME=\"$(CUDA_HOME)\"
 CUDA_LIBS    = -L$(CUDA_HOME)/lib64 -L$(CUDA_HOME)/targets/x86_64-linux/lib -lcudart_static -ldl -lrt
 else
 CUDA_OBJS    = src/core/$(CORE_NO_CUDA).o

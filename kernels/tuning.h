@@ -207,28 +207,58 @@ constexpr size_t kResolveMinPoints = size_t(1) << 20;
 // Side of the cells where the walk stops on uniform data, in points (for the cost model).
 constexpr double kResolveStopPoints = 32.0;
 
+// --- pair expressions (kernels/expr/: NVRTC-compiled tile kernels) -------------------------
+// Threads per block and register rows per thread of the generated tile kernels (tile =
+// threads x rows rows of each side). The rows of side a sit in registers for every referenced
+// column, and the hot loop inlines the generated function 4 x rows times, so the rows stay
+// few: code size and NVRTC compile time grow with them. bench_expr sweep (H100, one run each,
+// kernel pairs/s): 200k x 200k Manhattan count float32 128x1 3.08e12, 128x2 2.38e12, 128x4
+// 2.20e12, 256x4 2.04e12, 512x2 2.48e12; float64 128x2 2.51e12, 128x4 1.45e12, 512x2 2.57e12;
+// 1e6-point self Euclidean count float32 128x2 2.99e12, 128x4 3.20e12, 256x4 3.22e12, 128x8
+// 3.22e12; float64 128x2 2.08e12, 128x4 2.15e12. 128x2 is near the best of each and compiles
+// in 280-370 ms cold (NVRTC with ptxas, fresh program).
+constexpr int kExprThreads = 128;
+constexpr int kExprRegRows = 2;
+constexpr int kExprRegRowsF64 = 2;
+// First slice before any measurement: pairs per second assumed, below the rate of cheap
+// expressions so an expensive one's first slice stays short; later slices are sized from the
+// measured rate.
+constexpr double kExprGuessPairsPerSec = 1e11;
+// Sum: most items (tile pairs) per slice, each with its (sum, comp) partial (16 bytes) copied
+// back and folded on the host in item order.
+constexpr long long kExprSumMaxItems = 1LL << 18;
+// Join: capacity of the direct output buffer in pairs (16 bytes each), at most, and at most
+// this fraction of the call's device memory budget left after the inputs.
+constexpr size_t kExprJoinCapPairs = size_t(1) << 22;
+constexpr double kExprJoinBudgetShare = 0.5;
+
 // --- in-place data sliding (kernels/sliding/sliding.cuh) -------------------------------------
-// "bench_sliding sweep 5": 16M and 256M elements, 50 % kept, median of 5, GB/s = bytes read +
-// written per second (D2D copy in the same run 2970-3000 GB/s at 256M). Figures are select /
-// unique / partition at 256M.
+// "bench_sliding sweep 5": 16M and 256M elements, 10 and 50 % kept, median of 5, GB/s = bytes
+// read + written per second (D2D copy in the same run 2600-3020 GB/s at 256M). Figures are
+// select / unique / partition at 256M, 10 % then 50 %, unless said otherwise.
 // Threads per block and 16-byte vectors per thread, for elements of 4, 8 and 16 bytes (tile =
-// threads x vectors x 16 bytes: 32 KiB). 4 B: 256x8 2020 / 1915 / 1559, 128x8 1798 / 1698 /
-// 1500, 256x6 1750 / 1674 / 1525, 256x4 1612 / 1547 / 1429 (min blocks 4, 8, 4, 6); 8 B: 256x8
-// 2036 / 1938 / 1553, 128x8 1820 / 1711 / 1481, 256x6 1890 / 1678 / 1435, 256x4 1614 / 1549 /
-// 1361; 16 B: 256x8 2028 / 1984 / 1598, 128x8 1884 / 1758 / 1549, 256x6 1938 / 1750 / 1565.
-constexpr int kSlideThreads[3] = {256, 256, 256};
-constexpr int kSlideVecs[3] = {8, 8, 8};
+// threads x vectors x 16 bytes in shared memory, the same in registers: 64 KiB tiles, two blocks
+// per SM). Fewer, larger tiles win: each tile pays a tile id, two barriers and a look-back.
+// 4 B: 512x8 2140 2314 / 1959 2189 / 2037 1554, 256x16 2054 2333 / 1852 2116 / 2097 1586, 256x8
+// (32 KiB, min blocks 4) 1898 2108 / 1816 2065 / 2017 1549, 512x12 (96 KiB) 1996 2056 / 1480 1622
+// / 1909 1480; at 16M 512x8 select 1386 1679, unique 1302 1551 vs 256x16 1298 1636, 1146 1412.
+// 8 B: 256x16 2248 2389 / 2088 2275 / 2401 1688, 512x8 2246 2329 / 2088 2240 / 2287 1640, 256x8
+// (min blocks 4) 1950 2137 / 1875 2088 / 2175 1579, 256x24 (96 KiB) 2035 2149 / 1326 1398 / 2011
+// 1488. 16 B: 256x16 2233 2324 / 2258 2360 / 2288 1716, 512x8 2190 2283 / 2190 2302 / 2277 1702,
+// 256x8 (min blocks 4) 1975 2117 / 1935 2103 / 2140 1637, 256x24 2491 2600 / 1510 1530 / 2188
+// 1669 (select faster, unique spills).
+constexpr int kSlideThreads[3] = {512, 256, 256};
+constexpr int kSlideVecs[3] = {8, 16, 16};
 // Resident blocks per SM asked of the compiler (__launch_bounds__), which caps the registers
-// (4: 64, 3: 85). 256x8, min blocks 3 / 4 / 5: 4 B 1902 / 2020 / 2081 (select), 1759 / 1915 /
-// 1719 (unique), 1575 / 1559 / 1208 (partition); 8 B 2033 / 2036 / 2099, 1762 / 1938 / 1642,
-// 1494 / 1553 / 1506; 16 B 2021 / 2028 / 2150, 2002 / 1984 / 1690, 1599 / 1598 / 1621.
-// 5 (at most 48 registers) loses on unique and partition. 8 B: 4 is faster for unique (+10 %)
-// and partition (+4 %) in the sweep; the full "bench_sliding 5" table (every selectivity) is
-// measured at 3.
-constexpr int kSlideMinBlocks[3] = {4, 3, 3};
+// (2 blocks: 64 at 512 threads, 128 at 256). 256x16 at 3 blocks (80 registers, spills in
+// -Xptxas -v) loses, bench_sliding sweep with that shape, 256M 50 %: 4 B 1964 / 1371 / 1361 vs
+// 2348 / 2121 / 1583 at 2 blocks; 8 B 2126 / 1281 / 1259 vs 2377 / 2274 / 1685.
+constexpr int kSlideMinBlocks[3] = {2, 2, 2};
 // Tile ids from the atomic counter (true: forward progress whatever the block scheduling) or
-// from blockIdx.x (relies on in-order dispatch). blockIdx.x at 256x8, min blocks 4: 4 B 2026 /
-// 1926 / 1582, 8 B 2040 / 1954 / 1562, 16 B 2021 / 1986 / 1599: within 1.5 % of the counter.
+// from blockIdx.x (relies on in-order dispatch). blockIdx.x ("b" rows): at 256M within 2 %
+// (4 B 2148 2321 / 1978 2184 / 2036 1548); at 16M, 50 %, 4 B select 1820 vs 1679, unique 1717 vs
+// 1551, 8 B 2097 vs 2033, 1982 vs 1887, 16 B 2188 vs 2135, 2191 vs 2157 (the counter's round trip
+// before the loads counts where each SM sees few tiles).
 constexpr bool kSlideAtomicIds[3] = {true, true, true};
 // Most blocks of partition's append kernel (256 threads, grid-stride over 16-byte chunks).
 constexpr int kSlideAppendBlocks = 4096;

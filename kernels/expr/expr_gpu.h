@@ -38,12 +38,18 @@
 namespace gpu2bs {
 namespace exprgpu {
 
-// Errors the generated code raises, as gpu2bs_raise codes (the host maps them to SQLSTATEs).
+// Errors the generated code raises, as gpu2bs_raise codes: the numbers of ExprFault
+// (src/core/pair_expr.h), which the CUDA engine turns back into ExprError with PostgreSQL's
+// SQLSTATE; Result::error carries the first one raised. The kernels themselves raise only
+// kHistogramNaN. (kInvalidArgument and kOutOfRange are older names: ExprFault's 2 and 3 are
+// Overflow and Underflow.)
 enum ExprError : int {
   kNoError = 0,
   kDivisionByZero = 1,   // 22012
   kInvalidArgument = 2,  // 2201F (power) / 2201E (ln, sqrt of a negative) / 22003 (acos...)
-  kOutOfRange = 3        // 22003
+  kOutOfRange = 3,       // 22003
+  kHistogramNaN = 10     // 2201G: width_bucket of a NaN value (raised by the Histogram kernel,
+                         // as PostgreSQL raises it; the same number as ExprFault::HistogramNaN)
 };
 
 // The points of one side: ncols float64 columns of n rows, column-major (data[c * n + i]);

@@ -31,7 +31,7 @@ void SlidingScratch::dev_free(void* p) {
 }
 
 unsigned long long* SlidingScratch::flags_for(size_t tiles, cudaStream_t s) {
-  const size_t bytes = (tiles + 2) * sizeof(unsigned long long);
+  const size_t bytes = (tiles + kFlagsHead) * sizeof(unsigned long long);
   if (bytes > flags_bytes_) {
     const size_t want = std::max(bytes, flags_bytes_ * 2);
     dev_free(flags_);

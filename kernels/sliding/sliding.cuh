@@ -1,6 +1,7 @@
 // In-place data sliding on the GPU: stable select (copy_if / remove_if), unique (adjacent
 // duplicates), stream compaction and partition of a device array, in one pass and without a
-// second buffer of the array's size (partition keeps the rejected elements in scratch).
+// second buffer of the array's size (partition passes the smaller of its two parts through
+// scratch).
 //
 // Method: the irregular data-sliding algorithm of J. Gómez-Luna, L.-W. Chang, I.-J. Sung,
 // W.-M. Hwu, N. Guil, "In-Place Data Sliding Algorithms for Many-Core Architectures" (ICPP 2015),
@@ -22,12 +23,15 @@
 // on the chained scan the paper cites as [14]). A P at tile k means every tile <= k has loaded,
 // so the in-place invariant holds as with the plain chain. SlideSync::Adjacent is the paper's
 // chain itself (benchmarks). Flags are 64-bit words (2 status bits, 62 bits of offset) written
-// with __threadfence + st.release.gpu and read with ld.acquire.gpu. Tile ids come from the
-// atomic counter in the order blocks start, and a block waits only for smaller ids, whose blocks
-// have started: no deadlock however few blocks are resident (with kSlideAtomicIds false, ids are
+// with st.release.gpu after a block barrier and polled with relaxed loads, one acquire fence
+// after the look-back orders them before the block's stores. Tile ids come from the atomic
+// counter in the order blocks start, and a block waits only for smaller ids, whose blocks have
+// started: no deadlock however few blocks are resident (with kSlideAtomicIds false, ids are
 // blockIdx.x and this relies on in-order block dispatch, as CUB's look-back does). A block never
 // stores an element to the position it was read from (the leading run of a tile when every
-// element before it is kept), so unique may read the element before its tile without a race.
+// element before it is kept), so unique may read the element before its tile without a race
+// (before publishing its own flag; the elements before its other chunks come from the warps
+// that loaded them, through shared memory).
 //
 // Memory access: tiles are laid over the 16-byte chunks of the array (tile 0 starts at the chunk
 // holding d[0]), a thread loads whole chunks with 16-byte loads (a warp: 512 contiguous bytes),
@@ -53,7 +57,7 @@
 //   compact_inplace(d, n, value, stream, scratch)       removes the elements bitwise equal to value
 //   partition_inplace(d, n, keep, stream, scratch)      elements with keep(x) true first, then the
 //       others, both in their original order (cub::DevicePartition::If reverses the second part);
-//       returns the count of the first part. Needs scratch for the rejected elements (up to n).
+//       returns the count of the first part. Needs scratch for the smaller part (sized n).
 //   ..._async variants of each take `unsigned long long* d_count` after the functor.
 //
 // T: trivially copyable, 4, 8 or 16 bytes (e.g. uint32_t, double, gpu2bs::PairRecord), `d`
@@ -67,6 +71,7 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
@@ -116,6 +121,9 @@ enum class SlideSync {
 // What the pass does with the elements the functor selects.
 enum class SlideMode { Select, Unique, Partition };
 
+// Words of the scratch flags before the tile flags: tile counter, count, partition's direction.
+constexpr size_t kFlagsHead = 3;
+
 // Scratch of the sliding primitives: tile flags, tile counter, device count, pinned host count,
 // and (partition) room for the rejected elements. Grows on demand; keep one per stream.
 class SlidingScratch {
@@ -139,7 +147,8 @@ class SlidingScratch {
   void* dev_alloc(size_t bytes, const char* what);
   void dev_free(void* p);
   Call* call_ = nullptr;
-  unsigned long long* flags_ = nullptr;  // [0] tile counter, [1] count, [2..] tile flags
+  // [0] tile counter, [1] count, [2] partition's direction, [kFlagsHead..] tile flags
+  unsigned long long* flags_ = nullptr;
   size_t flags_bytes_ = 0;
   void* aux_ = nullptr;
   size_t aux_bytes_ = 0;
@@ -204,27 +213,33 @@ __device__ __forceinline__ ulonglong2 shfl_up_word(ulonglong2 v, int delta) {
   return v;
 }
 
-// Publishes a tile flag: everything this block did before (loads included, through the
-// preceding barrier) is visible to whoever reads the flag with ld_acquire.
+// Publishes a tile flag. st.release.gpu orders this thread's earlier memory operations before
+// the flag, and (release is cumulative) those of the block's other threads ordered before it by
+// the preceding __syncthreads: the tile's loads precede the flag for whoever acquires it.
 __device__ __forceinline__ void st_release(unsigned long long* p, unsigned long long v) {
-  __threadfence();
   asm volatile("st.release.gpu.global.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
 }
 
-// Reads a tile flag (acquire: the publisher's earlier memory operations precede ours).
-__device__ __forceinline__ unsigned long long ld_acquire(const unsigned long long* p) {
+// Reads a tile flag without ordering (polling); acquire_fence() after the last read orders it.
+__device__ __forceinline__ unsigned long long ld_relaxed(const unsigned long long* p) {
   unsigned long long v;
-  asm volatile("ld.acquire.gpu.global.u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
+  asm volatile("ld.relaxed.gpu.global.u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
   return v;
 }
 
-// Waits until tile t's flag carries a status (A or P), and returns it.
+// Orders the flags read before it (relaxed) before this thread's later memory operations: with
+// the publisher's release, the published tiles' loads precede our stores.
+__device__ __forceinline__ void acquire_fence() {
+  asm volatile("fence.acq_rel.gpu;" ::: "memory");
+}
+
+// Waits until tile t's flag carries a status (A or P), and returns it (relaxed reads).
 __device__ __forceinline__ unsigned long long wait_flag(const unsigned long long* flags,
                                                         long long t) {
-  unsigned long long s = ld_acquire(flags + t);
+  unsigned long long s = ld_relaxed(flags + t);
   while ((s >> kStatusShift) == 0) {
     __nanosleep(32);
-    s = ld_acquire(flags + t);
+    s = ld_relaxed(flags + t);
   }
   return s;
 }
@@ -293,12 +308,39 @@ __device__ __forceinline__ void warp_count_scan(unsigned cnt, unsigned lt, unsig
   }
 }
 
+// Bit mask over a thread's items (up to 32 or 64).
+template <int ITEMS>
+using ItemMask = typename std::conditional<(ITEMS > 32), unsigned long long, unsigned>::type;
+
+// Index of the lowest set bit of a non-zero mask.
+__device__ __forceinline__ int first_bit(unsigned m) { return __ffs(int(m)) - 1; }
+__device__ __forceinline__ int first_bit(unsigned long long m) {
+  return __ffsll((long long)m) - 1;
+}
+
+// Dynamic shared memory of the sliding kernel: the staged tile.
+template <typename T, int THREADS, int VECS>
+constexpr size_t stage_bytes() {
+  return size_t(THREADS) * size_t(VECS) * 16;
+}
+
 // The sliding pass over d[0, n): see the top of this file. F: the predicate (Select,
 // Partition) or the equivalence (Unique). flags[0]: tile counter, flags[1]: unused here,
-// flags[2 + t]: tile t. aux: Partition's rejected elements. d_count: the kept count (may be null).
+// flags[2]: Partition's direction (partition_direction_kernel), flags[kFlagsHead + t]: tile t in
+// processing order. aux: the part of Partition that does not stay in d. d_count: the kept count
+// (may be null).
+// Partition runs in one of two directions, both stable: forwards (tiles in order) the kept
+// elements slide down in d and the rejected ones go to aux[rank among the rejected]; backwards
+// (tiles from the last, as a mirrored select) the rejected elements slide up to their final place
+// d[kept + rank] and the kept ones go to aux[n - kept + rank]. A tile's output in d then starts
+// at or after its own first element and every tile after it has loaded (the look-back runs over
+// the processing order), so the in-place invariant holds mirrored. The direction that leaves the
+// smaller part to aux moves n + max(kept, rejected) + 3 min(kept, rejected) elements, against
+// n + kept + 3 rejected forwards only; partition_direction_kernel picks it from a sample.
 // Tiles are laid over 16-byte chunks: `head` (d's offset in its chunk, in elements) positions
 // before d[0] belong to tile 0 and are empty, so every full chunk is loaded with one vector
-// load; item (j, e) of thread t is element e of chunk j * THREADS + t of the tile.
+// load; item (j, e) of thread t is element e of chunk j * THREADS + t of the tile. The staged
+// tile is in dynamic shared memory (stage_bytes()).
 // ATOMIC_IDS: tile ids from the atomic counter (forward progress whatever the block scheduling);
 // else blockIdx.x (relies on blocks being dispatched in index order, as CUB's look-back does).
 template <typename T, SlideMode MODE, SlideSync SYNC, int THREADS, int VECS, int MINB,
@@ -310,81 +352,107 @@ __global__ void __launch_bounds__(THREADS, MINB) slide_kernel(T* d, unsigned lon
   using W = typename Word<sizeof(T)>::type;
   constexpr int V = 16 / int(sizeof(T));  // elements per 16-byte chunk
   constexpr int ITEMS = VECS * V;
+  using M = ItemMask<ITEMS>;
   constexpr int WARPS = THREADS / 32;
   constexpr unsigned TILE = unsigned(THREADS) * ITEMS;
   constexpr int NCNT = VECS * WARPS;        // chunk-column counts of the tile
   constexpr int E = (NCNT + 31) / 32;       // of them per lane of the scanning warp
   constexpr unsigned FULL = 0xffffffffu;
-  static_assert(THREADS % 32 == 0 && ITEMS <= 32, "launch shape");
+  constexpr bool UNIQUE = MODE == SlideMode::Unique;
+  static_assert(THREADS % 32 == 0 && ITEMS <= 64, "launch shape");
   __shared__ unsigned s_bid;
+  __shared__ bool s_back;                   // Partition backwards
   __shared__ unsigned s_cnt[NCNT];          // kept per (vector, warp), then their exclusive scan
   __shared__ unsigned s_total;              // kept in the tile
   __shared__ unsigned s_lead;               // position of the first element not kept
   __shared__ unsigned long long s_prefix;   // kept before the tile
-  __shared__ __align__(16) W s_stage[TILE]; // the tile, kept elements first (in order)
+  // Unique: [1 + j * WARPS + w] the last element of vector j of warp w, [0] the element before
+  // the tile: the element before each warp's chunks
+  __shared__ W s_last[UNIQUE ? NCNT + 1 : 1];
+  extern __shared__ __align__(16) unsigned char s_dyn[];
+  W* const s_stage = reinterpret_cast<W*>(s_dyn);  // the tile, kept elements first (in order)
 
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
   if (tid == 0) {
     if constexpr (ATOMIC_IDS) s_bid = atomicAdd(reinterpret_cast<unsigned*>(flags), 1u);
+    if constexpr (MODE == SlideMode::Partition) s_back = flags[2] != 0;
     s_lead = TILE;
   }
   __syncthreads();
-  const unsigned bid = ATOMIC_IDS ? s_bid : blockIdx.x;
+  const unsigned bid = ATOMIC_IDS ? s_bid : blockIdx.x;  // processing order
+  const unsigned last = gridDim.x - 1;
+  // Partition backwards: the rejected elements stay in d ("kept" below), tiles from the last
+  const bool back = MODE == SlideMode::Partition && s_back;
+  const unsigned pos = back ? last - bid : bid;  // the tile's place in the array
   // positions [base, base + TILE) of the tile; position x holds d[x - head]
-  const long long base = (long long)bid * TILE;
+  const long long base = (long long)pos * TILE;
   const long long nn = (long long)n;
-  const long long hv = bid == 0 ? (long long)head : 0;  // empty positions at the tile's start
+  const long long hv = pos == 0 ? (long long)head : 0;  // empty positions at the tile's start
   const long long tile_first = base + hv - (long long)head;  // index of its first element
   W* const w = reinterpret_cast<W*>(d);
-  unsigned long long* const tflag = flags + 2;
+  unsigned long long* const tflag = flags + kFlagsHead;
   const unsigned lt = (1u << lane) - 1u;
 
   // 1. Load the tile (a warp's vector loads are 512 contiguous bytes) and evaluate.
   W v[VECS][V];
-  unsigned keep = 0, valid = 0;
+  M keep = 0, valid = 0;
 #pragma unroll
   for (int j = 0; j < VECS; ++j) {
     const long long i0 = base + (long long)(j * THREADS + tid) * V - (long long)head;
     if (i0 >= 0 && i0 + V <= nn) {
       const uint4 q = *reinterpret_cast<const uint4*>(w + i0);
       memcpy(&v[j][0], &q, 16);
-      valid |= ((1u << V) - 1u) << (j * V);
+      valid |= M((1u << V) - 1u) << (j * V);
     } else {
 #pragma unroll
       for (int e = 0; e < V; ++e) {
         if (i0 + e >= 0 && i0 + e < nn) {
           v[j][e] = w[i0 + e];
-          valid |= 1u << (j * V + e);
+          valid |= M(1) << (j * V + e);
         } else {
           memset(&v[j][e], 0, sizeof(W));
         }
       }
     }
   }
+  if constexpr (UNIQUE) {
+    // The element before a warp's chunk is lane 31's last of the previous column (other warp)
+    // or, for the tile's first chunk, the previous tile's last: not yet overwritten (see the
+    // top of the file), read by this block before it publishes anything.
+    if (tid == 0 && tile_first > 0) s_last[0] = w[tile_first - 1];
+    if (lane == 31) {
+#pragma unroll
+      for (int j = 0; j < VECS; ++j) s_last[1 + j * WARPS + warp] = v[j][V - 1];
+    }
+    __syncthreads();
+  }
 #pragma unroll
   for (int j = 0; j < VECS; ++j) {
     const long long i0 = base + (long long)(j * THREADS + tid) * V - (long long)head;
-    W before = shfl_up_word(v[j][V - 1], 1);  // the element before the chunk (lane - 1)
-    if (MODE == SlideMode::Unique && lane == 0 && i0 > 0 && i0 <= nn)
-      before = w[i0 - 1];  // other warp or tile: not yet overwritten (see the top of the file)
 #pragma unroll
     for (int e = 0; e < V; ++e) {
       const int b = j * V + e;
       bool k = false;
-      if constexpr (MODE == SlideMode::Unique) {
-        const W& prev = e == 0 ? before : v[j][e - 1];
+      if constexpr (UNIQUE) {
+        W prev;
+        if (e > 0) {
+          prev = v[j][e - 1];
+        } else {
+          prev = shfl_up_word(v[j][V - 1], 1);  // lane - 1's chunk
+          if (lane == 0) prev = s_last[j * WARPS + warp];
+        }
         k = ((valid >> b) & 1u) && (i0 + e == 0 || !f(as_elem<T>(prev), as_elem<T>(v[j][e])));
       } else {
-        k = ((valid >> b) & 1u) && f(as_elem<T>(v[j][e]));
+        k = ((valid >> b) & 1u) && (f(as_elem<T>(v[j][e])) != back);
       }
-      keep |= unsigned(k) << b;
+      keep |= M(k) << b;
     }
   }
   // Leading kept run: the position of the first element that is valid and not kept.
   {
-    const unsigned drop = valid & ~keep;
+    const M drop = valid & ~keep;
     if (drop) {
-      const int b = __ffs(int(drop)) - 1;
+      const int b = first_bit(drop);
       atomicMin(&s_lead, unsigned((b / V) * THREADS + tid) * V + unsigned(b % V));
     }
   }
@@ -395,7 +463,7 @@ __global__ void __launch_bounds__(THREADS, MINB) slide_kernel(T* d, unsigned lon
 #pragma unroll
   for (int j = 0; j < VECS; ++j) {
     unsigned ex, tot;
-    warp_count_scan<V>(__popc((keep >> (j * V)) & VMASK), lt, ex, tot);
+    warp_count_scan<V>(__popc(unsigned(keep >> (j * V)) & VMASK), lt, ex, tot);
     if (lane == 0) s_cnt[j * WARPS + warp] = tot;
   }
   __syncthreads();  // also orders every load of the tile before the flag published below
@@ -434,7 +502,7 @@ __global__ void __launch_bounds__(THREADS, MINB) slide_kernel(T* d, unsigned lon
   // at total + their rank among the others.
 #pragma unroll
   for (int j = 0; j < VECS; ++j) {
-    const unsigned kb = (keep >> (j * V)) & VMASK;
+    const unsigned kb = unsigned(keep >> (j * V)) & VMASK;
     unsigned ex, tot;
     warp_count_scan<V>(__popc(kb), lt, ex, tot);  // again: fewer registers
     unsigned r = s_cnt[j * WARPS + warp] + ex;
@@ -449,7 +517,6 @@ __global__ void __launch_bounds__(THREADS, MINB) slide_kernel(T* d, unsigned lon
       }
     }
   }
-
   // 4. The running offset from the tiles before (warp 0), and this tile's inclusive offset.
   if (warp == 0) {
     unsigned long long excl = 0;
@@ -468,14 +535,16 @@ __global__ void __launch_bounds__(THREADS, MINB) slide_kernel(T* d, unsigned lon
           if (pmask) break;
           top -= 32;
         }
+        acquire_fence();  // every lane: the tiles whose flags it read have loaded
         if (lane == 0) st_release(tflag + bid, kStatusP | (excl + total));
       } else {
         if (lane == 0) {
-          unsigned long long s = ld_acquire(tflag + bid - 1);
+          unsigned long long s = ld_relaxed(tflag + bid - 1);
           while ((s >> kStatusShift) != 2) {
             __nanosleep(32);
-            s = ld_acquire(tflag + bid - 1);
+            s = ld_relaxed(tflag + bid - 1);
           }
+          acquire_fence();
           excl = s & kValueMask;
           st_release(tflag + bid, kStatusP | (excl + total));
         }
@@ -483,33 +552,68 @@ __global__ void __launch_bounds__(THREADS, MINB) slide_kernel(T* d, unsigned lon
     }
     if (lane == 0) {
       s_prefix = excl;
-      if (d_count && base + TILE >= nn + (long long)head) *d_count = excl + total;  // last tile
+      // the last tile processed: the count (backwards, excl + total rejected elements)
+      if (d_count && bid == last)
+        *d_count = back ? (unsigned long long)nn - (excl + total) : excl + total;
     }
   }
-  __syncthreads();
+
+  __syncthreads();  // the acquired offset for every warp (and the stage)
 
   // 5. Store: kept elements at prefix + rank (not those already in place), the others (Partition)
-  // to aux at their rank among the rejected elements.
-  const unsigned long long prefix = s_prefix;
-  unsigned first = 0;
-  if ((long long)prefix == tile_first) first = min(unsigned(s_lead - hv), total);
-  copy_elems<W>(w + prefix, s_stage, first, total, tid, THREADS);
+  // to aux at their rank among them. Backwards: the rejected elements ("kept" here) at
+  // n - (prefix + total) + rank, the kept ones at aux[n - (kept in this and later tiles) + rank].
+  const long long prefix = (long long)s_prefix;
+  if (!back) {
+    unsigned first = 0;
+    if (prefix == tile_first) first = min(unsigned(s_lead - hv), total);
+    copy_elems<W>(w + prefix, s_stage, first, total, tid, THREADS);
+  } else {
+    copy_elems<W>(w + (nn - prefix - (long long)total), s_stage, 0, total, tid, THREADS);
+  }
   if constexpr (MODE == SlideMode::Partition) {
     const long long nvalid = min(nn - tile_first, (long long)TILE - hv);
-    copy_elems<W>(reinterpret_cast<W*>(aux) + (tile_first - (long long)prefix), s_stage + total,
-                  0, nvalid - (long long)total, tid, THREADS);
+    const long long at = back ? tile_first + prefix + (long long)total : tile_first - prefix;
+    copy_elems<W>(reinterpret_cast<W*>(aux) + at, s_stage + total, 0,
+                  nvalid - (long long)total, tid, THREADS);
   }
 }
 
-// Moves partition's rejected elements behind the kept ones: d[count + k] = aux[k], k < n - count.
+// Moves partition's part in aux to its place: forwards d[count + k] = aux[k], k < n - count
+// (the rejected elements behind the kept ones), backwards d[k] = aux[n - count + k], k < count
+// (the kept ones before the rejected).
 template <typename T>
 __global__ void append_kernel(T* d, unsigned long long n, const T* aux,
-                              const unsigned long long* d_count) {
+                              const unsigned long long* d_count, const unsigned long long* flags) {
   using W = typename Word<sizeof(T)>::type;
   const unsigned long long count = *d_count;
-  copy_elems<W>(reinterpret_cast<W*>(d) + count, reinterpret_cast<const W*>(aux), 0,
-                (long long)(n - count), blockIdx.x * (long long)blockDim.x + threadIdx.x,
-                (long long)gridDim.x * blockDim.x);
+  const bool back = flags[2] != 0;
+  const long long worker = blockIdx.x * (long long)blockDim.x + threadIdx.x;
+  const long long workers = (long long)gridDim.x * blockDim.x;
+  if (back)
+    copy_elems<W>(reinterpret_cast<W*>(d), reinterpret_cast<const W*>(aux) + (n - count), 0,
+                  (long long)count, worker, workers);
+  else
+    copy_elems<W>(reinterpret_cast<W*>(d) + count, reinterpret_cast<const W*>(aux), 0,
+                  (long long)(n - count), worker, workers);
+}
+
+// Partition's direction into flags[2]: backwards (1) when fewer than half of up to
+// kDirectionSamples elements spread evenly over d[0, n) are kept, so the smaller part goes
+// through aux. One block.
+constexpr int kDirectionThreads = 256;
+constexpr int kDirectionSamples = 16 * kDirectionThreads;
+template <typename T, typename F>
+__global__ void partition_direction_kernel(const T* d, unsigned long long n, F f,
+                                           unsigned long long* flags) {
+  const unsigned long long m = n < kDirectionSamples ? n : kDirectionSamples;
+  int kept = 0;
+  for (int k0 = 0; k0 < kDirectionSamples; k0 += kDirectionThreads) {
+    const unsigned long long k = k0 + threadIdx.x;
+    // element k * n / m without overflow (k < 2^12, n < 2^62)
+    kept += __syncthreads_count(k < m && f(d[k * (n / m) + k * (n % m) / m]));
+  }
+  if (threadIdx.x == 0) flags[2] = 2ull * (unsigned long long)kept < m ? 1ull : 0ull;
 }
 
 // Negation of a predicate (remove_if).
@@ -528,6 +632,18 @@ struct NotValue {
   T value;
   __device__ bool operator()(const T& x) const { return !BitwiseEqual()(x, value); }
 };
+
+// Lets `kernel` take `bytes` of dynamic shared memory (above the default 48 KiB) on the current
+// device, once per device: `done` (one per kernel) holds a bit per device done (devices 0-63).
+template <typename K>
+void allow_shared(K kernel, size_t bytes, std::atomic<unsigned long long>& done) {
+  int dev = 0;
+  G2_CUDA(cudaGetDevice(&dev));
+  const unsigned long long bit = dev < 64 ? 1ull << dev : 0ull;
+  if (bit && (done.load(std::memory_order_relaxed) & bit)) return;
+  G2_CUDA(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(bytes)));
+  done.fetch_or(bit, std::memory_order_relaxed);
+}
 
 // Checks the arguments every primitive takes.
 template <typename T>
@@ -566,19 +682,30 @@ unsigned long long* slide_async(T* d, size_t n, F f, unsigned long long* d_count
   if (tiles > 0x7FFFFFFFull)
     throw Error(ErrorCode::ProgramLimit, "too many elements for a sliding primitive");
   T* aux = nullptr;
-  // room for the rejected elements, plus one 16-byte chunk: the append kernel's vector loads
-  // read whole aligned chunks
-  if constexpr (MODE == SlideMode::Partition)
+  // room for the part that goes through aux, plus one 16-byte chunk: the append kernel's vector
+  // loads read whole aligned chunks
+  if constexpr (MODE == SlideMode::Partition) {
     aux = static_cast<T*>(scratch.aux_for(n * sizeof(T) + 16));
-  detail::slide_kernel<T, MODE, SYNC, THREADS, VECS, MINB, ATOMIC_IDS, F>
-      <<<unsigned(tiles), THREADS, 0, s>>>(d, (unsigned long long)n, head, f, flags, aux, count);
+    detail::partition_direction_kernel<T, F>
+        <<<1, detail::kDirectionThreads, 0, s>>>(d, (unsigned long long)n, f, flags);
+    G2_CUDA_LAUNCH("partition direction kernel launch");
+  }
+  constexpr size_t SMEM = detail::stage_bytes<T, THREADS, VECS>();
+  auto kernel = detail::slide_kernel<T, MODE, SYNC, THREADS, VECS, MINB, ATOMIC_IDS, F>;
+  if constexpr (SMEM > 48 * 1024) {
+    static std::atomic<unsigned long long> done{0};  // this instantiation's kernel
+    detail::allow_shared(kernel, SMEM, done);
+  }
+  kernel<<<unsigned(tiles), THREADS, SMEM, s>>>(d, (unsigned long long)n, head, f, flags, aux,
+                                                count);
   G2_CUDA_LAUNCH("sliding kernel launch");
   if constexpr (MODE == SlideMode::Partition) {
     constexpr int kAppendThreads = 256;
     const size_t chunks = (n * sizeof(T) + 15) / 16 + 1;
     const size_t blocks = std::min<size_t>((chunks + kAppendThreads - 1) / kAppendThreads,
                                            size_t(cuda_tuning::kSlideAppendBlocks));
-    detail::append_kernel<T><<<unsigned(blocks), kAppendThreads, 0, s>>>(d, n, aux, count);
+    detail::append_kernel<T><<<unsigned(blocks), kAppendThreads, 0, s>>>(d, n, aux, count,
+                                                                         flags);
     G2_CUDA_LAUNCH("partition append kernel launch");
   }
   return count;

@@ -34,7 +34,8 @@ static size_t prefix_of(size_t n) {
   return std::max(kPrefixFloor, n / kPrefixDivisor);
 }
 
-size_t prefix_first_join(Engine& eng, const SimjoinProblem& p, PairSink& sink, Control& ctl) {
+size_t prefix_first_join(Engine& eng, const SimjoinProblem& p, PairSink& sink, Control& ctl,
+                         const std::function<bool()>& go_on) {
   const size_t pa = prefix_of(p.a.n), pb = p.self ? pa : prefix_of(p.b.n);
   if (pa == 0 || pb == 0) {
     eng.simjoin(p, sink, ctl);
@@ -44,6 +45,7 @@ size_t prefix_first_join(Engine& eng, const SimjoinProblem& p, PairSink& sink, C
   first.a.n = pa;
   first.b.n = pb;
   eng.simjoin(first, sink, ctl);
+  if (go_on && !go_on()) return pa;
   ExcludePrefixSink rest(sink, pa, pb);
   eng.simjoin(p, rest, ctl);
   return pa;
@@ -252,8 +254,13 @@ void PagePipe::start(std::function<void(PairSink&)> produce) {
 
 PagePipe::Status PagePipe::next(Page* page, int wait_ms) {
   std::unique_lock<std::mutex> lk(mu_);
+  if (pages_.empty() && !done_) {
+    wanting_ = true;  // the reader has read every page: a producer in drained() may go on
+    cv_.notify_all();
+  }
   cv_.wait_for(lk, std::chrono::milliseconds(wait_ms), [&] { return !pages_.empty() || done_; });
   if (!pages_.empty()) {
+    wanting_ = false;
     *page = std::move(pages_.front());
     pages_.pop_front();
     cv_.notify_all();
@@ -266,6 +273,12 @@ PagePipe::Status PagePipe::next(Page* page, int wait_ms) {
     std::rethrow_exception(e);
   }
   return Status::Done;
+}
+
+bool PagePipe::drained() {
+  std::unique_lock<std::mutex> lk(mu_);
+  cv_.wait(lk, [&] { return stopping() || (pages_.empty() && wanting_); });
+  return !stopping();
 }
 
 void PagePipe::stop() {

@@ -56,12 +56,15 @@ class ExcludePrefixSink final : public PairSink {
 // the inputs first, then the rest. The first phase joins the first `prefix` points of each input
 // (a small grid, about (prefix / n)^2 of the pairs) so the first rows come without waiting for
 // the whole input's grid; the second joins everything and drops the pairs the first returned, so
-// every pair comes exactly once. Inputs shorter than kPrefixMinPoints go in one phase.
+// every pair comes exactly once. Inputs shorter than kPrefixMinPoints go in one phase. Between
+// the phases `go_on` (when set) is asked whether the reader still wants rows (PagePipe::drained:
+// a LIMIT met by the first phase's pages then ends the query without the whole input's grid).
 // Returns the prefix used (0: one phase).
 constexpr size_t kPrefixMinPoints = 4096;
 constexpr size_t kPrefixDivisor = 16;     // prefix = n / 16 (about 1/256 of the pairs) ...
 constexpr size_t kPrefixFloor = 1024;     // ... and at least this many points
-size_t prefix_first_join(Engine& eng, const SimjoinProblem& p, PairSink& sink, Control& ctl);
+size_t prefix_first_join(Engine& eng, const SimjoinProblem& p, PairSink& sink, Control& ctl,
+                         const std::function<bool()>& go_on = nullptr);
 
 // count(*), sum, min, max of dist. The sum is compensated (Neumaier), so it does not depend on
 // the order pages arrive in beyond the last bits.
@@ -176,6 +179,9 @@ class PagePipe {
   // Asks the producer to stop, waits for its thread and drops queued pages. Idempotent.
   void stop();
   bool stopping() const { return stop_.load(std::memory_order_relaxed); }
+  // Producer side: waits until the reader has taken every queued page and asks for more (true)
+  // or the pipe is stopping (false).
+  bool drained();
 
  private:
   class QueueSink;
@@ -186,6 +192,7 @@ class PagePipe {
   std::condition_variable cv_;
   std::deque<Page> pages_;
   bool done_ = false;
+  bool wanting_ = false;  // the reader found the queue empty and waits for a page
   std::exception_ptr error_;
 };
 

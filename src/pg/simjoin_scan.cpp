@@ -352,7 +352,7 @@ void run_join(void* arg) {
     Pushed* p = pu;
     pu->pipe->start([eng, p](PairSink& out) {
       FilterSink sink(p->engine_filters ? nullptr : p->filter.get(), out);
-      prefix_first_join(*eng, p->prob, sink, *p->ctl);
+      prefix_first_join(*eng, p->prob, sink, *p->ctl, [p] { return p->pipe->drained(); });
     });
   }
 }

@@ -3,8 +3,8 @@
 //
 //   bench_sliding [runs] [sizes in M elements...]     default: 5 runs, 16M and 256M
 //   bench_sliding sweep [runs] [sizes...]             launch shapes of the sliding kernel
-//                                                     (threads x 16-byte vectors / min blocks,
-//                                                     b: tile ids from blockIdx.x)
+//                                                     (threads x 16-byte vectors / min blocks)
+//                                                     at 10 and 50 % kept
 //
 // For 16M and 256M elements of 4, 8 and 16 bytes (uint32, uint64, PairRecord) and selectivity
 // 10 / 50 / 90 % (kept fraction; for unique the fraction of run heads), the median of `runs`
@@ -293,12 +293,13 @@ void bench_type(size_t n, int runs, void* tmp, size_t tmp_cap) {
 }
 
 
-// One launch shape of the sliding kernel in the sweep: select, unique, partition at 50 %.
+// One launch shape of the sliding kernel in the sweep: select, unique, partition at pct % (keys
+// of the run heads at the same fraction in keys_heads).
 template <typename T, int THREADS, int VECS, int MINB, bool ATOMIC_IDS>
-void sweep_shape(size_t n, int runs, T* pristine, T* d, unsigned long long* cnt, cudaStream_t s,
-                 SlidingScratch& scr, double copy_gbs, uint32_t* keys_heads) {
+void sweep_shape(size_t n, int runs, int pct, T* pristine, T* d, unsigned long long* cnt,
+                 cudaStream_t s, SlidingScratch& scr, double copy_gbs, uint32_t* keys_heads) {
   const double S = double(sizeof(T)), arr = double(n) * S;
-  const KeepBelow<T> keep{uint32_t(0.5 * 4294967296.0)};
+  const KeepBelow<T> keep{uint32_t(double(pct) / 100.0 * 4294967296.0)};
   auto restore = [&]() {
     CK(cudaMemcpyAsync(d, pristine, n * sizeof(T), cudaMemcpyDeviceToDevice, s));
   };
@@ -317,7 +318,7 @@ void sweep_shape(size_t n, int runs, T* pristine, T* d, unsigned long long* cnt,
   });
   unsigned long long k = get();
   snprintf(name, sizeof name, "select %dx%d/%d%s", THREADS, VECS, MINB, ATOMIC_IDS ? "" : " b");
-  row(name, n, int(S), 50, t, arr + double(k) * S, copy_gbs, 0, k);
+  row(name, n, int(S), pct, t, arr + double(k) * S, copy_gbs, 0, k);
   t = time_ms(runs, s, restore, [&]() {
     slide_async<T, SlideMode::Partition, SlideSync::Lookback, THREADS, VECS, MINB, ATOMIC_IDS>(
         d, n, keep,
@@ -325,7 +326,7 @@ void sweep_shape(size_t n, int runs, T* pristine, T* d, unsigned long long* cnt,
   });
   k = get();
   snprintf(name, sizeof name, "partition %dx%d/%d%s", THREADS, VECS, MINB, ATOMIC_IDS ? "" : " b");
-  row(name, n, int(S), 50, t, 2 * arr, copy_gbs, 0, k);
+  row(name, n, int(S), pct, t, 2 * arr, copy_gbs, 0, k);
   fill_from_keys<T><<<grid, 256, 0, s>>>(pristine, keys_heads, n);
   t = time_ms(runs, s, restore, [&]() {
     slide_async<T, SlideMode::Unique, SlideSync::Lookback, THREADS, VECS, MINB, ATOMIC_IDS>(
@@ -334,10 +335,11 @@ void sweep_shape(size_t n, int runs, T* pristine, T* d, unsigned long long* cnt,
   });
   k = get();
   snprintf(name, sizeof name, "unique %dx%d/%d%s", THREADS, VECS, MINB, ATOMIC_IDS ? "" : " b");
-  row(name, n, int(S), 50, t, arr + double(k) * S, copy_gbs, 0, k);
+  row(name, n, int(S), pct, t, arr + double(k) * S, copy_gbs, 0, k);
 }
 
-// Launch shapes of one element size (bench_sliding sweep): threads x vectors / min blocks.
+// Launch shapes of one element size (bench_sliding sweep): threads x vectors / min blocks, at
+// 10 and 50 % kept.
 template <typename T>
 void sweep_type(size_t n, int runs, void* tmp, size_t tmp_cap) {
   cudaStream_t s;
@@ -351,26 +353,30 @@ void sweep_type(size_t n, int runs, void* tmp, size_t tmp_cap) {
   CK(cudaMalloc(&keys, n * 4));
   SlidingScratch scr;
   const unsigned grid = 132 * 16;
-  fill_heads<<<grid, 256, 0, s>>>(keys, n, uint32_t(0.5 * 4294967296.0));
-  size_t sb = 0;
-  CK(cub::DeviceScan::InclusiveSum(nullptr, sb, keys, keys, int64_t(n), s));
-  if (sb > tmp_cap) exit(1);
-  CK(cub::DeviceScan::InclusiveSum(tmp, sb, keys, keys, int64_t(n), s));
-  const double t_copy = time_ms(runs, s, []() {}, [&]() {
-    CK(cudaMemcpyAsync(d, pristine, n * sizeof(T), cudaMemcpyDeviceToDevice, s));
-  });
-  const double copy_gbs = 2.0 * double(n) * sizeof(T) / (t_copy * 1e-3) / 1e9;
-  row("copy D2D", n, int(sizeof(T)), 50, t_copy, 2.0 * double(n) * sizeof(T), copy_gbs, 0, n);
-  sweep_shape<T, 256, 8, 4, true>(n, runs, pristine, d, cnt, s, scr, copy_gbs, keys);
-  sweep_shape<T, 256, 8, 3, true>(n, runs, pristine, d, cnt, s, scr, copy_gbs, keys);
-  sweep_shape<T, 256, 8, 5, true>(n, runs, pristine, d, cnt, s, scr, copy_gbs, keys);
-  sweep_shape<T, 128, 8, 8, true>(n, runs, pristine, d, cnt, s, scr, copy_gbs, keys);
-  sweep_shape<T, 128, 8, 6, true>(n, runs, pristine, d, cnt, s, scr, copy_gbs, keys);
-  sweep_shape<T, 256, 6, 4, true>(n, runs, pristine, d, cnt, s, scr, copy_gbs, keys);
-  sweep_shape<T, 256, 4, 6, true>(n, runs, pristine, d, cnt, s, scr, copy_gbs, keys);
-  sweep_shape<T, 256, 8, 4, false>(n, runs, pristine, d, cnt, s, scr, copy_gbs, keys);
-  sweep_shape<T, 256, 8, 3, false>(n, runs, pristine, d, cnt, s, scr, copy_gbs, keys);
-  sweep_shape<T, 128, 8, 8, false>(n, runs, pristine, d, cnt, s, scr, copy_gbs, keys);
+  for (int pct : {10, 50}) {
+    fill_heads<<<grid, 256, 0, s>>>(keys, n, uint32_t(double(pct) / 100.0 * 4294967296.0));
+    size_t sb = 0;
+    CK(cub::DeviceScan::InclusiveSum(nullptr, sb, keys, keys, int64_t(n), s));
+    if (sb > tmp_cap) exit(1);
+    CK(cub::DeviceScan::InclusiveSum(tmp, sb, keys, keys, int64_t(n), s));
+    const double t_copy = time_ms(runs, s, []() {}, [&]() {
+      CK(cudaMemcpyAsync(d, pristine, n * sizeof(T), cudaMemcpyDeviceToDevice, s));
+    });
+    const double copy_gbs = 2.0 * double(n) * sizeof(T) / (t_copy * 1e-3) / 1e9;
+    row("copy D2D", n, int(sizeof(T)), pct, t_copy, 2.0 * double(n) * sizeof(T), copy_gbs, 0, n);
+    // the tuned shape (cuda_tuning::kSlide*), the same with tile ids from blockIdx.x, and the
+    // 32 KiB / 64 KiB / 96 KiB tiles around it
+    constexpr int TH = slide_threads<T>(), VE = slide_vecs<T>(), MB = slide_min_blocks<T>();
+    sweep_shape<T, TH, VE, MB, true>(n, runs, pct, pristine, d, cnt, s, scr, copy_gbs, keys);
+    sweep_shape<T, TH, VE, MB, false>(n, runs, pct, pristine, d, cnt, s, scr, copy_gbs, keys);
+    sweep_shape<T, 256, 8, 4, true>(n, runs, pct, pristine, d, cnt, s, scr, copy_gbs, keys);
+    sweep_shape<T, 512, 8, 2, true>(n, runs, pct, pristine, d, cnt, s, scr, copy_gbs, keys);
+    sweep_shape<T, 256, 16, 2, true>(n, runs, pct, pristine, d, cnt, s, scr, copy_gbs, keys);
+    sweep_shape<T, 384, 16, 2, true>(n, runs, pct, pristine, d, cnt, s, scr, copy_gbs, keys);
+    sweep_shape<T, 512, 12, 2, true>(n, runs, pct, pristine, d, cnt, s, scr, copy_gbs, keys);
+    if constexpr (sizeof(T) >= 8)
+      sweep_shape<T, 256, 24, 2, true>(n, runs, pct, pristine, d, cnt, s, scr, copy_gbs, keys);
+  }
   CK(cudaFree(pristine));
   CK(cudaFree(d));
   CK(cudaFree(cnt));
@@ -398,7 +404,7 @@ int main(int argc, char** argv) {
          prop.multiProcessorCount, runs);
   printf("# GB/s = (bytes read + bytes written) / time: select/unique n*size + kept*size,\n"
          "# partition 2*n*size, copy 2*n*size. Memory: data arrays + scratch/temp (MiB).\n"
-         "# Note: the sliding partition keeps the rejected elements in scratch (counted).\n\n");
+         "# Note: the sliding partition keeps the smaller of its parts in scratch (counted).\n\n");
   printf("| method | n | size | sel | ms | GB/s | of copy | memory MiB | result |\n");
   printf("|---|---|---|---|---|---|---|---|---|\n");
   size_t tmp_cap = size_t(64) << 20;  // CUB temp storage (a few MB at 256M)

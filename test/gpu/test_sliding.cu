@@ -273,7 +273,7 @@ void check_offsets(uint64_t seed) {
   for (size_t off = 1; off < V; ++off)
     for (size_t n : {size_t(1), size_t(2), size_t(3), size_t(5), t - 1, t + 1, 3 * t + 17,
                      size_t(1000003)})
-      for (uint32_t keep_below : {0u, 50u, 90u, 100u}) {
+      for (uint32_t keep_below : {0u, 20u, 50u, 90u, 100u}) {
         const std::string tag = "off=" + std::to_string(off) + " n=" + std::to_string(n) +
                                 " keep<" + std::to_string(keep_below) +
                                 " size=" + std::to_string(sizeof(T));

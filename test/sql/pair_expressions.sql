@@ -170,4 +170,4 @@ RESET ROLE;
 DROP TABLE pe_secret;
 DROP ROLE pe_user;
 
-SELECT name FROM gpu2bs_info() WHERE name = 'nvrtc';
+SELECT name FROM gpu2bs_info() WHERE name = 'nvrtc_library';

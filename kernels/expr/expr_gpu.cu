@@ -1,0 +1,453 @@
+// User-defined pair expressions on the GPU (expr_gpu.h): assembles the kernel source around the
+// generated gpu2bs_pair (kernel_text.h), gets the module from the NVRTC cache (nvrtc.cu),
+// uploads the sides and runs the tile kernel in slices of tile pairs, polling for cancel between
+// launches, then collects the kind's output:
+//   Count      the 64-bit counter;
+//   Sum        each item's (sum, comp) partial, folded on the host in item order with
+//              Neumaier's compensated summation, the sum = sum + comp at the end (a NaN or
+//              infinite sum as it is);
+//   Histogram  the 64-bit histogram;
+//   Join       each slice's direct output buffer, handed to the sink a page at a time on the
+//              calling thread; a slice whose pairs overflow the buffer runs again in pieces.
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <deque>
+
+#include "../common.cuh"
+#include "expr_gpu.h"
+#include "kernel_text.h"
+#include "nvrtc_cache.h"
+
+namespace gpu2bs {
+namespace exprgpu {
+
+namespace {
+
+using cuda::Call;
+using cuda::Clock;
+using cuda::seconds_since;
+
+// What the kernel source is specialized on (besides the generated function).
+struct Config {
+  bool float32 = false;
+  Kind kind = Kind::Count;
+  bool self = false;
+  int na = 0, nb = 0;          // columns of a and b
+  bool nulls_a = false, nulls_b = false;
+  int threads = 128, rows = 2;  // block size, register rows per thread
+};
+
+// The full source NVRTC compiles: configuration macros, prelude, generated function, kernel.
+std::string assemble_source(const Config& c, const std::string& device_source) {
+  std::string s;
+  s.reserve(device_source.size() + 12000);
+  s += c.float32 ? "typedef float real;\n" : "typedef double real;\n";
+  auto def = [&](const char* name, long long v) {
+    s += "#define ";
+    s += name;
+    s += " ";
+    s += std::to_string(v);
+    s += "\n";
+  };
+  def("G2_KIND", int(c.kind));
+  def("G2_SELF", c.self ? 1 : 0);
+  def("G2_NA", c.na);
+  def("G2_NB", c.nb);
+  def("G2_NULLS_A", c.nulls_a ? 1 : 0);
+  def("G2_NULLS_B", c.nulls_b ? 1 : 0);
+  def("G2_B", c.threads);
+  def("G2_RT", c.rows);
+  def("G2_HIST_NAN", kHistogramNaN);
+  s += text::kPrelude;
+  s += "#line 1 \"gpu2bs_pair\"\n";
+  s += device_source;
+  s += "\n#line 1 \"gpu2bs_kernel\"\n";
+  s += text::kKernel;
+  return s;
+}
+
+// The kernel's parameter block: G2Args of kernel_text.h, member for member.
+struct Args {
+  const void* a;
+  const unsigned char* an;
+  long long na;
+  const void* b;
+  const unsigned char* bn;
+  long long nb;
+  long long ta, tb;
+  long long item0, count, per_block;
+  int* error;
+  unsigned long long* counter;
+  double2* partial;
+  unsigned long long* hist;
+  double lo, hi, span, nbd;
+  int nbuckets, copies, stride;
+  void* out;
+  unsigned long long cap;
+};
+
+// (s, c) += x, Neumaier's compensated summation (the device's g2_nadd).
+inline void nadd(double& s, double& c, double x) {
+  const double t = s + x;
+  if (std::fabs(s) >= std::fabs(x))
+    c += (s - t) + x;
+  else
+    c += (x - t) + s;
+  s = t;
+}
+
+// True when any of the `cols` x n flags is set.
+bool any_null(const Side& s, int cols) {
+  if (!s.nulls) return false;
+  const size_t m = size_t(cols) * size_t(s.n);
+  for (size_t k = 0; k < m; ++k)
+    if (s.nulls[k]) return true;
+  return false;
+}
+
+// Uploads `cols` columns of side s, converted to T (round to nearest), column-major; and its
+// NULL flags when `nulls`. Returns the device columns; *dn = the device flags or null.
+template <typename T>
+const T* upload_side(Call& call, const Side& s, int cols, bool nulls, const unsigned char** dn) {
+  *dn = nullptr;
+  const size_t m = size_t(cols) * size_t(s.n);
+  if (m == 0) return nullptr;
+  auto t0 = Clock::now();
+  T* d = call.alloc<T>(m, "pair expression columns");
+  std::vector<T> host(m);
+  for (size_t k = 0; k < m; ++k) host[k] = static_cast<T>(s.data[k]);
+  call.ctl.stats.prepare_s += seconds_since(t0);
+  cuda::upload_bytes(call, d, host.data(), m * sizeof(T));
+  if (nulls) {
+    unsigned char* dnul = call.alloc<unsigned char>(m, "pair expression null flags");
+    cuda::upload_bytes(call, dnul, s.nulls, m);
+    *dn = dnul;
+  }
+  return d;
+}
+
+// Checks the job's shape before anything runs.
+void check_job(const Job& job) {
+  const Side& b = job.self ? job.a : job.b;
+  for (const Side* s : {&job.a, &b}) {
+    if (s->n < 0 || s->ncols < 0 || (s->n > 0 && s->ncols > 0 && !s->data))
+      throw Error(ErrorCode::Internal, "pair expression side without data");
+    if (s->n > int64_t(0xFFFFFFFFll))
+      throw Error(ErrorCode::ProgramLimit, "too many rows for a pair expression",
+                  "A side has " + std::to_string(s->n) + " rows; the GPU engine takes at most " +
+                      "4294967295.");
+  }
+  if (job.kind == Kind::Histogram &&
+      (job.nbuckets < 1 || !(job.lo < job.hi) || !std::isfinite(job.lo) || !std::isfinite(job.hi)))
+    throw Error(ErrorCode::Internal, "pair expression histogram with bad bounds");
+  if (job.device_source.empty()) throw Error(ErrorCode::Internal, "pair expression without source");
+}
+
+}  // namespace
+
+Result run(const Job& job, PairSink* sink, Control& ctl) {
+  std::string why;
+  if (!cuda_engine(&why)) throw Error(ErrorCode::DeviceUnavailable, "no usable GPU", why);
+  check_job(job);
+  const Side& A = job.a;
+  const Side& B = job.self ? job.a : job.b;
+  Result res;
+  if (job.kind == Kind::Histogram) res.hist.assign(size_t(job.nbuckets), 0);
+  if (A.n == 0 || B.n == 0 || (job.self && A.n < 2)) return res;
+
+  Config cfg;
+  cfg.float32 = job.float32;
+  cfg.kind = job.kind;
+  cfg.self = job.self;
+  cfg.na = A.ncols;
+  cfg.nb = B.ncols;
+  cfg.nulls_a = any_null(A, A.ncols);
+  cfg.nulls_b = job.self ? cfg.nulls_a : any_null(B, B.ncols);
+  detail::get_tile_config(job.float32, &cfg.threads, &cfg.rows);
+  // Join: tiles of at most 256 rows, so the smallest direct output buffer (one tile pair's
+  // pairs) stays at 1 MB.
+  if (job.kind == Kind::Join) cfg.rows = std::max(1, std::min(cfg.rows, 256 / cfg.threads));
+  const std::string source = assemble_source(cfg, job.device_source);
+  const auto& facts = cuda::device_facts();
+  const int arch = facts.prop.major * 10 + facts.prop.minor;
+  auto tc = Clock::now();
+  std::shared_ptr<const detail::Module> mod =
+      detail::module_for(source, arch, &res.compile_ms, &res.cache_hit);
+  ctl.stats.prepare_s += seconds_since(tc);
+  const void* fn = reinterpret_cast<const void*>(mod->kernel);
+
+  Call call(ctl);
+  cuda::LastRun& lr = cuda::last_run();
+  lr = cuda::LastRun();
+  const size_t rs = job.float32 ? sizeof(float) : sizeof(double);
+  const void* da;
+  const void* db;
+  const unsigned char* dan = nullptr;
+  const unsigned char* dbn = nullptr;
+  if (job.float32) {
+    da = upload_side<float>(call, A, A.ncols, cfg.nulls_a, &dan);
+    db = job.self ? da : upload_side<float>(call, B, B.ncols, cfg.nulls_b, &dbn);
+  } else {
+    da = upload_side<double>(call, A, A.ncols, cfg.nulls_a, &dan);
+    db = job.self ? da : upload_side<double>(call, B, B.ncols, cfg.nulls_b, &dbn);
+  }
+  if (job.self) dbn = dan;
+
+  const int threads = cfg.threads;
+  const long long tile = (long long)cfg.threads * cfg.rows;
+  const long long Ma = (A.n + tile - 1) / tile, Mb = (B.n + tile - 1) / tile;
+  const long long total = job.self ? Ma * (Ma + 1) / 2 : Ma * Mb;
+  const double pairs_per_item = double(tile) * double(tile);
+
+  // Shared memory: the staged b tile (values, NULL flags) and the private histograms.
+  const int nbc = std::max(cfg.nb, 1);
+  const size_t sb_bytes =
+      (rs * nbc * tile + (cfg.nulls_b ? size_t(nbc) * tile : 0) + 15) / 16 * 16;
+  size_t smem = sb_bytes;
+  Args g{};
+  g.a = da;
+  g.an = dan;
+  g.na = A.n;
+  g.b = db;
+  g.bn = dbn;
+  g.nb = B.n;
+  g.ta = Ma;
+  g.tb = job.self ? Ma : Mb;
+  int* d_err = call.alloc<int>(1, "error word");
+  unsigned long long* d_counter = call.alloc<unsigned long long>(1, "counter");
+  G2_CUDA(cudaMemsetAsync(d_err, 0, sizeof(int), call.stream()));
+  G2_CUDA(cudaMemsetAsync(d_counter, 0, 8, call.stream()));
+  g.error = d_err;
+  g.counter = d_counter;
+  if (job.kind == Kind::Histogram) {
+    g.hist = call.alloc<unsigned long long>(size_t(job.nbuckets), "histogram");
+    G2_CUDA(cudaMemsetAsync(g.hist, 0, 8 * size_t(job.nbuckets), call.stream()));
+    g.lo = job.lo;
+    g.hi = job.hi;
+    g.span = job.hi - job.lo;
+    g.nbd = double(job.nbuckets);
+    g.nbuckets = job.nbuckets;
+    // Output privatization (framework paper 3.3.2): the model picks the copies per block or
+    // global memory, for this kernel's register-limited occupancy.
+    cuda::PrivMachine m;
+    m.sms = facts.sms;
+    m.smem_per_sm = facts.smem_per_sm;
+    m.smem_per_block_optin = facts.smem_per_block_optin;
+    m.smem_reserved = facts.smem_reserved;
+    m.max_threads_per_sm = facts.prop.maxThreadsPerMultiProcessor;
+    m.max_blocks_per_sm = facts.prop.maxBlocksPerMultiProcessor;
+    int regs_bps = 0;
+    G2_CUDA(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&regs_bps, fn, threads, 0));
+    m.reg_blocks_per_sm = std::max(1, regs_bps);
+    const cuda::PrivChoice ch = cuda::choose_privatization(
+        job.nbuckets, threads, sb_bytes, double(A.n) / cfg.rows, m, ctl.overrides.sdh_copies);
+    g.copies = ch.global ? 0 : ch.copies;
+    g.stride = ch.global ? 0 : ch.stride;
+    smem = ch.smem_bytes;
+    lr.sdh_copies = g.copies;
+  }
+
+  // Join: the direct output buffer, sized from the budget left after the inputs.
+  size_t cap = 0;
+  if (job.kind == Kind::Join) {
+    const size_t min_cap = size_t(pairs_per_item);  // one item's pairs always fit
+    const size_t by_budget =
+        size_t(double(call.budget_left()) * cuda_tuning::kExprJoinBudgetShare) / sizeof(PairRecord);
+    cap = std::max(min_cap, std::min(cuda_tuning::kExprJoinCapPairs, by_budget));
+    g.out = call.alloc<PairRecord>(cap, "pair expression join buffer");
+    g.cap = cap;
+  }
+
+  G2_CUDA(cudaFuncSetAttribute(fn, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
+  int bps = 0;
+  G2_CUDA(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&bps, fn, threads, smem));
+  if (bps < 1)
+    throw Error(ErrorCode::Internal, "pair expression kernel does not fit on the device",
+                "Shared memory per block: " + std::to_string(smem) + " bytes.");
+  const long long G = (long long)bps * facts.sms;
+  // A block's work per launch stays below 2^32 pairs (32-bit private counters).
+  const long long max_per_block = std::max(1LL, (long long)(4294967295.0 / pairs_per_item));
+  long long max_items = G * max_per_block;
+  if (job.kind == Kind::Sum)
+    max_items = std::min({max_items, cuda_tuning::kExprSumMaxItems, total});
+
+  // Slots: per launch in flight, pinned copies of the error word, the counter (Join) and the
+  // items' partial sums (Sum).
+  const bool serial = job.kind == Kind::Join;  // the sink drains each slice before the next
+  const int nslots = serial ? 1 : 2;
+  struct Slot {
+    int* err;
+    unsigned long long* counter;
+    double2* partial_host;
+    double2* partial_dev;
+  };
+  Slot slots[2] = {};
+  {
+    // One pinned block for every slot: [err, pad, counter] per slot, then the partial sums.
+    const size_t head = 16 * size_t(nslots);
+    const size_t part = job.kind == Kind::Sum ? sizeof(double2) * size_t(max_items) : 0;
+    char* pinned = static_cast<char*>(call.alloc_host(head + part * size_t(nslots)));
+    for (int k = 0; k < nslots; ++k) {
+      slots[k].err = reinterpret_cast<int*>(pinned + 16 * k);
+      slots[k].counter = reinterpret_cast<unsigned long long*>(pinned + 16 * k + 8);
+      if (part) {
+        slots[k].partial_host = reinterpret_cast<double2*>(pinned + head + part * size_t(k));
+        slots[k].partial_dev = call.alloc<double2>(size_t(max_items), "partial sums");
+      }
+    }
+  }
+
+  const double target_s = cuda_tuning::kSliceTargetMs * 1e-3;
+  auto clamp_items = [&](double v) {
+    return std::max(1LL, std::min<long long>(max_items, (long long)std::min(v, 9e18)));
+  };
+  // The first slice: one item per resident block, at most the guess (an expensive expression
+  // is measured before a long slice runs); later slices from the measured rate.
+  long long slice = clamp_items(std::min(
+      double(G), cuda_tuning::kExprGuessPairsPerSec * target_s / pairs_per_item));
+  const cudaStream_t streams[2] = {call.stream(), serial ? call.stream() : call.extra_stream(0)};
+  const cudaEvent_t t_start = call.event(true);
+  G2_CUDA(cudaEventRecord(t_start, streams[0]));
+  if (!serial) G2_CUDA(cudaStreamWaitEvent(streams[1], t_start, 0));
+  struct Inflight {
+    cudaEvent_t start, end;
+    long long item0, items;
+    int slot;
+  };
+  cudaEvent_t evs[3] = {call.event(true), call.event(true), call.event(true)};
+  // Serial slices are timed from their own start (the host drains pages between them).
+  const cudaEvent_t ev_start = serial ? call.event(true) : nullptr;
+  std::deque<Inflight> inflight;
+  int n_launched = 0;
+  long long next = 0;
+  cudaEvent_t prev_end = t_start;
+  float span_ms = 0;
+  double kernel_ms = 0;
+  double sum_s = 0, sum_c = 0;
+  uint64_t emitted = 0;
+  int error = kNoError;
+  std::vector<PairRecord> page_buf;
+  auto t0 = Clock::now();
+  while ((next < total && error == kNoError) || !inflight.empty()) {
+    if (next < total && error == kNoError && int(inflight.size()) < nslots) {
+      call.poll();
+      const long long cnt = std::min(slice, total - next);
+      const long long per_block = (cnt + G - 1) / G;
+      const long long grid = (cnt + per_block - 1) / per_block;
+      const int sl = n_launched % nslots;
+      const cudaStream_t st = streams[n_launched & 1];
+      Args a = g;
+      a.item0 = next;
+      a.count = cnt;
+      a.per_block = per_block;
+      a.partial = slots[sl].partial_dev;
+      if (serial) {
+        G2_CUDA(cudaMemsetAsync(d_counter, 0, 8, st));
+        G2_CUDA(cudaEventRecord(ev_start, st));
+      }
+      void* params[] = {&a};
+      G2_CUDA(cudaLaunchKernel(fn, dim3(unsigned(grid)), dim3(unsigned(threads)), params, smem, st));
+      G2_CUDA(cudaMemcpyAsync(slots[sl].err, d_err, sizeof(int), cudaMemcpyDeviceToHost, st));
+      if (serial)
+        G2_CUDA(cudaMemcpyAsync(slots[sl].counter, d_counter, 8, cudaMemcpyDeviceToHost, st));
+      if (job.kind == Kind::Sum)
+        G2_CUDA(cudaMemcpyAsync(slots[sl].partial_host, slots[sl].partial_dev,
+                                sizeof(double2) * size_t(cnt), cudaMemcpyDeviceToHost, st));
+      Inflight f{ev_start, evs[n_launched % 3], next, cnt, sl};
+      G2_CUDA(cudaEventRecord(f.end, st));
+      inflight.push_back(f);
+      next += cnt;
+      ++n_launched;
+      ++lr.launches;
+      continue;
+    }
+    Inflight f = inflight.front();
+    inflight.pop_front();
+    call.wait(f.end);
+    float ms = 0, span = 0;
+    G2_CUDA(cudaEventElapsedTime(&ms, serial ? f.start : prev_end, f.end));
+    G2_CUDA(cudaEventElapsedTime(&span, t_start, f.end));
+    span_ms = std::max(span_ms, span);
+    prev_end = f.end;
+    const Slot& s = slots[f.slot];
+    if (*s.err != kNoError) {
+      if (error == kNoError) error = *s.err;
+      continue;  // drain what is in flight, launch nothing more
+    }
+    if (job.kind == Kind::Sum) {
+      for (long long k = 0; k < f.items; ++k) {  // item order
+        nadd(sum_s, sum_c, s.partial_host[k].x);
+        sum_c += s.partial_host[k].y;
+      }
+    }
+    long long want = slice;
+    if (ms > 0.05)
+      want = clamp_items(std::max(double(slice) / 4,
+                                  std::min(double(slice) * 4,
+                                           double(f.items) * (cuda_tuning::kSliceTargetMs / double(ms)))));
+    else
+      want = clamp_items(double(slice) * 4);
+    if (serial) {
+      const unsigned long long found = *s.counter;
+      if (found > cap) {
+        // The slice's pairs overflow the buffer: run it again in pieces that fit (one item's
+        // pairs always do).
+        next = f.item0;
+        slice = std::max(1LL, (long long)(double(f.items) * double(cap) / (2.0 * double(found))));
+        continue;
+      }
+      if (found) {
+        if (job.max_pairs && emitted + found > job.max_pairs)
+          throw Error(ErrorCode::ProgramLimit, "the join result exceeds gpu2bs.max_result_rows",
+                      "More than " + std::to_string(job.max_pairs) +
+                          " pairs satisfy the predicate.",
+                      "Raise gpu2bs.max_result_rows (0: unlimited) or narrow the predicate.");
+        auto td = Clock::now();
+        page_buf.resize(size_t(found));
+        cuda::download(call, page_buf.data(), g.out, size_t(found) * sizeof(PairRecord));
+        if (sink) {
+          const size_t page = std::max<size_t>(ctl.page_pairs, 1);
+          for (size_t o = 0; o < page_buf.size(); o += page)
+            sink->consume(page_buf.data() + o, std::min(page, page_buf.size() - o));
+        }
+        emitted += found;
+        ctl.stats.merge_s += seconds_since(td);
+        // Keep the next slice's expected pairs within half the buffer.
+        const double per_item = double(found) / double(f.items);
+        want = std::min<long long>(want, clamp_items(0.5 * double(cap) / per_item));
+      }
+      kernel_ms += ms;
+    }
+    slice = want;
+  }
+  if (!serial) {
+    const cudaEvent_t joined = call.event();
+    G2_CUDA(cudaEventRecord(joined, streams[1]));
+    G2_CUDA(cudaStreamWaitEvent(streams[0], joined, 0));
+    kernel_ms = span_ms;
+  }
+  lr.kernel_ms += kernel_ms;
+  ctl.stats.kernel_s += seconds_since(t0);
+  res.error = error;
+  if (error != kNoError) return res;
+
+  if (job.kind == Kind::Join) {
+    res.count = emitted;
+    ctl.stats.pairs_emitted += emitted;
+    lr.join_pairs = emitted;
+  } else {
+    unsigned long long c = 0;
+    cuda::download(call, &c, d_counter, 8);
+    res.count = c;
+  }
+  if (job.kind == Kind::Sum) res.sum = std::isfinite(sum_s) ? sum_s + sum_c : sum_s;
+  if (job.kind == Kind::Histogram)
+    cuda::download(call, res.hist.data(), g.hist, 8 * size_t(job.nbuckets));
+  ctl.stats.pairs_examined +=
+      job.self ? uint64_t(A.n) * uint64_t(A.n - 1) / 2 : uint64_t(A.n) * uint64_t(B.n);
+  return res;
+}
+
+}  // namespace exprgpu
+}  // namespace gpu2bs

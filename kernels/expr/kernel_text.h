@@ -1,0 +1,410 @@
+// The CUDA source text that NVRTC compiles around a generated `gpu2bs_pair` (expr_gpu.h ABI):
+// a configuration block of macros written by the host (expr_gpu.cu: assemble_source), the
+// prelude (kPrelude: Row, gpu2bs_col, gpu2bs_isnull, gpu2bs_raise), the generated function, then
+// the kernel (kKernel). Self-contained: no #include, nothing from the system.
+//
+// The kernel follows the all-pairs tiling of the 2-BS framework paper (section 3.2,
+// Register-SHM): a work item is a pair of tiles (ta, tb) of G2_TILE = G2_B * G2_RT rows; the
+// block holds the G2_TILE rows of tile ta of side a in registers (G2_RT rows per thread, every
+// referenced column), stages tile tb of side b in shared memory (column-major, with the NULL
+// flags when the side has NULLs) and calls gpu2bs_pair(a row, b row) for every pair of the two
+// tiles. Self jobs visit the upper triangle of tile pairs (ta <= tb) and, in a diagonal tile,
+// only the pairs i < j, so every unordered pair of distinct rows is evaluated once, with a = the
+// lower index. Two-relation jobs visit all Ma x Mb tile pairs, row by row. A launch covers the
+// consecutive items [item0, item0 + count), per_block of them per block (the host slices the
+// work so it can poll for cancel between launches).
+//
+// Outputs by G2_KIND:
+//   0 Count (Type-I): per-thread 32-bit counters, warp shuffle reduction, one 64-bit atomic per
+//     block and launch (a block examines fewer than 2^32 pairs per launch).
+//   1 Sum (Type-I): per thread a float64 Neumaier (compensated) sum of the kept values widened
+//     from real, the thread's pairs of one item in the order (b row j ascending, then register
+//     row r ascending); at the end of every item the block combines its threads' (sum, comp)
+//     pairs in a fixed tree (shuffle-down within each warp, then warp 0 over the warps in
+//     order) and writes the item's pair to partial[item - item0]. The host folds the items'
+//     pairs in item order (expr_gpu.cu), so the sum does not depend on the slicing, the launch
+//     configuration of a slice or the scheduling of blocks.
+//   2 Histogram (Type-II): the bucket of the value exactly as PostgreSQL 15's
+//     width_bucket_float8 computes it (in float64, the value widened from real); values outside
+//     [lo, hi) are not counted, a NaN value raises G2_HIST_NAN (PostgreSQL raises for it).
+//     Counts go to `copies` private 32-bit histograms per block in shared memory (lane l uses
+//     copy l % copies: warp-level output privatization, copies chosen by the privatization
+//     model), merged into the global 64-bit histogram when the block ends; copies = 0: global
+//     64-bit atomics.
+//   3 Join (Type-III): the kept pairs to a direct output buffer: per warp and step one atomic
+//     reservation on the global counter, the lanes' records at consecutive positions; records
+//     past `cap` are not written, but counted, so the host sees the buffer overflow and runs
+//     the slice again in smaller pieces.
+// Errors: gpu2bs_raise records the first code of the block in shared memory; the block stops at
+// the next item and publishes it to the call's error word (first code wins); every block stops
+// at its next item once the word is set.
+#pragma once
+
+namespace gpu2bs {
+namespace exprgpu {
+namespace text {
+
+// After `typedef <float|double> real;`: the ABI types and helpers.
+constexpr const char* kPrelude = R"G2SRC(
+struct Row {
+  const real* __restrict__ col;
+  const unsigned char* __restrict__ nul;
+  long long stride;
+};
+__shared__ int g2_block_error;  // the first code raised in this block (0: none)
+// The value of column c of row r.
+static __device__ __forceinline__ real gpu2bs_col(const Row& r, int c) {
+  return r.col[c * r.stride];
+}
+// True when column c of row r is NULL.
+static __device__ __forceinline__ bool gpu2bs_isnull(const Row& r, int c) {
+  return r.nul != 0 && r.nul[c * r.stride] != 0;
+}
+// Records error `code` for the host; the first code of the block wins.
+static __device__ __forceinline__ void gpu2bs_raise(int code) {
+  if (code != 0) atomicCAS(&g2_block_error, 0, code);
+}
+// The generated function (defined next), inlined into the kernel.
+__device__ __forceinline__ bool gpu2bs_pair(const Row& a, const Row& b, real* value);
+)G2SRC";
+
+// After the generated gpu2bs_pair: the kernel `g2_kernel` of the configured kind.
+constexpr const char* kKernel = R"G2SRC(
+#define G2_TILE (G2_B * G2_RT)
+#define G2_NAC (G2_NA > 0 ? G2_NA : 1)
+#define G2_NBC (G2_NB > 0 ? G2_NB : 1)
+// Bytes of the staged b tile (values, then NULL flags), rounded up to 16.
+#define G2_SB_BYTES ((sizeof(real) * G2_NBC * G2_TILE + (G2_NULLS_B ? G2_NBC * G2_TILE : 0) + 15) / 16 * 16)
+
+struct G2Pair {
+  unsigned i, j;
+  double dist;
+};
+
+struct G2Args {
+  const real* a;              // side a, column-major: a[c * na + i]
+  const unsigned char* an;    // its NULL flags (same layout) or null
+  long long na;
+  const real* b;              // side b (self: side a)
+  const unsigned char* bn;
+  long long nb;
+  long long ta, tb;           // tiles along a and b (self: both M)
+  long long item0, count, per_block;
+  int* error;                 // the call's error word (first code)
+  unsigned long long* counter;  // kept pairs (Join: pairs found, also past cap)
+  double2* partial;           // Sum: (sum, comp) of item item0 + k at k
+  unsigned long long* hist;   // Histogram: nbuckets 64-bit counts
+  double lo, hi, span, nbd;   // Histogram: bounds, hi - lo, nbuckets as double
+  int nbuckets, copies, stride;
+  G2Pair* out;                // Join: the direct output buffer
+  unsigned long long cap;     // its capacity in pairs
+};
+
+// Items before row r of the upper triangle of an M x M tile matrix.
+static __device__ __forceinline__ long long g2_row_start(long long r, long long M) {
+  return r * M - r * (r - 1) / 2;
+}
+
+// Linear item t -> tile pair (ta, tb).
+static __device__ void g2_item(long long t, const G2Args& g, long long* ta, long long* tb) {
+#if G2_SELF
+  const long long M = g.ta;
+  const double A = 2.0 * double(M) + 1.0;
+  const double disc = A * A - 8.0 * double(t);
+  long long r = (long long)((A - sqrt(disc > 0 ? disc : 0.0)) * 0.5);
+  r = r < 0 ? 0 : (r > M - 1 ? M - 1 : r);
+  while (r + 1 < M && g2_row_start(r + 1, M) <= t) ++r;
+  while (r > 0 && g2_row_start(r, M) > t) --r;
+  *ta = r;
+  *tb = r + (t - g2_row_start(r, M));
+#else
+  *ta = t / g.tb;
+  *tb = t - *ta * g.tb;
+#endif
+}
+
+// (s, c) += x, Neumaier's compensated summation.
+static __device__ __forceinline__ void g2_nadd(double& s, double& c, double x) {
+  const double t = s + x;
+  if (fabs(s) >= fabs(x))
+    c += (s - t) + x;
+  else
+    c += (x - t) + s;
+  s = t;
+}
+
+// Sum of a 64-bit value over the block (thread 0 gets it); `ws` holds 32 words.
+static __device__ __forceinline__ unsigned long long g2_block_sum(unsigned long long v,
+                                                                  unsigned long long* ws) {
+  for (int o = 16; o > 0; o >>= 1) v += __shfl_down_sync(0xffffffffu, v, o);
+  const int lane = threadIdx.x & 31, w = threadIdx.x >> 5;
+  __syncthreads();
+  if (lane == 0) ws[w] = v;
+  __syncthreads();
+  v = 0;
+  if (w == 0) {
+    v = lane < (G2_B + 31) / 32 ? ws[lane] : 0ull;
+    for (int o = 16; o > 0; o >>= 1) v += __shfl_down_sync(0xffffffffu, v, o);
+  }
+  return v;
+}
+
+// Combines the threads' (s, c) pairs in a fixed tree: shuffle-down within each warp, then warp
+// 0 over the warps in order; thread 0 gets the block's pair.
+static __device__ __forceinline__ void g2_block_nsum(double& s, double& c, double2* ws) {
+  for (int o = 16; o > 0; o >>= 1) {
+    const double s2 = __shfl_down_sync(0xffffffffu, s, o);
+    const double c2 = __shfl_down_sync(0xffffffffu, c, o);
+    g2_nadd(s, c, s2);
+    c += c2;
+  }
+  const int lane = threadIdx.x & 31, w = threadIdx.x >> 5;
+  __syncthreads();
+  if (lane == 0) ws[w] = make_double2(s, c);
+  __syncthreads();
+  if (w == 0) {
+    const bool have = lane < (G2_B + 31) / 32;
+    s = have ? ws[lane].x : 0.0;
+    c = have ? ws[lane].y : 0.0;
+    for (int o = 16; o > 0; o >>= 1) {
+      const double s2 = __shfl_down_sync(0xffffffffu, s, o);
+      const double c2 = __shfl_down_sync(0xffffffffu, c, o);
+      g2_nadd(s, c, s2);
+      c += c2;
+    }
+  }
+}
+
+// Per-thread output state of one launch.
+struct G2Acc {
+  unsigned cnt;
+  double s, c;
+  unsigned hbase;
+};
+
+// Four consecutive values of a staged column (16-byte aligned) with vector loads.
+static __device__ __forceinline__ void g2_load4(const real* p, real* out) {
+  if (sizeof(real) == 4) {
+    const float4 v = *reinterpret_cast<const float4*>(p);
+    out[0] = v.x;
+    out[1] = v.y;
+    out[2] = v.z;
+    out[3] = v.w;
+  } else {
+    const double2 v0 = *reinterpret_cast<const double2*>(p);
+    const double2 v1 = *reinterpret_cast<const double2*>(p + 2);
+    out[0] = v0.x;
+    out[1] = v0.y;
+    out[2] = v1.x;
+    out[3] = v1.y;
+  }
+}
+
+// One pair: register row `ra` of the thread against row `rb` of side b (global index jg).
+// `ok` says the pair exists (both rows real, i < j in a diagonal tile). Every lane of the warp
+// calls it with the same b row (Join: the warp-wide reservation).
+static __device__ __forceinline__ void g2_visit(const G2Args& g, G2Acc& acc, const Row& ra,
+                                                const Row& rb, unsigned* sh, bool ok,
+                                                long long i, long long jg) {
+  real v = real(0);
+  bool keep = false;
+  if (ok) keep = gpu2bs_pair(ra, rb, &v);
+#if G2_KIND == 0
+  acc.cnt += keep ? 1u : 0u;
+#elif G2_KIND == 1
+  if (keep) {
+    g2_nadd(acc.s, acc.c, (double)v);
+    acc.cnt += 1u;
+  }
+#elif G2_KIND == 2
+  if (keep) {
+    const double x = (double)v;
+    if (x != x) {
+      gpu2bs_raise(G2_HIST_NAN);
+    } else if (x >= g.lo && x < g.hi) {
+      const double q = g.nbd * (x - g.lo) / g.span + 1.0;
+      if (q >= 1.0 && q < g.nbd + 1.0) {
+        const int k = (int)q - 1;
+        if (g.copies > 0)
+          atomicAdd(sh + acc.hbase + k, 1u);
+        else
+          atomicAdd(g.hist + k, 1ull);
+        acc.cnt += 1u;
+      }
+    }
+  }
+#else
+  const unsigned m = __ballot_sync(0xffffffffu, keep);
+  if (m) {
+    const int lane = threadIdx.x & 31;
+    const int lead = __ffs(m) - 1;
+    unsigned long long base = 0;
+    if (lane == lead) base = atomicAdd(g.counter, (unsigned long long)__popc(m));
+    base = __shfl_sync(0xffffffffu, base, lead);
+    if (keep) {
+      const unsigned long long pos = base + (unsigned long long)__popc(m & ((1u << lane) - 1u));
+      if (pos < g.cap) {
+        g.out[pos].i = (unsigned)i;
+        g.out[pos].j = (unsigned)jg;
+        g.out[pos].dist = (double)v;
+      }
+    }
+  }
+#endif
+}
+
+// The tile kernel: items [item0, item0 + count), per_block consecutive items per block.
+extern "C" __global__ void __launch_bounds__(G2_B) g2_kernel(const G2Args g) {
+  extern __shared__ __align__(16) unsigned char g2_smem[];
+  real* sb = reinterpret_cast<real*>(g2_smem);
+  unsigned char* sbn = g2_smem + sizeof(real) * G2_NBC * G2_TILE;
+  unsigned* sh = reinterpret_cast<unsigned*>(g2_smem + G2_SB_BYTES);
+  __shared__ int g2_stop;
+  __shared__ unsigned long long g2_ws[32];
+  __shared__ double2 g2_ws2[32];
+  const int tid = threadIdx.x;
+  G2Acc acc;
+  acc.cnt = 0;
+  acc.s = 0.0;
+  acc.c = 0.0;
+  acc.hbase = 0;
+  if (tid == 0) {
+    g2_block_error = 0;
+    g2_stop = 0;
+  }
+#if G2_KIND == 2
+  if (g.copies > 0) {
+    acc.hbase = unsigned((tid & 31) % g.copies) * unsigned(g.stride);
+    for (int k = tid; k < g.copies * g.stride; k += G2_B) sh[k] = 0u;
+  }
+#endif
+  __syncthreads();
+  long long it = g.item0 + (long long)blockIdx.x * g.per_block;
+  long long end = it + g.per_block;
+  if (end > g.item0 + g.count) end = g.item0 + g.count;
+  long long ta = 0, tb = 0, cur_a = -1;
+  if (it < end) g2_item(it, g, &ta, &tb);
+  real ar[G2_RT][G2_NAC];
+  unsigned char anl[G2_RT][G2_NAC];
+  bool av[G2_RT];
+  bool afull = false;
+  for (; it < end; ++it) {
+    if (ta != cur_a) {  // tile ta of side a into registers
+      cur_a = ta;
+      afull = (ta + 1) * G2_TILE <= g.na;
+#pragma unroll
+      for (int r = 0; r < G2_RT; ++r) {
+        const long long idx = ta * G2_TILE + r * G2_B + tid;
+        av[r] = idx < g.na;
+#pragma unroll
+        for (int c = 0; c < G2_NAC; ++c) {
+          ar[r][c] = (G2_NA > 0 && av[r]) ? g.a[c * g.na + idx] : real(0);
+          anl[r][c] = (G2_NULLS_A && G2_NA > 0 && av[r]) ? g.an[c * g.na + idx] : (unsigned char)0;
+        }
+      }
+    }
+    if (tid == 0 && g2_block_error == 0 && *(volatile int*)g.error != 0) g2_stop = 1;
+    __syncthreads();  // everyone is done with the previous tile b
+    if (g2_block_error != 0 || g2_stop != 0) break;
+    const long long j0 = tb * G2_TILE;
+    for (int j = tid; j < G2_TILE; j += G2_B) {
+      const long long idx = j0 + j;
+      const bool in = idx < g.nb;
+#pragma unroll
+      for (int c = 0; c < G2_NBC; ++c) {
+        sb[c * G2_TILE + j] = (G2_NB > 0 && in) ? g.b[c * g.nb + idx] : real(0);
+        if (G2_NULLS_B) sbn[c * G2_TILE + j] = (G2_NB > 0 && in) ? g.bn[c * g.nb + idx] : (unsigned char)0;
+      }
+    }
+    __syncthreads();
+    const int nr = (int)(g.nb - j0 < G2_TILE ? g.nb - j0 : G2_TILE);
+    Row ra[G2_RT];
+#pragma unroll
+    for (int r = 0; r < G2_RT; ++r) {
+      ra[r].col = ar[r];
+      ra[r].nul = G2_NULLS_A ? anl[r] : 0;
+      ra[r].stride = 1;
+    }
+    const long long i0 = ta * G2_TILE + tid;
+    const bool diag = G2_SELF && ta == tb;
+    if (!diag && afull && nr == G2_TILE) {
+      // Full tiles: every pair exists, no predicate. Four b rows at a time come from shared
+      // memory with vector loads (one per column) into registers; their Rows point there
+      // (stride 4), so every column access of the generated function is a register.
+      // 4 x G2_RT inlined calls per step.
+#pragma unroll 1
+      for (int j = 0; j < G2_TILE; j += 4) {
+        real bq[G2_NBC * 4];
+        unsigned char bnq[G2_NBC * 4];
+#pragma unroll
+        for (int c = 0; c < G2_NBC; ++c) {
+          g2_load4(sb + c * G2_TILE + j, bq + c * 4);
+          if (G2_NULLS_B) {
+            const unsigned w = *reinterpret_cast<const unsigned*>(sbn + c * G2_TILE + j);
+#pragma unroll
+            for (int u = 0; u < 4; ++u) bnq[c * 4 + u] = (unsigned char)(w >> (8 * u));
+          }
+        }
+#pragma unroll
+        for (int u = 0; u < 4; ++u) {
+          Row rb;
+          rb.col = bq + u;
+          rb.nul = G2_NULLS_B ? bnq + u : 0;
+          rb.stride = 4;
+#pragma unroll
+          for (int r = 0; r < G2_RT; ++r) g2_visit(g, acc, ra[r], rb, sh, true, i0 + r * G2_B, j0 + j + u);
+        }
+      }
+    } else {
+      for (int j = 0; j < nr; ++j) {
+        Row rb;
+        rb.col = sb + j;
+        rb.nul = G2_NULLS_B ? sbn + j : 0;
+        rb.stride = G2_TILE;
+#pragma unroll
+        for (int r = 0; r < G2_RT; ++r)
+          g2_visit(g, acc, ra[r], rb, sh, av[r] && (!diag || r * G2_B + tid < j), i0 + r * G2_B,
+                   j0 + j);
+      }
+    }
+#if G2_KIND == 1
+    // The item's (sum, comp) in the fixed tree order.
+    g2_block_nsum(acc.s, acc.c, g2_ws2);
+    if (tid == 0) g.partial[it - g.item0] = make_double2(acc.s, acc.c);
+    acc.s = 0.0;
+    acc.c = 0.0;
+#endif
+#if G2_SELF
+    if (++tb == g.tb) {
+      ++ta;
+      tb = ta;
+    }
+#else
+    if (++tb == g.tb) {
+      ++ta;
+      tb = 0;
+    }
+#endif
+  }
+#if G2_KIND == 2
+  __syncthreads();
+  if (g.copies > 0) {
+    for (int k = tid; k < g.nbuckets; k += G2_B) {
+      unsigned long long s = 0;
+      for (int c = 0; c < g.copies; ++c) s += sh[c * g.stride + k];
+      if (s) atomicAdd(g.hist + k, s);
+    }
+  }
+#endif
+#if G2_KIND != 3
+  const unsigned long long total = g2_block_sum(acc.cnt, g2_ws);
+  if (tid == 0 && total) atomicAdd(g.counter, total);
+#endif
+  __syncthreads();
+  if (tid == 0 && g2_block_error != 0) atomicCAS(g.error, 0, g2_block_error);
+}
+)G2SRC";
+
+}  // namespace text
+}  // namespace exprgpu
+}  // namespace gpu2bs

@@ -1,0 +1,302 @@
+// Pair-expression GPU benchmark (kernels/expr/, NVRTC-compiled tile kernels):
+//   bench_expr [all|manhattan|compile|euclid|sweep|hist|sum] [runs]
+//   manhattan  Count of |a.x-b.x| + |a.y-b.y| <= 0.001 AND a.t < b.t, 200,000 x 200,000 rows
+//              (two relations) and 200,000 rows self, float32 and float64: kernel pair
+//              evaluations/s (cudaEvents) and end-to-end time;
+//   compile    NVRTC compile + load time of new sources (differing in a comment), and the
+//              cached call; G2_BENCH_TOKEN=<t> also compiles one fixed source first;
+//   euclid     generated Euclidean pair count vs the hand-written pair-count tile kernel on
+//              the same 1e6 3-D points (float32 and float64, all-pairs tiles forced);
+//   sweep      the Manhattan count and the generated Euclidean count over tile configurations
+//              (threads x rows per thread);
+//   hist       angular-separation histogram (acos of the clamped dot product, 1000 buckets)
+//              of 118,218 unit vectors (the Hipparcos catalogue's size);
+//   sum        pair energy sum 1/sqrt(d2) of 200,000 3-D points.
+// Figures are medians of `runs` runs after one warm-up (which compiles the module).
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+#include "../gpu/expr_fixtures.h"
+#include "common/reference.h"
+#include "core/error.h"
+#include "core/engine.h"
+#include "core/problem.h"
+#include "kernels/expr/nvrtc_cache.h"
+#include "kernels/host_api.h"
+
+using namespace gpu2bs;
+using namespace gpu2bs::exprtest;
+using exprgpu::Job;
+using exprgpu::Kind;
+using exprgpu::Result;
+using Clock = std::chrono::steady_clock;
+
+namespace {
+
+int g_runs = 3;
+bool g_sweep = false;  // euclid: also the tile configurations
+double g_lane_cycles = 0;  // FP32 lanes x clock (Hz): the FP32 issue limit in lane-cycles/s
+
+// Median of the values.
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v.empty() ? 0 : v[v.size() / 2];
+}
+
+struct Timing {
+  double kern_ms, e2e_ms, compile_ms;
+  Result r;
+  std::string split;  // NVRTC and load parts of the warm-up's compile
+};
+
+std::string split_last();
+
+// Runs the job once to warm up (compile), then g_runs times: median kernel and wall times.
+Timing time_job(const Job& j) {
+  Control warm;
+  Timing t{};
+  Result first = exprgpu::run(j, nullptr, warm);
+  t.compile_ms = first.compile_ms;
+  t.split = first.cache_hit ? "cached" : split_last();
+  std::vector<double> k, e;
+  for (int i = 0; i < g_runs; ++i) {
+    Control ctl;
+    auto t0 = Clock::now();
+    t.r = exprgpu::run(j, nullptr, ctl);
+    e.push_back(std::chrono::duration<double, std::milli>(Clock::now() - t0).count());
+    k.push_back(cuda::last_run().kernel_ms);
+  }
+  t.kern_ms = median(k);
+  t.e2e_ms = median(e);
+  return t;
+}
+
+// One result line: pairs/s from the kernel time, and per FP32 lane-cycle.
+void report(const char* what, double pairs, const Timing& t) {
+  const double pps = pairs / (t.kern_ms * 1e-3);
+  printf("%-44s pairs %.3e  kern_ms %8.2f  e2e_ms %8.2f  pairs/s %.3e  pairs/lane-cycle %.3f  "
+         "count %llu  (cold compile %.1f ms: %s)\n",
+         what, pairs, t.kern_ms, t.e2e_ms, pps, g_lane_cycles > 0 ? pps / g_lane_cycles : 0.0,
+         (unsigned long long)t.r.count, t.compile_ms, t.split.c_str());
+}
+
+// A job of `k` over a (self when b is null).
+Job job(Kind k, bool f32, const Cols& a, const Cols* b, const std::string& src) {
+  Job j;
+  j.kind = k;
+  j.float32 = f32;
+  j.self = b == nullptr;
+  j.a = a.side();
+  if (b) j.b = b->side();
+  j.device_source = src;
+  return j;
+}
+
+// The Manhattan band count and join, two relations and self, both precisions.
+void bench_manhattan() {
+  const Cols a = uniform_cols(200000, 3, 1), b = uniform_cols(200000, 3, 2);
+  for (bool f32 : {true, false}) {
+    const std::string p = f32 ? "f32" : "f64";
+    report(("manhattan count 200k x 200k " + p).c_str(), 4e10,
+           time_job(job(Kind::Count, f32, a, &b, manhattan_source(0.001))));
+    report(("manhattan count 200k self " + p).c_str(), 2e10 - 1e5,
+           time_job(job(Kind::Count, f32, a, nullptr, manhattan_source(0.001))));
+    report(("manhattan join 200k x 200k " + p).c_str(), 4e10,
+           time_job(job(Kind::Join, f32, a, &b, manhattan_source(0.001))));
+  }
+}
+
+// The Manhattan count over tile configurations.
+void bench_sweep() {
+  const Cols a = uniform_cols(200000, 3, 1), b = uniform_cols(200000, 3, 2);
+  const int cfg[][2] = {{128, 1}, {128, 2}, {128, 4}, {256, 1}, {256, 2}, {256, 4}, {512, 2}, {64, 4}};
+  for (bool f32 : {true, false})
+    for (auto& c : cfg) {
+      exprgpu::detail::set_tile_override(c[0], c[1]);
+      char what[96];
+      snprintf(what, sizeof what, "manhattan 200k x 200k %s %dx%d", f32 ? "f32" : "f64", c[0], c[1]);
+      report(what, 4e10, time_job(job(Kind::Count, f32, a, &b, manhattan_source(0.001))));
+    }
+  exprgpu::detail::set_tile_override(0, 0);
+}
+
+// The last compile's split (NVRTC, load) from gpu2bs_info's rows.
+std::string split_last() {
+  for (auto& r : exprgpu::nvrtc_info())
+    if (r.first == "nvrtc_compile_split_ms_last") return r.second;
+  return "?";
+}
+
+void bench_compile() {
+  const Cols a = uniform_cols(1000, 3, 3);
+  std::vector<double> cold, cached, tiny;
+  // A source other processes can compile again (G2_BENCH_TOKEN): shows whether anything caches
+  // compiles across processes.
+  const char* fixed = std::getenv("G2_BENCH_TOKEN");
+  if (fixed) {
+    Job j = job(Kind::Count, true, a, nullptr, std::string("// fixed ") + fixed + "\n" + manhattan_source(0.001));
+    Control c;
+    Result r = exprgpu::run(j, nullptr, c);
+    printf("compile: fixed-token source %s: %.1f ms (%s), first compile of this process\n", fixed,
+           r.compile_ms, split_last().c_str());
+  }
+  for (int i = 0; i < std::max(3, g_runs); ++i) {
+    const std::string token = "// cold " + std::to_string(Clock::now().time_since_epoch().count()) + "\n";
+    Job j = job(Kind::Count, true, a, nullptr, token + manhattan_source(0.001));
+    Control c1;
+    Result r = exprgpu::run(j, nullptr, c1);
+    cold.push_back(r.compile_ms);
+    printf("compile: cold %d: %.1f ms (%s)\n", i, r.compile_ms, split_last().c_str());
+    Control c2;
+    auto t0 = Clock::now();
+    Result r2 = exprgpu::run(j, nullptr, c2);
+    tiny.push_back(std::chrono::duration<double, std::milli>(Clock::now() - t0).count());
+    if (!r2.cache_hit) printf("second call missed the cache\n");
+    // A cached call on 2 rows: the lookup (the whole kernel source is the key) plus the call's
+    // fixed costs.
+    const Cols t = uniform_cols(2, 3, 9);
+    Job jt = j;
+    jt.a = t.side();
+    auto t1 = Clock::now();
+    for (int k = 0; k < 100; ++k) {
+      Control c3;
+      exprgpu::run(jt, nullptr, c3);
+    }
+    cached.push_back(std::chrono::duration<double, std::milli>(Clock::now() - t1).count() / 100);
+  }
+  // The sources above differ from each other in a comment only: after the first, the compiler
+  // below NVRTC may have seen the same code (see docs/pair-expressions-gpu.md).
+  printf("compile: new-comment NVRTC compile+load median %.1f ms (min %.1f, max %.1f); cached "
+         "call of 1000 rows e2e %.2f ms; cached call of 2 rows e2e %.3f ms\n",
+         median(cold), *std::min_element(cold.begin(), cold.end()),
+         *std::max_element(cold.begin(), cold.end()), median(tiny), median(cached));
+  // A cold compile right after a long kernel run (the host thread slept in the wait loop).
+  const Cols big = uniform_cols(200000, 3, 1), big2 = uniform_cols(200000, 3, 2);
+  Job bj = job(Kind::Count, true, big, &big2, manhattan_source(0.001));
+  Control cb;
+  exprgpu::run(bj, nullptr, cb);
+  for (int i = 0; i < 3; ++i) {
+    Control cb2;
+    exprgpu::run(bj, nullptr, cb2);
+    const std::string token = "// after " + std::to_string(Clock::now().time_since_epoch().count()) + "\n";
+    Job j = job(Kind::Count, true, a, nullptr, token + manhattan_source(0.001));
+    Control c1;
+    Result r = exprgpu::run(j, nullptr, c1);
+    printf("compile: cold after a 200k x 200k run: %.1f ms (%s)\n", r.compile_ms, split_last().c_str());
+  }
+}
+
+// Generated vs hand-written Euclidean pair count on the same 1e6 points.
+void bench_euclid() {
+  const size_t n = 1000000;
+  const Cols a = uniform_cols(int64_t(n), 3, 4);
+  ref::Points pts;
+  pts.dims = 3;
+  pts.c.assign(3, std::vector<double>(n));
+  for (int k = 0; k < 3; ++k)
+    for (size_t i = 0; i < n; ++i) pts.c[size_t(k)][i] = a.at(k, int64_t(i));
+  const double r = 0.01;
+  std::string why;
+  Engine* gpu = cuda_engine(&why);
+  for (bool f32 : {true, false}) {
+    const PairCountProblem p = make_pair_count(pts.view(), r, f32 ? Precision::Float32 : Precision::Float64);
+    const Job ej = job(Kind::Count, f32, a, nullptr, euclid_source(3, f32 ? double(p.r2_f) : p.r2));
+    const Timing t = time_job(ej);
+    if (g_sweep) {  // the generated kernel's tile configurations
+      const int cfg[][2] = {{128, 1}, {128, 4}, {128, 8}, {256, 2}, {256, 4}, {512, 2}};
+      for (auto& c : cfg) {
+        exprgpu::detail::set_tile_override(c[0], c[1]);
+        char what[96];
+        snprintf(what, sizeof what, "euclid generated 1e6 self %s %dx%d", f32 ? "f32" : "f64", c[0], c[1]);
+        report(what, double(n) * double(n - 1) / 2, time_job(ej));
+      }
+      exprgpu::detail::set_tile_override(0, 0);
+    }
+    std::vector<double> k;
+    uint64_t hand = 0;
+    for (int i = 0; i < g_runs + 1; ++i) {
+      Control ctl;
+      ctl.overrides.count_path = 1;  // all-pairs tiles
+      ctl.sdh_method = SdhMethod::Brute;
+      hand = gpu->pair_count(p, ctl);
+      if (i > 0) k.push_back(cuda::last_run().kernel_ms);
+    }
+    const double pairs = double(n) * double(n - 1) / 2;
+    report(f32 ? "euclid generated 1e6 self f32" : "euclid generated 1e6 self f64", pairs, t);
+    const double hk = median(k);
+    printf("%-44s kern_ms %8.2f  pairs/s %.3e  count %llu  generated/hand-written time %.3f  %s\n",
+           f32 ? "euclid hand-written 1e6 self f32" : "euclid hand-written 1e6 self f64", hk,
+           pairs / (hk * 1e-3), (unsigned long long)hand, t.kern_ms / hk,
+           hand == t.r.count ? "counts equal" : "COUNTS DIFFER");
+  }
+}
+
+// Angular-separation histogram of unit vectors.
+void bench_hist() {
+  const Cols a = unit_vectors(118218, 5);
+  for (bool f32 : {true, false}) {
+    Job j = job(Kind::Histogram, f32, a, nullptr, angle_source());
+    j.lo = 0;
+    j.hi = M_PI;
+    j.nbuckets = 1000;
+    report(f32 ? "angular histogram 118218 self 1000 f32" : "angular histogram 118218 self 1000 f64",
+           118218.0 * 118217.0 / 2, time_job(j));
+  }
+}
+
+// Pair energy sum.
+void bench_sum() {
+  const Cols a = uniform_cols(200000, 3, 6);
+  for (bool f32 : {true, false}) {
+    const Timing t = time_job(job(Kind::Sum, f32, a, nullptr, energy_source()));
+    report(f32 ? "energy sum 200k self f32" : "energy sum 200k self f64", 2e10 - 1e5, t);
+    printf("  sum = %.17g\n", t.r.sum);
+  }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const std::string mode = argc > 1 ? argv[1] : "all";
+  if (argc > 2) g_runs = std::max(1, atoi(argv[2]));
+  std::string why;
+  Engine* gpu = cuda_engine(&why);
+  if (!gpu) {
+    printf("no usable GPU: %s\n", why.c_str());
+    return 0;
+  }
+  if (!exprgpu::nvrtc_available(&why)) {
+    printf("no NVRTC: %s\n", why.c_str());
+    return 0;
+  }
+  int clock_khz = 0, sms = 0;
+  cudaDeviceGetAttribute(&clock_khz, cudaDevAttrClockRate, 0);
+  cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0);
+  g_lane_cycles = double(sms) * 128.0 * double(clock_khz) * 1e3;
+  printf("gpu2bs bench_expr, engine %s, mode %s, median of %d runs after a warm-up\n",
+         gpu->name().c_str(), mode.c_str(), g_runs);
+  printf("FP32 issue limit: %d SMs x 128 lanes x %.0f MHz = %.3e lane-cycles/s\n", sms,
+         clock_khz / 1e3, g_lane_cycles);
+  for (auto& r : exprgpu::nvrtc_info()) printf("  %-24s %s\n", r.first.c_str(), r.second.c_str());
+  try {
+    if (mode == "all" || mode == "compile") bench_compile();
+    if (mode == "all" || mode == "manhattan") bench_manhattan();
+    if (mode == "all" || mode == "euclid") bench_euclid();
+    if (mode == "all" || mode == "hist") bench_hist();
+    if (mode == "all" || mode == "sum") bench_sum();
+    if (mode == "sweep") {
+      g_sweep = true;
+      bench_sweep();
+      bench_euclid();
+    }
+  } catch (const Error& e) {
+    printf("error: %s (%s)\n", e.what(), e.detail().c_str());
+    return 1;
+  }
+  for (auto& r : exprgpu::nvrtc_info()) printf("  %-24s %s\n", r.first.c_str(), r.second.c_str());
+  return 0;
+}

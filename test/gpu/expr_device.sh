@@ -1,0 +1,62 @@
+#!/usr/bin/env bash
+# Device run of the pair-expression GPU engine (kernels/expr/): builds the extension (and checks
+# that gpu2bs.so links neither NVRTC nor libcuda) and test/gpu's test_gpu and bench_expr, runs the
+# ExprGpu tests, bench_expr (all, then the tile-configuration sweep) and the pair-count tests.
+# Run from the repository root with .device carried (see device_build.sh); logs under $OUT.
+#   bash test/gpu/expr_device.sh
+# PREBUILT=<dir with test_gpu and bench_expr built elsewhere from the same tree>: the ExprGpu
+# tests first run with those while the builds run (a shorter device session), then again with
+# the binaries built here. Every step stops at DEADLINE seconds after the start (default 570).
+set -uo pipefail
+OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
+T0=$(date +%s)
+DEADLINE=${DEADLINE:-570}
+left() { echo $(( DEADLINE - ($(date +%s) - T0) )); }
+# Runs "$@" with at most min(max, time left) seconds; logs its rc and time to steps.log.
+step() {
+  local name=$1 max=$2 log=$3; shift 3
+  local l; l=$(left); [ "$l" -lt "$max" ] && max=$l
+  if [ "$max" -le 5 ]; then echo "$name: skipped (no time left)" | tee -a "$OUT/steps.log"; return; fi
+  local t=$(date +%s)
+  timeout "$max" "$@" >"$log" 2>&1
+  local rc=$?
+  echo "$name rc=$rc in $(( $(date +%s) - t )) s $(grep -E '^\[  (PASSED|FAILED)' "$log" | tr '\n' ' ')" | tee -a "$OUT/steps.log"
+}
+if [ ! -x /opt/pg/usr/lib/postgresql/15/bin/postgres ]; then
+  mkdir -p /opt/pg && tar -C /opt/pg -xJf .device/pg15.tar.xz && chmod 755 /opt/pg || exit 1
+fi
+[ -f /opt/pg/usr/include/postgresql/15/server/postgres.h ] || tar -C /opt/pg -xJf .device/pginc.tar.xz || exit 1
+export LD_LIBRARY_PATH=/opt/pg/libs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+export PG_CONFIG=/opt/pg/usr/lib/postgresql/15/bin/pg_config
+export PATH=/usr/local/cuda/bin:$PATH
+{ nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv; nproc; cat COMMIT 2>/dev/null || git log -1 --oneline 2>/dev/null; } >"$OUT/steps.log" 2>&1
+# The extension and the test binaries build side by side (16 cores).
+( make -j8 PG_CONFIG="$PG_CONFIG" CUDA_ARCH="-gencode=arch=compute_90,code=sm_90" >"$OUT/build.log" 2>&1
+  echo "extension build rc=$? at $(( $(date +%s) - T0 )) s" >>"$OUT/steps.log" ) &
+ext=$!
+( make -C test/gpu -j8 build/test_gpu build/bench_expr >"$OUT/build-gpu.log" 2>&1
+  echo "test/gpu build rc=$? at $(( $(date +%s) - T0 )) s" >>"$OUT/steps.log" ) &
+tg=$!
+if [ -n "${PREBUILT:-}" ] && [ -x "$PREBUILT/test_gpu" ]; then
+  step "test_gpu(prebuilt) ExprGpu.*" 200 "$OUT/test_expr_prebuilt.log" "$PREBUILT/test_gpu" --gtest_filter='ExprGpu.*'
+fi
+wait $ext $tg
+if [ -f gpu2bs.so ]; then
+  echo "gpu2bs.so NEEDED: $(readelf -d gpu2bs.so | grep NEEDED | sed 's/.*\[\(.*\)\]/\1/' | tr '\n' ' ')" >>"$OUT/steps.log"
+  readelf -d gpu2bs.so | grep -q -E 'nvrtc|libcuda\.so' && echo "FAIL: gpu2bs.so links nvrtc or libcuda" >>"$OUT/steps.log"
+else
+  tail -30 "$OUT/build.log" >>"$OUT/steps.log"
+fi
+B=test/gpu/build
+if [ ! -x $B/bench_expr ] || [ ! -x $B/test_gpu ]; then
+  tail -30 "$OUT/build-gpu.log" >>"$OUT/steps.log"
+  B=${PREBUILT:-$B}
+fi
+step "test_gpu ExprGpu.*" 150 "$OUT/test_expr.log" $B/test_gpu --gtest_filter='ExprGpu.*'
+step "bench_expr all" 130 "$OUT/bench_expr.log" $B/bench_expr all 3
+# The same fixed source compiled by two processes in turn: does anything cache across processes?
+step "bench_expr compile x2" 60 "$OUT/bench_compile.log" bash -c \
+  "G2_BENCH_TOKEN=t$T0 $B/bench_expr compile 1; G2_BENCH_TOKEN=t$T0 $B/bench_expr compile 1"
+step "bench_expr sweep" 110 "$OUT/bench_sweep.log" $B/bench_expr sweep 1
+step "test_gpu PairCount.*" 60 "$OUT/test_paircount.log" $B/test_gpu --gtest_filter='PairCount.*'
+cat "$OUT/steps.log"

@@ -1,0 +1,497 @@
+// User-defined pair expressions on the GPU (kernels/expr/): hand-written gpu2bs_pair sources
+// compiled with NVRTC and run in the tile kernels, against CPU evaluations of the same
+// operations (bit for bit where the operations are IEEE-exact), the hand-written pair-count
+// engine, and float64 references; errors, NULLs, cancel, memory limits and the module cache.
+#include <set>
+
+#include "expr_fixtures.h"
+#include "fixtures.h"
+#include "kernels/expr/nvrtc_cache.h"
+
+using namespace gpu2bs;
+using namespace gpu2bs::gputest;
+using namespace gpu2bs::exprtest;
+using exprgpu::Job;
+using exprgpu::Kind;
+using exprgpu::Result;
+
+namespace {
+
+#define REQUIRE_NVRTC()                                                      \
+  do {                                                                       \
+    REQUIRE_GPU();                                                           \
+    std::string why_;                                                        \
+    if (!exprgpu::nvrtc_available(&why_)) GTEST_SKIP() << "no NVRTC: " << why_; \
+  } while (0)
+
+// A job of `kind` over a (self when b is null) with the hand-written source.
+Job make_job(Kind kind, bool f32, const Cols& a, const Cols* b, std::string src) {
+  Job j;
+  j.kind = kind;
+  j.float32 = f32;
+  j.self = b == nullptr;
+  j.a = a.side();
+  if (b) j.b = b->side();
+  j.device_source = std::move(src);
+  return j;
+}
+
+// Runs the job with a fresh Control (or `ctl_in`).
+Result run_job(const Job& j, PairSink* sink = nullptr, Control* ctl_in = nullptr) {
+  Ctl local;
+  Control& ctl = ctl_in ? *ctl_in : local;
+  return exprgpu::run(j, sink, ctl);
+}
+
+// Count of pred over the pairs (i < j of a when b is null), on the CPU.
+template <typename F>
+uint64_t cpu_count(const Cols& a, const Cols* b, F pred) {
+  uint64_t c = 0;
+  if (!b) {
+    for (int64_t i = 0; i < a.n; ++i)
+      for (int64_t j = i + 1; j < a.n; ++j) c += pred(a, i, a, j) ? 1 : 0;
+  } else {
+    for (int64_t i = 0; i < a.n; ++i)
+      for (int64_t j = 0; j < b->n; ++j) c += pred(a, i, *b, j) ? 1 : 0;
+  }
+  return c;
+}
+
+// The columns as reference points (one coordinate per column).
+ref::Points to_points(const Cols& c) {
+  ref::Points p;
+  p.dims = c.ncols;
+  p.c.assign(size_t(c.ncols), std::vector<double>(size_t(c.n)));
+  for (int k = 0; k < c.ncols; ++k)
+    for (int64_t i = 0; i < c.n; ++i) p.c[size_t(k)][size_t(i)] = c.at(k, i);
+  return p;
+}
+
+// (a) Euclidean distance within r: the generated-source count equals the CPU count with the same
+// operations and the hand-written engine's count, bit for bit, in both precisions; and lies
+// within the near-r pairs of the float64 reference.
+TEST(ExprGpu, EuclideanCountMatchesEngineAndReference) {
+  REQUIRE_NVRTC();
+  for (int64_t n : {1, 2, 3, 255, 256, 257, 1000, 3001})
+    for (int dims : {2, 3})
+      for (bool f32 : {true, false}) {
+        const Cols a = uniform_cols(n, dims, 100 + n + dims);
+        const double r = eps_for(size_t(n), dims, 20.0);
+        const ref::Points pts = to_points(a);
+        const PairCountProblem p = make_pair_count(pts.view(), r, f32 ? Precision::Float32 : Precision::Float64);
+        const double r2 = f32 ? double(p.r2_f) : p.r2;
+        Job j = make_job(Kind::Count, f32, a, nullptr, euclid_source(dims, r2));
+        const Result got = run_job(j);
+        ASSERT_EQ(got.error, 0);
+        const uint64_t want = f32 ? cpu_count(a, nullptr, [&](const Cols& x, int64_t i, const Cols& y, int64_t k) {
+          return euclid_cpu<float>(x, i, y, k, dims, p.r2_f);
+        }) : cpu_count(a, nullptr, [&](const Cols& x, int64_t i, const Cols& y, int64_t k) {
+          return euclid_cpu<double>(x, i, y, k, dims, p.r2);
+        });
+        const char* what = f32 ? "f32" : "f64";
+        EXPECT_EQ(got.count, want) << "n=" << n << " dims=" << dims << " " << what;
+        Ctl ctl;
+        const uint64_t engine = gpu()->pair_count(p, ctl);
+        EXPECT_EQ(got.count, engine) << "hand-written engine, n=" << n << " dims=" << dims << " " << what;
+        const auto rf = ref::pair_count(pts, r, p.prec);
+        const uint64_t d = got.count > rf.first ? got.count - rf.first : rf.first - got.count;
+        EXPECT_LE(d, rf.second) << "float64 reference, n=" << n << " " << what;
+        // Two relations: a x b, every ordered pair.
+        const Cols b = uniform_cols(n / 2 + 1, dims, 7 + n);
+        Job j2 = make_job(Kind::Count, f32, a, &b, euclid_source(dims, r2));
+        const Result got2 = run_job(j2);
+        const uint64_t want2 = f32 ? cpu_count(a, &b, [&](const Cols& x, int64_t i, const Cols& y, int64_t k) {
+          return euclid_cpu<float>(x, i, y, k, dims, p.r2_f);
+        }) : cpu_count(a, &b, [&](const Cols& x, int64_t i, const Cols& y, int64_t k) {
+          return euclid_cpu<double>(x, i, y, k, dims, p.r2);
+        });
+        EXPECT_EQ(got2.count, want2) << "a x b, n=" << n << " dims=" << dims << " " << what;
+      }
+}
+
+// Collects join pairs and the page sizes.
+struct PairSet : PairSink {
+  std::vector<std::pair<uint32_t, uint32_t>> v;
+  size_t pages = 0, largest = 0;
+  void consume(const PairRecord* p, size_t n) override {
+    ++pages;
+    largest = std::max(largest, n);
+    for (size_t k = 0; k < n; ++k) v.emplace_back(p[k].i, p[k].j);
+  }
+};
+
+// (b) Manhattan band join in Join mode: the same pairs as a CPU nested loop, self and two
+// relations, both precisions, in pages of at most page_pairs.
+TEST(ExprGpu, ManhattanBandJoinMatchesNestedLoop) {
+  REQUIRE_NVRTC();
+  for (bool f32 : {true, false})
+    for (int64_t n : {2, 257, 3000}) {
+      const Cols a = uniform_cols(n, 3, 500 + n);
+      const Cols b = uniform_cols(n + 77, 3, 600 + n);
+      const double r = 0.05;
+      for (const Cols* bp : {(const Cols*)nullptr, &b}) {
+        Job j = make_job(Kind::Join, f32, a, bp, manhattan_source(r));
+        PairSet sink;
+        Ctl ctl;
+        ctl.page_pairs = 100;
+        const Result got = run_job(j, &sink, &ctl);
+        ASSERT_EQ(got.error, 0);
+        std::vector<std::pair<uint32_t, uint32_t>> want;
+        const Cols& bb = bp ? *bp : a;
+        for (int64_t i = 0; i < a.n; ++i)
+          for (int64_t k = bp ? 0 : i + 1; k < bb.n; ++k) {
+            const bool keep = f32 ? manhattan_cpu<float>(a, i, bb, k, float(r))
+                                  : manhattan_cpu<double>(a, i, bb, k, r);
+            if (keep) want.emplace_back(uint32_t(i), uint32_t(k));
+          }
+        std::sort(sink.v.begin(), sink.v.end());
+        EXPECT_EQ(got.count, want.size());
+        EXPECT_EQ(sink.v.size(), want.size()) << (bp ? "a x b" : "self") << " n=" << n;
+        EXPECT_TRUE(sink.v == want) << (bp ? "a x b" : "self") << " n=" << n << (f32 ? " f32" : " f64");
+        EXPECT_LE(sink.largest, size_t(100));
+        EXPECT_EQ(ctl.stats.pairs_emitted, want.size());
+      }
+    }
+}
+
+// Join: a result larger than the direct output buffer (a small device memory limit) is
+// collected by running slices again in pieces; max_pairs raises ProgramLimit.
+TEST(ExprGpu, JoinBufferOverflowAndLimit) {
+  REQUIRE_NVRTC();
+  const Cols a = uniform_cols(3000, 3, 77);
+  const std::string all = "__device__ bool gpu2bs_pair(const Row& a, const Row& b, real* value) {\n"
+                          "  return gpu2bs_col(a, 2) < gpu2bs_col(b, 2);\n}\n";
+  Job j = make_job(Kind::Join, true, a, nullptr, all);
+  PairSet sink;
+  Ctl ctl;
+  ctl.device_memory_limit = size_t(4) << 20;  // buffer of ~120k pairs for ~2.2M result pairs
+  const Result got = run_job(j, &sink, &ctl);
+  const uint64_t want = cpu_count(a, nullptr, [](const Cols& x, int64_t i, const Cols& y, int64_t k) {
+    return float(x.at(2, i)) < float(y.at(2, k));
+  });
+  EXPECT_EQ(got.count, want);
+  std::set<std::pair<uint32_t, uint32_t>> uniq(sink.v.begin(), sink.v.end());
+  EXPECT_EQ(uniq.size(), want) << "pairs lost or duplicated across resumed slices";
+  EXPECT_EQ(sink.v.size(), want);
+  j.max_pairs = 1000;
+  PairSet s2;
+  try {
+    run_job(j, &s2);
+    ADD_FAILURE() << "max_pairs not enforced";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::ProgramLimit);
+  }
+}
+
+// (c) Sum of 1 / sqrt(d2): within the bound of the documented order (per-thread Neumaier sums,
+// fixed block tree, items folded in order: error <= ~2u |sum| plus second-order terms) of the
+// exact sum of the same per-pair values; the same bits on a second run.
+TEST(ExprGpu, EnergySumMatchesFloat64Reference) {
+  REQUIRE_NVRTC();
+  for (bool f32 : {true, false})
+    for (int64_t n : {2, 300, 4000}) {
+      const Cols a = uniform_cols(n, 3, 900 + n);
+      const Cols b = uniform_cols(n / 3 + 5, 3, 901 + n);
+      for (const Cols* bp : {(const Cols*)nullptr, &b}) {
+        Job j = make_job(Kind::Sum, f32, a, bp, energy_source());
+        const Result got = run_job(j);
+        ASSERT_EQ(got.error, 0);
+        const Cols& bb = bp ? *bp : a;
+        long double exact = 0, comp = 0;  // Neumaier in long double: the reference's own error
+        double sum_abs = 0;                // is ~2^-63 |sum|
+        uint64_t kept = 0;
+        for (int64_t i = 0; i < a.n; ++i)
+          for (int64_t k = bp ? 0 : i + 1; k < bb.n; ++k) {
+            double v = 0;
+            bool keep;
+            if (f32) {
+              float fv = 0;
+              keep = energy_cpu<float>(a, i, bb, k, &fv);
+              v = fv;
+            } else {
+              keep = energy_cpu<double>(a, i, bb, k, &v);
+            }
+            if (keep) {
+              const long double t = exact + v;
+              comp += std::fabs(exact) >= std::fabs((long double)v) ? (exact - t) + v : (v - t) + exact;
+              exact = t;
+              sum_abs += std::fabs(v);
+              ++kept;
+            }
+          }
+        EXPECT_EQ(got.count, kept);
+        exact += comp;
+        const double tol = 4 * std::ldexp(1.0, -53) * sum_abs + 1e-300;
+        EXPECT_NEAR(got.sum, double(exact), tol) << (bp ? "a x b" : "self") << " n=" << n;
+        const Result again = run_job(j);
+        EXPECT_EQ(std::memcmp(&again.sum, &got.sum, sizeof(double)), 0) << "not deterministic";
+      }
+    }
+}
+
+// (d) Histogram of angular separations (acos of the clamped dot product) in 100 buckets over
+// [0, pi): the dot product is IEEE-exact on both sides; acos differs by a few ulp between the
+// device and the host library, so only pairs whose angle lies within 8 ulp of a bucket edge
+// may land in another bucket.
+TEST(ExprGpu, AngularHistogramMatchesReference) {
+  REQUIRE_NVRTC();
+  const int nb = 100;
+  const double lo = 0, hi = M_PI;
+  for (bool f32 : {true, false})
+    for (int64_t n : {1000, 2500}) {
+      const Cols a = unit_vectors(n, 1300 + n);
+      Job j = make_job(Kind::Histogram, f32, a, nullptr, angle_source());
+      j.lo = lo;
+      j.hi = hi;
+      j.nbuckets = nb;
+      const Result got = run_job(j);
+      ASSERT_EQ(got.error, 0);
+      std::vector<uint64_t> want(nb, 0);
+      uint64_t near = 0, counted = 0;
+      for (int64_t i = 0; i < n; ++i)
+        for (int64_t k = i + 1; k < n; ++k) {
+          double v, ulp;
+          if (f32) {
+            const float d = angle_dot<float>(a, i, a, k);
+            v = std::acos(d);
+            ulp = std::ldexp(1.0, std::ilogb(float(v)) - 23);
+          } else {
+            const double d = angle_dot<double>(a, i, a, k);
+            v = std::acos(d);
+            ulp = std::ldexp(1.0, std::ilogb(v) - 52);
+          }
+          if (f32) v = double(float(v));
+          const int bk = pg_bucket(v, lo, hi, nb);
+          if (bk >= 0 && bk < nb) {
+            ++want[size_t(bk)];
+            ++counted;
+          }
+          if (pg_bucket(v - 8 * ulp, lo, hi, nb) != pg_bucket(v + 8 * ulp, lo, hi, nb)) ++near;
+        }
+      uint64_t moved = 0;
+      for (int k = 0; k < nb; ++k)
+        moved += got.hist[size_t(k)] > want[size_t(k)] ? got.hist[size_t(k)] - want[size_t(k)]
+                                                        : want[size_t(k)] - got.hist[size_t(k)];
+      EXPECT_LE(moved, 2 * near) << (f32 ? "f32" : "f64") << " n=" << n << ": " << first_diff(got.hist, want);
+      const uint64_t dc = got.count > counted ? got.count - counted : counted - got.count;
+      EXPECT_LE(dc, near);
+      printf("angular histogram %s n=%lld: %llu bucket moves, %llu pairs near an edge\n",
+             f32 ? "f32" : "f64", (long long)n, (unsigned long long)moved, (unsigned long long)near);
+    }
+}
+
+// Histogram buckets exactly as PostgreSQL computes them (value a.c0 - b.c0, bit-exact): the
+// privatized shared-memory path and global atomics, values outside [lo, hi) not counted, and
+// a NaN value raising 2201G.
+TEST(ExprGpu, HistogramBucketsExactBothOutputPaths) {
+  REQUIRE_NVRTC();
+  const Cols a = uniform_cols(2000, 1, 31, -1.2, 1.2);
+  const Cols b = uniform_cols(1500, 1, 32, -1.0, 1.0);
+  for (int nb : {1, 7, 1000, 20000})
+    for (int copies : {0, -1}) {
+      forced().sdh_copies = copies;
+      Job j = make_job(Kind::Histogram, false, a, &b, diff_source());
+      j.lo = -1.5;
+      j.hi = 1.75;
+      j.nbuckets = nb;
+      const Result got = run_job(j);
+      forced().sdh_copies = 0;
+      ASSERT_EQ(got.error, 0);
+      std::vector<uint64_t> want(size_t(nb), 0);
+      uint64_t counted = 0;
+      for (int64_t i = 0; i < a.n; ++i)
+        for (int64_t k = 0; k < b.n; ++k) {
+          const int bk = pg_bucket(a.at(0, i) - b.at(0, k), j.lo, j.hi, nb);
+          if (bk >= 0 && bk < nb) {
+            ++want[size_t(bk)];
+            ++counted;
+          }
+        }
+      EXPECT_EQ(got.hist, want) << "nb=" << nb << " copies=" << copies << ": " << first_diff(got.hist, want);
+      EXPECT_EQ(got.count, counted);
+    }
+  Cols c = a;
+  c.data[1234] = NAN;
+  Job j = make_job(Kind::Histogram, false, c, &b, diff_source());
+  j.lo = -1;
+  j.hi = 1;
+  j.nbuckets = 10;
+  EXPECT_EQ(run_job(j).error, exprgpu::kHistogramNaN);
+}
+
+// (e) NULLs on either side (SQL: a comparison with NULL is not kept), self and two relations.
+TEST(ExprGpu, NullsOnEitherSide) {
+  REQUIRE_NVRTC();
+  Cols a = uniform_cols(700, 2, 41);
+  Cols b = uniform_cols(513, 2, 42);
+  Cols an = a, bn = b;
+  an.nulls.assign(an.data.size(), 0);
+  bn.nulls.assign(bn.data.size(), 0);
+  for (size_t k = 0; k < an.nulls.size(); k += 7) an.nulls[k] = 1;
+  for (size_t k = 3; k < bn.nulls.size(); k += 5) bn.nulls[k] = 1;
+  auto pred = [](const Cols& x, int64_t i, const Cols& y, int64_t k) {
+    return !x.null(0, i) && !y.null(0, k) && x.at(0, i) < y.at(0, k);
+  };
+  struct Case {
+    const Cols* a;
+    const Cols* b;
+    const char* what;
+  } cases[] = {{&an, &b, "a nulls"}, {&a, &bn, "b nulls"}, {&an, &bn, "both"}, {&an, nullptr, "self"}};
+  for (bool f32 : {true, false})
+    for (const Case& c : cases) {
+      Job j = make_job(Kind::Count, f32, *c.a, c.b, null_less_source());
+      const Result got = run_job(j);
+      EXPECT_EQ(got.count, cpu_count(*c.a, c.b, pred)) << c.what;
+    }
+}
+
+// (e) Division by zero raises code 1 (22012) from the generated code; the engine stays usable.
+TEST(ExprGpu, DivisionByZeroRaises) {
+  REQUIRE_NVRTC();
+  const Cols a = uniform_cols(5000, 1, 51);
+  Job j = make_job(Kind::Sum, false, a, nullptr, inverse_diff_source());
+  EXPECT_EQ(run_job(j).error, 0);
+  Cols dup = a;
+  dup.data[4000] = dup.data[17];  // one pair with a zero difference
+  Job j2 = make_job(Kind::Sum, false, dup, nullptr, inverse_diff_source());
+  EXPECT_EQ(run_job(j2).error, exprgpu::kDivisionByZero);
+  Job j3 = make_job(Kind::Count, true, dup, nullptr, inverse_diff_source());
+  EXPECT_EQ(run_job(j3).error, exprgpu::kDivisionByZero);
+  EXPECT_EQ(run_job(j).error, 0);
+}
+
+// (e) Empty sides, one and two rows.
+TEST(ExprGpu, EmptyAndTinySides) {
+  REQUIRE_NVRTC();
+  const Cols none = uniform_cols(0, 2, 1);
+  const Cols one = uniform_cols(1, 2, 2);
+  const Cols two = uniform_cols(2, 2, 3);
+  const std::string all = "__device__ bool gpu2bs_pair(const Row& a, const Row& b, real* value) {\n"
+                          "  return true;\n}\n";
+  EXPECT_EQ(run_job(make_job(Kind::Count, true, none, nullptr, all)).count, 0u);
+  EXPECT_EQ(run_job(make_job(Kind::Count, true, none, &two, all)).count, 0u);
+  EXPECT_EQ(run_job(make_job(Kind::Count, true, two, &none, all)).count, 0u);
+  EXPECT_EQ(run_job(make_job(Kind::Count, true, one, nullptr, all)).count, 0u);
+  EXPECT_EQ(run_job(make_job(Kind::Count, true, two, nullptr, all)).count, 1u);
+  EXPECT_EQ(run_job(make_job(Kind::Count, false, one, &two, all)).count, 2u);
+  EXPECT_EQ(run_job(make_job(Kind::Count, false, one, &one, all)).count, 1u);
+  Job h = make_job(Kind::Histogram, true, none, nullptr, diff_source());
+  h.lo = 0;
+  h.hi = 1;
+  h.nbuckets = 5;
+  EXPECT_EQ(run_job(h).hist, std::vector<uint64_t>(5, 0));
+  PairSet sink;
+  const Result jr = run_job(make_job(Kind::Join, false, two, nullptr, all), &sink);
+  ASSERT_EQ(sink.v.size(), 1u);
+  EXPECT_EQ(sink.v[0], std::make_pair(0u, 1u));
+  EXPECT_EQ(jr.count, 1u);
+}
+
+// (f) The module cache: a new source compiles (time reported), the same source again is a hit
+// with no compile time; gpu2bs_info rows count both.
+TEST(ExprGpu, ModuleCacheHitAndCompileTime) {
+  REQUIRE_NVRTC();
+  const Cols a = uniform_cols(1000, 3, 61);
+  const std::string token = std::to_string(std::chrono::steady_clock::now().time_since_epoch().count());
+  const std::string src = "// " + token + "\n" + manhattan_source(0.1);
+  Job j = make_job(Kind::Count, true, a, nullptr, src);
+  const Result r1 = run_job(j);
+  EXPECT_FALSE(r1.cache_hit);
+  EXPECT_GT(r1.compile_ms, 0.0);
+  const Result r2 = run_job(j);
+  EXPECT_TRUE(r2.cache_hit);
+  EXPECT_EQ(r2.compile_ms, 0.0);
+  EXPECT_EQ(r1.count, r2.count);
+  printf("compile %.1f ms cold, cached hit\n", r1.compile_ms);
+  std::map<std::string, std::string> info;
+  for (auto& kv : exprgpu::nvrtc_info()) info[kv.first] = kv.second;
+  EXPECT_NE(info["nvrtc_library"].find("NVRTC"), std::string::npos) << info["nvrtc_library"];
+  EXPECT_GE(std::stoull(info["nvrtc_modules_compiled"]), 1u);
+  EXPECT_GE(std::stoull(info["nvrtc_cache_hits"]), 1u);
+  EXPECT_LE(exprgpu::detail::cached_modules(), exprgpu::detail::kCacheModules);
+  // A source that does not compile: Internal, NVRTC's log in the detail.
+  Job bad = make_job(Kind::Count, true, a, nullptr, "__device__ bool gpu2bs_pair(const Row& a) { return nope; }\n");
+  try {
+    run_job(bad);
+    ADD_FAILURE() << "a broken source compiled";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::Internal);
+    EXPECT_NE(e.detail().find("nope"), std::string::npos) << e.detail();
+  }
+}
+
+// Tile configurations (threads x rows per thread) give the same counts and join pairs.
+TEST(ExprGpu, TileConfigurationsAgree) {
+  REQUIRE_NVRTC();
+  const Cols a = uniform_cols(2100, 3, 71);
+  const Cols b = uniform_cols(900, 3, 72);
+  Job j = make_job(Kind::Count, true, a, nullptr, manhattan_source(0.1));
+  Job j2 = make_job(Kind::Count, false, a, &b, manhattan_source(0.1));
+  const uint64_t want = run_job(j).count, want2 = run_job(j2).count;
+  for (auto tr : {std::make_pair(64, 1), std::make_pair(128, 4), std::make_pair(256, 2), std::make_pair(32, 8)}) {
+    exprgpu::detail::set_tile_override(tr.first, tr.second);
+    EXPECT_EQ(run_job(j).count, want) << tr.first << "x" << tr.second;
+    EXPECT_EQ(run_job(j2).count, want2) << tr.first << "x" << tr.second;
+  }
+  exprgpu::detail::set_tile_override(0, 0);
+}
+
+// (g) Cancel during a long kernel: run() throws Interrupted within a second of the interrupt.
+TEST(ExprGpu, CancelDuringLongKernel) {
+  REQUIRE_NVRTC();
+  const Cols a = uniform_cols(400000, 1, 81);
+  Job j = make_job(Kind::Count, true, a, nullptr, slow_source(64));
+  struct Late : Ctl {
+    Clock::time_point t0 = Clock::now(), fired{};
+    bool interrupt_pending() override {
+      if (Clock::now() - t0 < std::chrono::milliseconds(200)) return false;
+      if (fired == Clock::time_point{}) fired = Clock::now();
+      return true;
+    }
+  } ctl;
+  // Compile first, so the 200 ms run inside the kernel.
+  {
+    Job small = j;
+    Cols s = uniform_cols(10, 1, 1);
+    small.a = s.side();
+    run_job(small);
+  }
+  ctl.t0 = Clock::now();
+  try {
+    exprgpu::run(j, nullptr, ctl);
+    ADD_FAILURE() << "the long kernel finished before the cancel";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::Interrupted);
+    const double lag = std::chrono::duration<double>(Clock::now() - ctl.fired).count();
+    EXPECT_LT(lag, 1.0);
+    printf("cancel landed %.1f ms after the interrupt\n", lag * 1e3);
+  }
+  Cols s = uniform_cols(300, 1, 2);
+  Job after = make_job(Kind::Count, true, s, nullptr, null_less_source());
+  EXPECT_EQ(run_job(after).count, cpu_count(s, nullptr, [](const Cols& x, int64_t i, const Cols& y, int64_t k) {
+    return float(x.at(0, i)) < float(y.at(0, k));
+  }));
+}
+
+// (h) A device memory limit too small for the inputs: OutOfMemory; the engine works after.
+TEST(ExprGpu, MemoryLimitTooSmall) {
+  REQUIRE_NVRTC();
+  const Cols a = uniform_cols(20000, 3, 91);
+  Job j = make_job(Kind::Count, true, a, nullptr, manhattan_source(0.01));
+  Ctl ctl;
+  ctl.device_memory_limit = 64 << 10;
+  try {
+    exprgpu::run(j, nullptr, ctl);
+    ADD_FAILURE() << "no OutOfMemory";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::OutOfMemory) << e.what();
+  }
+  const Result ok = run_job(j);
+  EXPECT_EQ(ok.error, 0);
+  EXPECT_EQ(ok.count, cpu_count(a, nullptr, [](const Cols& x, int64_t i, const Cols& y, int64_t k) {
+    return manhattan_cpu<float>(x, i, y, k, 0.01f);
+  }));
+  EXPECT_EQ(cuda::engine_bytes_in_use(), 0u) << "device memory left allocated";
+}
+
+}  // namespace
