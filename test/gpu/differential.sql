@@ -1,6 +1,7 @@
 -- CPU engine vs GPU engine, bit for bit, inside PostgreSQL, on random and real data.
 -- Each case runs the same query with gpu2bs.device = cpu and = gpu and compares the results
--- with EXCEPT ALL both ways (histogram arrays, counts, and join rows with their float8 dist).
+-- with EXCEPT ALL both ways (histogram arrays, counts, join rows with their float8 dist, and
+-- gpu_dbscan's (id, cluster) rows).
 -- Needs tables u3 (random 3-D), u2 (numpy default_rng(1) 2-D), stars (Hipparcos unit vectors),
 -- atoms (mdanalysistests bigbox.gro), made by test/gpu/device_suite.sh.
 \set ON_ERROR_STOP 1
@@ -60,7 +61,13 @@ INSERT INTO cases VALUES
  ('SELECT * FROM gpu_simjoin(''u6'', 0.3)'),
  ('SELECT * FROM gpu_simjoin(''u3'', ''atoms_scaled'', 0.01)'),
  ('SELECT * FROM gpu_simjoin(''dup'', 0.5)'),
- ('SELECT * FROM gpu_simjoin(''u3'', 1e-9)');
+ ('SELECT * FROM gpu_simjoin(''u3'', 1e-9)'),
+ ('SELECT * FROM gpu_dbscan(''stars'', 0.0087265, 5)'),
+ ('SELECT * FROM gpu_dbscan(''u2'', 0.003, 10)'),
+ ('SELECT * FROM gpu_dbscan(''atoms'', 1.2, 4)'),
+ ('SELECT * FROM gpu_dbscan(''u3'', 0.02, 2)'),
+ ('SELECT * FROM gpu_dbscan(''dup'', 0.5, 3)'),
+ ('SELECT * FROM gpu_dbscan(''u2'', 0.003, 1)');
 
 CREATE TEMP TABLE diff AS SELECT d.* FROM cases, LATERAL pg_temp.g2_diff(cases.q) d;
 SELECT * FROM diff;

@@ -1,0 +1,48 @@
+// DBSCAN clustering (Ester, Kriegel, Sander and Xu, KDD 1996) on the similarity self-join of any
+// engine: neighbour counts, core points, connected components of the core points and the
+// border points, with the meaning of PostGIS ST_ClusterDBSCAN and a deterministic border rule.
+// No PostgreSQL and no CUDA headers here.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "engine.h"
+
+namespace gpu2bs {
+
+// The clustering of the points of one self-join problem.
+//   core:    a point with at least minpoints points (itself included) within distance eps
+//            (d <= eps in the problem's precision, as the join keeps pairs);
+//   cluster: the connected components of the core points linked by pairs within eps;
+//   border:  a point that is not core with at least one core point within eps: it joins the
+//            cluster of its nearest core point (smallest dist, ties by the smaller key, then by
+//            the smaller input index);
+//   noise:   every other point, cluster -1.
+// Clusters are numbered 0, 1, ... in ascending order of the smallest key among their points
+// (core and border; ties between equal keys by the smaller input index).
+struct DbscanResult {
+  std::vector<int32_t> cluster;  // per input point: its cluster, or -1 (noise)
+  std::vector<uint8_t> core;     // per input point: 1 when it is a core point
+  uint64_t clusters = 0;
+  uint64_t core_points = 0;
+  uint64_t border_points = 0;
+  uint64_t noise_points = 0;
+  uint64_t pairs_seen = 0;       // pairs within eps handed to the host (both passes)
+};
+
+// Runs DBSCAN over the self-join problem `p` (p.self, no filter, stage or reduce set) whose
+// points have keys `keys` (one per point of p.a). Pass 1 counts the neighbours of every point:
+// on an engine that reduces Group on its own, as two per-point counts (the id1 and the id2 end
+// of each pair) that never leave it; otherwise from the pair pages, both ends of each pair.
+// Pass 2 reads the pair pages again into a union-find over the core points (roots linked by
+// index with compare-and-swap, path halving) and the nearest core point of every other point;
+// a call handing over a run of pairs is split among the calling thread and ctl.threads - 1
+// helpers (from 8,192 pairs on an engine that reduces Group itself, whose host cores are free;
+// from 65,536 on the CPU engine, whose pages its own workers make). No pair is stored, so
+// memory is O(n) beside the engine's pages. Throws Error(InvalidParameter) for minpoints < 1,
+// Error(ProgramLimit) past 2^31 - 1 clusters, and what the engine throws (Interrupted).
+DbscanResult dbscan(Engine& eng, const SimjoinProblem& p, const int64_t* keys, int64_t minpoints,
+                    Control& ctl);
+
+}  // namespace gpu2bs

@@ -1,0 +1,103 @@
+#!/usr/bin/env bash
+# DBSCAN benchmark: gpu_dbscan (engine chosen by gpu2bs.device, float4 and float8) against
+# PostGIS ST_ClusterDBSCAN (a window function over the whole table: SELECT id,
+# ST_ClusterDBSCAN(geom, eps, minpoints) OVER () FROM t; it builds its own tree, the GiST index
+# on geom is there for a fair setting but is not used by it), on the same data in the same
+# server, median of 3 runs each (client wall time: psql start to last row).
+# Data (numpy default_rng(seed)): 90 % of the points in N/500 Gaussian blobs (centres uniform in
+# [0.02, 0.98]^2, sigma uniform in [0.0015, 0.003]), 10 % uniform noise in [0, 1]^2; eps = 0.003,
+# minpoints = 10 by default. Also checks that both give the same noise points and the same
+# number of clusters, and prints how the clusters of the non-noise points correspond.
+# Needs a running server with gpu2bs and postgis (PGHOST/PGPORT set) and python ($PYTHON, else
+# python3) with numpy; without numpy the same construction uses Python's random module (other
+# numbers; the generator is printed). Usage: test/bench/dbscan.sh [N] [EPS] [MINPOINTS] [SEED]
+set -euo pipefail
+n=${1:-1000000}; eps=${2:-0.003}; minpoints=${3:-10}; seed=${4:-1}
+py=${PYTHON:-python3}
+csv=$(mktemp /tmp/dbscan-bench.XXXXXX.csv); chmod 644 "$csv"
+trap 'rm -f "$csv"' EXIT
+gen=$("$py" - "$n" "$seed" "$csv" <<'PY'
+import sys
+n, seed, path = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
+nnoise = n // 10
+nblob = n - nnoise
+k = max(1, n // 500)
+try:
+    import numpy as np
+except ImportError:  # the same construction with Python's random (other numbers)
+    import random
+    rng = random.Random(seed)
+    centres = [(rng.uniform(0.02, 0.98), rng.uniform(0.02, 0.98), rng.uniform(0.0015, 0.003)) for _ in range(k)]
+    pts = []
+    for _ in range(nblob):
+        cx, cy, s = centres[rng.randrange(k)]
+        pts.append((cx + rng.gauss(0, 1) * s, cy + rng.gauss(0, 1) * s))
+    pts += [(rng.random(), rng.random()) for _ in range(nnoise)]
+    rng.shuffle(pts)
+    with open(path, "w") as f:
+        f.write("id,x,y\n")
+        f.writelines("%d,%r,%r\n" % (i + 1, x, y) for i, (x, y) in enumerate(pts))
+    print("python random.Random(%d)" % seed)
+    sys.exit(0)
+rng = np.random.default_rng(seed)
+centres = rng.uniform(0.02, 0.98, size=(k, 2))
+sigma = rng.uniform(0.0015, 0.003, size=k)
+which = rng.integers(0, k, size=nblob)
+pts = np.concatenate([centres[which] + rng.normal(size=(nblob, 2)) * sigma[which, None],
+                      rng.uniform(0, 1, size=(nnoise, 2))])
+pts = pts[rng.permutation(n)]
+with open(path, "w") as f:
+    f.write("id,x,y\n")
+    np.savetxt(f, np.column_stack([np.arange(1, n + 1), pts]), fmt=["%d", "%.17g", "%.17g"], delimiter=",")
+print("numpy default_rng(%d)" % seed)
+PY
+)
+echo "data: $n points, generator $gen" >&2
+q() { psql -X -q -At -v ON_ERROR_STOP=1 "$@"; }
+q <<SQL
+SET client_min_messages = warning;
+CREATE EXTENSION IF NOT EXISTS gpu2bs; CREATE EXTENSION IF NOT EXISTS postgis;
+DROP TABLE IF EXISTS bench_dbscan;
+CREATE TABLE bench_dbscan (id bigint PRIMARY KEY, x float8, y float8);
+\copy bench_dbscan FROM '$csv' WITH (FORMAT csv, HEADER true)
+ALTER TABLE bench_dbscan ADD COLUMN geom geometry(Point);
+UPDATE bench_dbscan SET geom = ST_MakePoint(x, y);
+CREATE INDEX ON bench_dbscan USING gist (geom);
+VACUUM ANALYZE bench_dbscan;
+SQL
+# Runs query $1 three times; sets $out (its last result line) and $med (median milliseconds).
+median3() {
+  local ts=() t0 t1
+  for r in 1 2 3; do
+    t0=$(date +%s%N); out=$(q -c "$1" | tail -1); t1=$(date +%s%N)
+    ts+=($(( (t1 - t0) / 1000000 )))
+  done
+  med=$(printf '%s\n' "${ts[@]}" | sort -n | sed -n 2p); all="${ts[*]}"
+}
+summary="count(*) || ' rows, ' || count(DISTINCT c) || ' clusters, ' || (count(*) - count(c)) || ' noise'"
+echo "| method | engine | points | eps | minpoints | result | median ms (3 runs) | runs ms |"
+echo "|---|---|---|---|---|---|---|---|"
+median3 "SELECT $summary FROM (SELECT ST_ClusterDBSCAN(geom, $eps, $minpoints) OVER () AS c FROM bench_dbscan) s"
+pg_ms=$med
+echo "| ST_ClusterDBSCAN | PostGIS $(q -c 'SELECT postgis_lib_version()') | $n | $eps | $minpoints | $out | $med | $all |"
+for prec in float4 float8; do
+  median3 "SET gpu2bs.precision = $prec; SELECT $summary FROM (SELECT cluster AS c FROM gpu_dbscan('bench_dbscan', $eps, $minpoints, '{x,y}')) s"
+  eng=$(q -c "SET gpu2bs.precision = $prec; SELECT count(*) FROM gpu_dbscan('bench_dbscan', $eps, $minpoints, '{x,y}')" \
+          -c "SELECT string_agg(name || ' ' || value, ', ' ORDER BY name) FROM gpu2bs_info() WHERE name IN ('last_engine', 'cpu_threads')" | tail -1)
+  echo "| gpu_dbscan ($prec) | $eng | $n | $eps | $minpoints | $out | $med | $all | "
+  echo "speedup over ST_ClusterDBSCAN ($prec): $(awk -v a="$pg_ms" -v b="$med" 'BEGIN { printf "%.1fx", a / b }')" >&2
+done
+# Agreement in float8: noise points that differ, clusters on each side, and distinct (gpu, postgis)
+# cluster pairs over the non-noise points (equal to the cluster count when the partitions agree;
+# border points that ST_ClusterDBSCAN gave another adjacent cluster add to it).
+q <<SQL
+SET gpu2bs.precision = float8;
+CREATE TEMP TABLE cmp AS
+  SELECT g.id, g.cluster AS gc, p.c AS pc
+  FROM gpu_dbscan('bench_dbscan', $eps, $minpoints, '{x,y}') g
+  JOIN (SELECT id, ST_ClusterDBSCAN(geom, $eps, $minpoints) OVER () AS c FROM bench_dbscan) p USING (id);
+SELECT 'agreement (float8): noise differs ' || count(*) FILTER (WHERE (gc IS NULL) <> (pc IS NULL))
+       || ', clusters gpu ' || count(DISTINCT gc) || ' postgis ' || count(DISTINCT pc)
+       || ', distinct (gpu, postgis) cluster pairs ' || count(DISTINCT (gc, pc)) FILTER (WHERE gc IS NOT NULL AND pc IS NOT NULL)
+FROM cmp;
+SQL
