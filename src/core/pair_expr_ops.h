@@ -8,6 +8,7 @@
 #include <cmath>
 
 #include "pair_expr.h"
+#include "pair_ir_eval.h"
 
 namespace gpu2bs {
 namespace xops {
@@ -151,17 +152,8 @@ template <typename T> inline int cmp(T x, T y) {
   if (ny) return -1;
   return x < y ? -1 : (x > y ? 1 : 0);
 }
-inline bool holds(CmpOp op, int c) {
-  switch (op) {
-    case CmpOp::Lt: return c < 0;
-    case CmpOp::Le: return c <= 0;
-    case CmpOp::Eq: return c == 0;
-    case CmpOp::Ne: return c != 0;
-    case CmpOp::Ge: return c >= 0;
-    case CmpOp::Gt: return c > 0;
-  }
-  return false;
-}
+// Whether a three-way comparison result c satisfies op (the pair IR's rule).
+using pair_eval::holds;
 
 }  // namespace xops
 }  // namespace gpu2bs
