@@ -15,6 +15,7 @@
 #include "pairwise.h"
 #include "pair_expr.h"
 #include "parallel.h"
+#include "pipeline.h"
 #include "resolve_cpu.h"
 
 namespace gpu2bs {
@@ -255,6 +256,16 @@ class CpuEngine final : public Engine {
       k.join_f32(dims, a, i0, i1, b, j0, j1, diag, eps2, out);
     else
       k.join_f64(dims, a, i0, i1, b, j0, j1, diag, eps2, out);
+  }
+
+  template <typename T>
+  static void agg_kernel(const CpuKernels& k, int dims, const T* const* a, size_t i0, size_t i1,
+                         const T* const* b, size_t j0, size_t j1, bool diag, T eps2,
+                         DistAgg& acc) {
+    if constexpr (sizeof(T) == 4)
+      k.agg_f32(dims, a, i0, i1, b, j0, j1, diag, eps2, acc);
+    else
+      k.agg_f64(dims, a, i0, i1, b, j0, j1, diag, eps2, acc);
   }
 
   // SDH: tile pairs over workers, private histograms as far as the work warrants
@@ -528,6 +539,34 @@ class CpuEngine final : public Engine {
     std::atomic<size_t> next{0};
     uint64_t emitted = 0;
     if (p.stage) p.stage->start(nt);
+    // An aggregate over an interval of dist (AggregateStage::dist_interval) is reduced in the
+    // kernel itself: no pair is written.
+    DistAgg iv;
+    AggregateStage* agg = dynamic_cast<AggregateStage*>(p.stage);
+    if (agg && agg->dist_interval(&iv.lo, &iv.lo_incl, &iv.hi, &iv.hi_incl)) {
+      std::vector<DistAgg> acc(size_t(std::max(threads(ctl), 1)), iv);
+      parallel_for(ctl, items.size(), [&](size_t it, int w) {
+        const JoinItem& ji = items[it];
+        DistAgg& a = acc[size_t(w)];
+        if (p.self) {
+          const size_t ce = ga.cell_end(ji.cell);
+          agg_kernel<T>(kern, pa.dims, pa.c, ji.r0, ji.r1, pa.c, ji.r0, ji.r1, true, eps2, a);
+          agg_kernel<T>(kern, pa.dims, pa.c, ji.r0, ji.r1, pa.c, ji.r1, ce, false, eps2, a);
+        }
+        for_each_cell_around(ga, ji.cell, gridb, offsets, [&](size_t nc) {
+          agg_kernel<T>(kern, pa.dims, pa.c, ji.r0, ji.r1, ptsb.c, gridb.cell_begin(nc),
+                        gridb.cell_end(nc), false, eps2, a);
+        });
+      });
+      for (const DistAgg& a : acc) {
+        uint64_t c;
+        double sm, cp, lo, hi;
+        a.finish(&c, &sm, &cp, &lo, &hi);
+        agg->add(0, c, sm, cp, lo, hi);
+      }
+      ctl.stats.kernel_s += seconds_since(t0);
+      return;
+    }
     WorkerGroup group(
         nt,
         [&](int worker, WorkerGroup& g) {
@@ -598,6 +637,27 @@ class CpuEngine final : public Engine {
 };
 
 }  // namespace
+
+void DistAgg::finish(uint64_t* count, double* s, double* c, double* lo_out, double* hi_out) const {
+  uint64_t n = 0;
+  double sm = 0, cp = 0, lo = HUGE_VAL, hi = -HUGE_VAL;
+  for (int l = 0; l < kLanes; ++l) {
+    if (cnt[l] == 0) continue;
+    n += cnt[l];
+    for (double v : {sum[l], comp[l]}) {
+      const double t = sm + v;
+      cp += std::fabs(sm) >= std::fabs(v) ? (sm - t) + v : (v - t) + sm;
+      sm = t;
+    }
+    lo = std::min(lo, mn[l]);
+    hi = std::max(hi, mx[l]);
+  }
+  *count = n;
+  *s = sm;
+  *c = cp;
+  *lo_out = lo;
+  *hi_out = hi;
+}
 
 SdhPrivatization sdh_privatization(int nbuckets, uint64_t pairs, int threads, size_t items) {
   const uint64_t nb = uint64_t(std::max(nbuckets, 1));

@@ -3,6 +3,7 @@
 // gives bit-identical results.
 #pragma once
 
+#include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
@@ -65,6 +66,30 @@ struct PageWriter {
   }
 };
 
+// A join's pairs reduced without leaving the kernel: those with d2 <= eps2 whose distance
+// sqrt(d2) (widened to float64) lies in [lo, hi] (bounds open unless *_incl) are counted, summed
+// (Neumaier per lane) and their minimum and maximum kept, in kLanes independent lanes merged by
+// finish(). One per worker.
+struct DistAgg {
+  static constexpr int kLanes = 16;
+  double lo = -HUGE_VAL, hi = HUGE_VAL;
+  bool lo_incl = true, hi_incl = true;
+  alignas(64) uint64_t cnt[kLanes] = {};
+  alignas(64) double sum[kLanes] = {};
+  alignas(64) double comp[kLanes] = {};
+  alignas(64) double mn[kLanes];
+  alignas(64) double mx[kLanes];
+  DistAgg() {
+    for (int l = 0; l < kLanes; ++l) {
+      mn[l] = HUGE_VAL;
+      mx[l] = -HUGE_VAL;
+    }
+  }
+  // The lanes merged: count, sum and its compensation, min and max (min/max undefined when
+  // count is 0).
+  void finish(uint64_t* count, double* s, double* c, double* lo_out, double* hi_out) const;
+};
+
 // One instruction-set variant of the kernels. Coordinates are SoA arrays of the given type.
 // Ranges: i in [i0, i1) of `a`, j in [j0, j1) of `b`; with `diag` (a == b, same range) only
 // pairs with j > i.
@@ -87,6 +112,12 @@ struct CpuKernels {
   void (*join_f64)(int dims, const double* const* a, size_t i0, size_t i1,
                    const double* const* b, size_t j0, size_t j1, bool diag, double eps2,
                    PageWriter& out);
+  // Join reduced in place (DistAgg): the pairs the join would write, aggregated.
+  void (*agg_f32)(int dims, const float* const* a, size_t i0, size_t i1, const float* const* b,
+                  size_t j0, size_t j1, bool diag, float eps2, DistAgg& acc);
+  void (*agg_f64)(int dims, const double* const* a, size_t i0, size_t i1,
+                  const double* const* b, size_t j0, size_t j1, bool diag, double eps2,
+                  DistAgg& acc);
 };
 
 // Kernels of each compiled variant.

@@ -62,6 +62,32 @@ Tri PairPredicate::eval(int64_t id1, int64_t id2, double dist) const {
   return eval_pair_program(code.data(), int(code.size()), id1, id2, dist);
 }
 
+bool PairPredicate::dist_interval(double* lo, bool* lo_incl, double* hi, bool* hi_incl) const {
+  double l = -HUGE_VAL, h = HUGE_VAL;
+  bool li = true, hi_in = true;
+  size_t leaves = 0;
+  for (size_t k = 0; k < code.size(); ++k) {
+    const PairInstr& in = code[k];
+    if (in.kind == PairInstr::And && k + 1 == code.size() && in.n == leaves) break;
+    if (in.kind != PairInstr::CmpConst || in.col != PairCol::Dist || std::isnan(in.dval)) return false;
+    ++leaves;
+    const double c = in.dval;
+    switch (in.op) {
+      case CmpOp::Gt: if (c > l || (c == l && li)) { l = c; li = false; } break;
+      case CmpOp::Ge: if (c > l) { l = c; li = true; } break;
+      case CmpOp::Lt: if (c < h || (c == h && hi_in)) { h = c; hi_in = false; } break;
+      case CmpOp::Le: if (c < h) { h = c; hi_in = true; } break;
+      default: return false;
+    }
+  }
+  if (leaves > 1 && code.back().kind != PairInstr::And) return false;
+  *lo = l;
+  *lo_incl = li;
+  *hi = h;
+  *hi_incl = hi_in;
+  return true;
+}
+
 std::string PairPredicate::describe() const {
   std::vector<std::string> st;
   char buf[96];

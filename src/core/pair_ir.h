@@ -56,6 +56,11 @@ class PairPredicate {
   bool uses_keys() const;
   // True when the pair is kept.
   bool keep(int64_t id1, int64_t id2, double dist) const { return eval(id1, id2, dist) == Tri::True; }
+  // When the program keeps exactly the pairs whose dist lies in one interval (comparisons of
+  // dist with non-NaN constants joined by AND, or none), sets it and returns true: dist is kept
+  // when lo < dist (lo <= dist with lo_incl) and dist < hi (dist <= hi with hi_incl). Result
+  // distances are never NaN, so the interval test gives the program's answer.
+  bool dist_interval(double* lo, bool* lo_incl, double* hi, bool* hi_incl) const;
   // The program as text (for EXPLAIN and test messages), e.g. "(dist > 0.5) AND (id1 % 3 = 1)".
   std::string describe() const;
 };

@@ -97,9 +97,16 @@ void AggregateStage::consume(const PairRecord* pairs, size_t n, int worker) {
   double s = p.sum, c = p.comp, lo = p.min, hi = p.max;
   uint64_t k = p.count;
   const bool all = !pred_ || pred_->empty();
+  double ilo = 0, ihi = 0;
+  bool ilo_in = false, ihi_in = false;
+  const bool interval = !all && pred_->dist_interval(&ilo, &ilo_in, &ihi, &ihi_in);
   for (size_t q = 0; q < n; ++q) {
     const double d = pairs[q].dist;
-    if (!all && !pred_->keep(0, 0, d)) continue;
+    if (interval) {
+      if (!(ilo_in ? d >= ilo : d > ilo) || !(ihi_in ? d <= ihi : d < ihi)) continue;
+    } else if (!all && !pred_->keep(0, 0, d)) {
+      continue;
+    }
     if (k == 0) lo = hi = d;
     add_compensated(s, c, d);
     lo = std::min(lo, d);
@@ -111,6 +118,30 @@ void AggregateStage::consume(const PairRecord* pairs, size_t n, int worker) {
   p.min = lo;
   p.max = hi;
   p.count = k;
+}
+
+bool AggregateStage::dist_interval(double* lo, bool* lo_incl, double* hi, bool* hi_incl) const {
+  if (!pred_ || pred_->empty()) {
+    *lo = -HUGE_VAL;
+    *hi = HUGE_VAL;
+    *lo_incl = *hi_incl = true;
+    return true;
+  }
+  return pred_->dist_interval(lo, lo_incl, hi, hi_incl);
+}
+
+void AggregateStage::add(int worker, uint64_t count, double sum, double comp, double min, double max) {
+  if (count == 0) return;
+  Part& p = parts_[size_t(worker)];
+  if (p.count == 0) {
+    p.min = min;
+    p.max = max;
+  }
+  add_compensated(p.sum, p.comp, sum);
+  add_compensated(p.sum, p.comp, comp);
+  p.min = std::min(p.min, min);
+  p.max = std::max(p.max, max);
+  p.count += count;
 }
 
 void AggregateStage::finish(AggregateSink* out) const {

@@ -90,6 +90,12 @@ class AggregateStage final : public PairStage {
   void consume(const PairRecord* pairs, size_t n, int worker) override;
   // The merged result.
   void finish(AggregateSink* out) const;
+  // When the selection is an interval of dist (PairPredicate::dist_interval; no predicate: all
+  // of it), sets it and returns true: an engine may then reduce in its kernel and add() the
+  // parts instead of handing pages to consume().
+  bool dist_interval(double* lo, bool* lo_incl, double* hi, bool* hi_incl) const;
+  // Adds a worker's reduced part (count, sum and compensation, min, max).
+  void add(int worker, uint64_t count, double sum, double comp, double min, double max);
 
  private:
   struct alignas(64) Part {

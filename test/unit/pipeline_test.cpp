@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <map>
 #include <random>
 
@@ -206,4 +207,37 @@ TEST(Pipeline, AggregateStageMatchesSink) {
   AggregateSink none;
   empty.finish(&none);
   EXPECT_EQ(none.count, 0u);
+}
+
+// dist_interval: for random AND-chains of dist comparisons (ties at the bounds, infinities) the
+// interval keeps exactly the distances the program keeps; other shapes are refused.
+TEST(PairIr, DistIntervalMatchesTheProgram) {
+  std::mt19937_64 rng(7);
+  const CmpOp ops[] = {CmpOp::Lt, CmpOp::Le, CmpOp::Gt, CmpOp::Ge};
+  const double consts[] = {0.0, 0.5, 1.0, 1.5, 2.0, HUGE_VAL, -HUGE_VAL};
+  for (int t = 0; t < 2000; ++t) {
+    PairPredicate p;
+    const int n = 1 + int(rng() % 4);
+    for (int k = 0; k < n; ++k) p.code.push_back(cmp(PairCol::Dist, ops[rng() % 4], consts[rng() % 7]));
+    if (n > 1) p.code.push_back(logic(PairInstr::And, uint32_t(n)));
+    p.validate();
+    double lo, hi;
+    bool lo_in, hi_in;
+    ASSERT_TRUE(p.dist_interval(&lo, &lo_in, &hi, &hi_in)) << p.describe();
+    for (double d : {0.0, 0.25, 0.5, 0.75, 1.0, 1.5, 2.0, 3.0, HUGE_VAL}) {
+      const bool in = (lo_in ? d >= lo : d > lo) && (hi_in ? d <= hi : d < hi);
+      EXPECT_EQ(in, p.keep(0, 0, d)) << p.describe() << " at " << d;
+    }
+  }
+  PairPredicate other;
+  other.code = {cmp(PairCol::Dist, CmpOp::Gt, 1.0), cmp(PairCol::Dist, CmpOp::Lt, 0.5), logic(PairInstr::Or, 2)};
+  double lo, hi;
+  bool lo_in, hi_in;
+  EXPECT_FALSE(other.dist_interval(&lo, &lo_in, &hi, &hi_in));
+  other.code = {cmp(PairCol::Id1, CmpOp::Gt, 1.0)};
+  EXPECT_FALSE(other.dist_interval(&lo, &lo_in, &hi, &hi_in));
+  other.code = {cmp(PairCol::Dist, CmpOp::Eq, 1.0)};
+  EXPECT_FALSE(other.dist_interval(&lo, &lo_in, &hi, &hi_in));
+  other.code = {cmp(PairCol::Dist, CmpOp::Gt, std::nan(""))};
+  EXPECT_FALSE(other.dist_interval(&lo, &lo_in, &hi, &hi_in));
 }
