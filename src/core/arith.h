@@ -118,4 +118,11 @@ G2_HD T sdh_beyond(int nbuckets, bool clamp) {
   return clamp ? T(nbuckets - 1) : T(-1);
 }
 
+// Neumaier's compensated step: s += v with the rounding error collected in c (the sum is s + c).
+G2_HD void neumaier_add(double& s, double& c, double v) {
+  const double t = s + v;
+  c += fabs(s) >= fabs(v) ? (s - t) + v : (v - t) + s;
+  s = t;
+}
+
 }  // namespace gpu2bs

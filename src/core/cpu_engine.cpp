@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstring>
 
+#include "arith.h"
 #include "cpu_kernels.h"
 #include "density_map.h"
 #include "engine.h"
@@ -644,11 +645,8 @@ void DistAgg::finish(uint64_t* count, double* s, double* c, double* lo_out, doub
   for (int l = 0; l < kLanes; ++l) {
     if (cnt[l] == 0) continue;
     n += cnt[l];
-    for (double v : {sum[l], comp[l]}) {
-      const double t = sm + v;
-      cp += std::fabs(sm) >= std::fabs(v) ? (sm - t) + v : (v - t) + sm;
-      sm = t;
-    }
+    neumaier_add(sm, cp, sum[l]);
+    neumaier_add(sm, cp, comp[l]);
     lo = std::min(lo, mn[l]);
     hi = std::max(hi, mx[l]);
   }

@@ -7,6 +7,7 @@
 #include <csignal>
 #include <pthread.h>
 
+#include "arith.h"
 #include "error.h"
 
 namespace gpu2bs {
@@ -57,9 +58,7 @@ void AggregateSink::consume(const PairRecord* pairs, size_t n) {
   double s = sum_, c = comp_, lo = min, hi = max;
   for (size_t p = 0; p < n; ++p) {
     const double d = pairs[p].dist;
-    const double t = s + d;
-    c += std::fabs(s) >= std::fabs(d) ? (s - t) + d : (d - t) + s;
-    s = t;
+    neumaier_add(s, c, d);
     lo = std::min(lo, d);
     hi = std::max(hi, d);
   }
@@ -70,14 +69,6 @@ void AggregateSink::consume(const PairRecord* pairs, size_t n) {
   count += n;
 }
 
-namespace {
-// Neumaier's step: s += d with the rounding error collected in c.
-inline void add_compensated(double& s, double& c, double d) {
-  const double t = s + d;
-  c += std::fabs(s) >= std::fabs(d) ? (s - t) + d : (d - t) + s;
-  s = t;
-}
-}  // namespace
 
 void AggregateSink::merge(uint64_t c, double s, double comp, double lo, double hi) {
   if (c == 0) return;
@@ -87,28 +78,28 @@ void AggregateSink::merge(uint64_t c, double s, double comp, double lo, double h
   }
   min = std::min(min, lo);
   max = std::max(max, hi);
-  add_compensated(sum_, comp_, s);
-  add_compensated(sum_, comp_, comp);
+  neumaier_add(sum_, comp_, s);
+  neumaier_add(sum_, comp_, comp);
   count += c;
+}
+
+AggregateStage::AggregateStage(const PairPredicate* pred) : pred_(pred) {
+  interval_ = !pred_ || pred_->empty() || pred_->dist_interval(&lo_, &lo_incl_, &hi_, &hi_incl_);
 }
 
 void AggregateStage::consume(const PairRecord* pairs, size_t n, int worker) {
   Part& p = parts_[size_t(worker)];
   double s = p.sum, c = p.comp, lo = p.min, hi = p.max;
   uint64_t k = p.count;
-  const bool all = !pred_ || pred_->empty();
-  double ilo = 0, ihi = 0;
-  bool ilo_in = false, ihi_in = false;
-  const bool interval = !all && pred_->dist_interval(&ilo, &ilo_in, &ihi, &ihi_in);
   for (size_t q = 0; q < n; ++q) {
     const double d = pairs[q].dist;
-    if (interval) {
-      if (!(ilo_in ? d >= ilo : d > ilo) || !(ihi_in ? d <= ihi : d < ihi)) continue;
-    } else if (!all && !pred_->keep(0, 0, d)) {
+    if (interval_) {
+      if (!(lo_incl_ ? d >= lo_ : d > lo_) || !(hi_incl_ ? d <= hi_ : d < hi_)) continue;
+    } else if (!pred_->keep(0, 0, d)) {
       continue;
     }
     if (k == 0) lo = hi = d;
-    add_compensated(s, c, d);
+    neumaier_add(s, c, d);
     lo = std::min(lo, d);
     hi = std::max(hi, d);
     ++k;
@@ -121,13 +112,11 @@ void AggregateStage::consume(const PairRecord* pairs, size_t n, int worker) {
 }
 
 bool AggregateStage::dist_interval(double* lo, bool* lo_incl, double* hi, bool* hi_incl) const {
-  if (!pred_ || pred_->empty()) {
-    *lo = -HUGE_VAL;
-    *hi = HUGE_VAL;
-    *lo_incl = *hi_incl = true;
-    return true;
-  }
-  return pred_->dist_interval(lo, lo_incl, hi, hi_incl);
+  *lo = lo_;
+  *hi = hi_;
+  *lo_incl = lo_incl_;
+  *hi_incl = hi_incl_;
+  return interval_;
 }
 
 void AggregateStage::add(int worker, uint64_t count, double sum, double comp, double min, double max) {
@@ -137,8 +126,8 @@ void AggregateStage::add(int worker, uint64_t count, double sum, double comp, do
     p.min = min;
     p.max = max;
   }
-  add_compensated(p.sum, p.comp, sum);
-  add_compensated(p.sum, p.comp, comp);
+  neumaier_add(p.sum, p.comp, sum);
+  neumaier_add(p.sum, p.comp, comp);
   p.min = std::min(p.min, min);
   p.max = std::max(p.max, max);
   p.count += count;

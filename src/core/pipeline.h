@@ -10,6 +10,7 @@
 #pragma once
 
 #include <atomic>
+#include <cmath>
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
@@ -85,7 +86,7 @@ class AggregateSink final : public PairSink {
 // merged by finish(). `pred` (reading dist only, or empty) selects the pairs.
 class AggregateStage final : public PairStage {
  public:
-  explicit AggregateStage(const PairPredicate* pred) : pred_(pred) {}
+  explicit AggregateStage(const PairPredicate* pred);
   void start(int workers) override { parts_.assign(size_t(std::max(workers, 1)), Part()); }
   void consume(const PairRecord* pairs, size_t n, int worker) override;
   // The merged result.
@@ -103,6 +104,10 @@ class AggregateStage final : public PairStage {
     double sum = 0, comp = 0, min = 0, max = 0;
   };
   const PairPredicate* pred_;
+  // The selection as an interval of dist, when it is one (see dist_interval).
+  bool interval_ = false;
+  double lo_ = -HUGE_VAL, hi_ = HUGE_VAL;
+  bool lo_incl_ = true, hi_incl_ = true;
   std::vector<Part> parts_;
 };
 

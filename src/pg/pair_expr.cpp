@@ -196,6 +196,37 @@ double const_value(Const* c) {
 
 int translate_bool(Builder* b, Node* node);
 
+// The allow-list entry of a FuncExpr or OpExpr (null when not allowed) and its arguments.
+const AllowedFn* called_fn(Node* node, List** fargs) {
+  Oid fn;
+  if (IsA(node, FuncExpr)) {
+    if (((FuncExpr*)node)->funcretset) return nullptr;
+    fn = ((FuncExpr*)node)->funcid;
+    *fargs = ((FuncExpr*)node)->args;
+  } else {
+    set_opfuncid((OpExpr*)node);
+    fn = ((OpExpr*)node)->opfuncid;
+    *fargs = ((OpExpr*)node)->args;
+  }
+  return allowed_fn(fn);
+}
+
+// A searched CASE whose results `result` translates (conditions are boolean): operands are
+// condition, result pairs, then the ELSE result.
+int translate_case(Builder* b, CaseExpr* c, ExprType type, int (*result)(Builder*, Node*)) {
+  const int n = 2 * list_length(c->args) + 1;
+  int* ops = (int*)palloc(sizeof(int) * n);
+  int k = 0;
+  ListCell* lc;
+  foreach (lc, c->args) {
+    CaseWhen* w = (CaseWhen*)lfirst(lc);
+    ops[k++] = translate_bool(b, (Node*)w->expr);
+    ops[k++] = result(b, (Node*)w->result);
+  }
+  ops[k++] = result(b, (Node*)c->defresult);
+  return add_node(b, make(ExprOp::Case, type), n, ops);
+}
+
 // A number-valued node.
 int translate_num(Builder* b, Node* node) {
   check_stack_depth();
@@ -228,18 +259,8 @@ int translate_num(Builder* b, Node* node) {
     }
     case T_FuncExpr:
     case T_OpExpr: {
-      Oid fn;
       List* fargs;
-      if (IsA(node, FuncExpr)) {
-        fn = ((FuncExpr*)node)->funcid;
-        fargs = ((FuncExpr*)node)->args;
-        if (((FuncExpr*)node)->funcretset) unsupported(node);
-      } else {
-        set_opfuncid((OpExpr*)node);
-        fn = ((OpExpr*)node)->opfuncid;
-        fargs = ((OpExpr*)node)->args;
-      }
-      const AllowedFn* a = allowed_fn(fn);
+      const AllowedFn* a = called_fn(node, &fargs);
       if (!a || a->kind == FN_CMP) unsupported(node);
       if (a->kind == FN_CAST || a->kind == FN_PLUS) return translate_num(b, (Node*)linitial(fargs));
       if (a->op == ExprOp::Pow && !IsA(lsecond(fargs), Const))
@@ -265,17 +286,7 @@ int translate_num(Builder* b, Node* node) {
     case T_CaseExpr: {
       CaseExpr* c = (CaseExpr*)node;
       if (c->arg || !number_type(c->casetype)) unsupported(node);
-      const int n = 2 * list_length(c->args) + 1;
-      int* ops = (int*)palloc(sizeof(int) * n);
-      int k = 0;
-      ListCell* lc;
-      foreach (lc, c->args) {
-        CaseWhen* w = (CaseWhen*)lfirst(lc);
-        ops[k++] = translate_bool(b, (Node*)w->expr);
-        ops[k++] = translate_num(b, (Node*)w->result);
-      }
-      ops[k++] = translate_num(b, (Node*)c->defresult);
-      return add_node(b, make(ExprOp::Case, ExprType::Num), n, ops);
+      return translate_case(b, c, ExprType::Num, translate_num);
     }
     default:
       unsupported(node);
@@ -295,17 +306,8 @@ int translate_bool(Builder* b, Node* node) {
     }
     case T_FuncExpr:
     case T_OpExpr: {
-      Oid fn;
       List* fargs;
-      if (IsA(node, FuncExpr)) {
-        fn = ((FuncExpr*)node)->funcid;
-        fargs = ((FuncExpr*)node)->args;
-      } else {
-        set_opfuncid((OpExpr*)node);
-        fn = ((OpExpr*)node)->opfuncid;
-        fargs = ((OpExpr*)node)->args;
-      }
-      const AllowedFn* a = allowed_fn(fn);
+      const AllowedFn* a = called_fn(node, &fargs);
       if (!a || a->kind != FN_CMP) unsupported(node);
       int ops[2] = {translate_num(b, (Node*)linitial(fargs)), translate_num(b, (Node*)lsecond(fargs))};
       ExprNode n = make(ExprOp::Cmp, ExprType::Bool);
@@ -331,17 +333,7 @@ int translate_bool(Builder* b, Node* node) {
     case T_CaseExpr: {
       CaseExpr* c = (CaseExpr*)node;
       if (c->arg || getBaseType(c->casetype) != BOOLOID) unsupported(node);
-      const int n = 2 * list_length(c->args) + 1;
-      int* ops = (int*)palloc(sizeof(int) * n);
-      int k = 0;
-      ListCell* lc;
-      foreach (lc, c->args) {
-        CaseWhen* w = (CaseWhen*)lfirst(lc);
-        ops[k++] = translate_bool(b, (Node*)w->expr);
-        ops[k++] = translate_bool(b, (Node*)w->result);
-      }
-      ops[k++] = translate_bool(b, (Node*)c->defresult);
-      return add_node(b, make(ExprOp::Case, ExprType::Bool), n, ops);
+      return translate_case(b, c, ExprType::Bool, translate_bool);
     }
     default:
       unsupported(node);
@@ -612,39 +604,6 @@ struct CallArgs {
   int nbuckets;
 };
 
-// Writes gpu_join's pairs into the SRF's tuplestore as (id1, id2).
-class JoinSink final : public PairSink {
- public:
-  JoinSink(ReturnSetInfo* rs, const int64* ia, const int64* ib, bool self) : rs_(rs), ia_(ia), ib_(ib), self_(self) {}
-  void consume(const PairRecord* pairs, size_t n) override {
-    ReturnSetInfo* rs = rs_;
-    const int64* ia = ia_;
-    const int64* ib = ib_;
-    const bool self = self_;
-    pg_guard([&] {
-      Datum values[2];
-      bool nulls[2] = {false, false};
-      for (size_t k = 0; k < n; ++k) {
-        int64 x = ia[pairs[k].i], y = ib[pairs[k].j];
-        if (self && x > y) {
-          const int64 t = x;
-          x = y;
-          y = t;
-        }
-        values[0] = Int64GetDatum(x);
-        values[1] = Int64GetDatum(y);
-        tuplestore_putvalues(rs->setResult, rs->setDesc, values, nulls);
-      }
-    });
-  }
-
- private:
-  ReturnSetInfo* rs_;
-  const int64* ia_;
-  const int64* ib_;
-  bool self_;
-};
-
 // Runs one call: analysis, reading, the engine. Returns the result; join pairs go to `sink`.
 PairExprResult run_call(const CallArgs& a, Prepared* p, PairSink* sink_or_null, ReturnSetInfo* rsinfo) {
   const auto t0 = std::chrono::steady_clock::now();
@@ -687,8 +646,8 @@ PairExprResult run_call(const CallArgs& a, Prepared* p, PairSink* sink_or_null, 
   Engine* eng = choose_expr_engine(&reason);
   PgControl ctl;
   ctl.stats.scan_s = scan_s;
-  std::unique_ptr<JoinSink> js;
-  if (join) js.reset(new JoinSink(rsinfo, p->ids[0], p->ids[sb], p->self));
+  std::unique_ptr<TuplestoreSink> js;
+  if (join) js.reset(new TuplestoreSink(rsinfo, p->ids[0], p->ids[sb], p->self));
   PairExprResult res = eng->pair_expr(prob, join ? static_cast<PairSink*>(js.get()) : sink_or_null, ctl);
   record_run(a.fname, eng->name(), ctl.stats);
   pg_guard([&] { MemoryContextDelete(ctx); });

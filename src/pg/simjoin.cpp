@@ -532,45 +532,25 @@ PointsView view_of(const RelPoints& r) {
   return v;
 }
 
-// Writes result pages into the SRF's tuplestore as (id1, id2, dist).
-class TuplestoreSink final : public PairSink {
- public:
-  TuplestoreSink(ReturnSetInfo* rsinfo, const int64* ids_a, const int64* ids_b, bool self)
-      : rsinfo_(rsinfo), ids_a_(ids_a), ids_b_(ids_b), self_(self) {}
-  void consume(const PairRecord* pairs, size_t n) override {
-    ReturnSetInfo* rs = rsinfo_;
-    const int64* ia = ids_a_;
-    const int64* ib = ids_b_;
-    const bool self = self_;
-    pg_guard([&] {
-      Datum values[3];
-      bool nulls[3] = {false, false, false};
-      for (size_t p = 0; p < n; ++p) {
-        int64 a = ia[pairs[p].i], b = ib[pairs[p].j];
-        if (self && a > b) {
-          int64 t = a;
-          a = b;
-          b = t;
-        }
-        values[0] = Int64GetDatum(a);
-        values[1] = Int64GetDatum(b);
-        values[2] = Float8GetDatum(pairs[p].dist);
-        tuplestore_putvalues(rs->setResult, rs->setDesc, values, nulls);
-      }
-    });
-  }
-
- private:
-  ReturnSetInfo* rsinfo_;
-  const int64* ids_a_;
-  const int64* ids_b_;
-  bool self_;
-};
-
 }  // namespace
 
 namespace gpu2bs {
 namespace pg {
+
+void TuplestoreSink::consume(const PairRecord* pairs, size_t n) {
+  pg_guard([&] {
+    Datum values[3];
+    bool nulls[3] = {false, false, false};
+    for (size_t p = 0; p < n; ++p) {
+      int64 a = ids_a_[pairs[p].i], b = ids_b_[pairs[p].j];
+      if (self_ && a > b) std::swap(a, b);
+      values[0] = Int64GetDatum(a);
+      values[1] = Int64GetDatum(b);
+      values[2] = Float8GetDatum(pairs[p].dist);
+      tuplestore_putvalues(rsinfo_->setResult, rsinfo_->setDesc, values, nulls);
+    }
+  });
+}
 
 bool simjoin_args(FunctionCallInfo fcinfo, int nrel, SimjoinArgs* a) {
   for (int k = 0; k <= nrel; ++k)

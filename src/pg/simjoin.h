@@ -105,5 +105,21 @@ void run_plan_into(SPIPlanPtr plan, DestReceiver* recv,
 // Registers gpu2bs.enable_customscan and the planner hook of the custom scan (_PG_init).
 void register_simjoin_scan();
 
+// Writes result pages into an SRF's tuplestore as (id1, id2, dist), or (id1, id2) when its
+// descriptor has two columns: keys by input index, in a self-join ordered so that id1 <= id2.
+// Used by gpu_simjoin and gpu_join.
+class TuplestoreSink final : public PairSink {
+ public:
+  TuplestoreSink(ReturnSetInfo* rsinfo, const int64* ids_a, const int64* ids_b, bool self)
+      : rsinfo_(rsinfo), ids_a_(ids_a), ids_b_(ids_b), self_(self) {}
+  void consume(const PairRecord* pairs, size_t n) override;
+
+ private:
+  ReturnSetInfo* rsinfo_;
+  const int64* ids_a_;
+  const int64* ids_b_;
+  bool self_;
+};
+
 }  // namespace pg
 }  // namespace gpu2bs
