@@ -203,11 +203,15 @@ constexpr size_t kResolveWorkEntries = size_t(1) << 22;
 // Cost model of the SDH (auto, resolve_sdh_wins): the work kernel's pair fraction is about
 // coef * s * nbuckets / sqrt(d) for the cell side s (unit extent) of the level where the walk
 // stops on uniform data (kResolveMinPairs); resolution is chosen when it is below
-// kResolveWinFraction (2-D, 3-D) and N is at least kResolveMinPoints. Fitted to the H100 map
-// in test/bench/results/2026-11-24-h100-resolve.md.
+// kResolveWinFraction (2-D, 3-D) and N is at least kResolveMinPoints. The coefficients are the
+// point-by-cell range (about half a cell pair's, 2.5 s in 2-D and 3 s in 3-D). The break-even
+// comes from the H100 map in test/bench/results/2026-11-24-h100-resolve.md, where the speedup
+// over brute force follows about 0.23 / (predicted fraction) in 2-D (0.0175: 12.7x, 0.07: 3.5x,
+// 0.175: 1.36x, 0.70: < 0.78x) and 0.27 .. 0.43 / fraction in 3-D (0.27: 1.00x at 1e6 and 1.58x
+// at 2,097,152 points, 0.68: slower); below 1e6 points nothing was measured.
 constexpr double kResolveUnresolvedCoef[2] = {1.27, 1.5};
-constexpr double kResolveWinFraction[2] = {0.5, 0.5};
-constexpr size_t kResolveMinPoints = size_t(1) << 20;
+constexpr double kResolveWinFraction[2] = {0.23, 0.3};
+constexpr size_t kResolveMinPoints = size_t(1) << 19;
 // Cost model of the pair count at radius r (resolve_count_wins): the unresolved shell of cell
 // pairs (coef * shell * 2 s) against the grid path's neighbourhood; the coefficients are the
 // CPU engine's measured ones (resolve_cpu.cpp), kResolveStopPoints the stop cell in points.
