@@ -182,29 +182,41 @@ constexpr size_t kGridCountMinPoints = 8192;
 // --- resolution of cell pairs (resolve.cu) ------------------------------------------------------
 // Points per leaf cell of the density map for uniform data (its depth): deep, so that dense
 // clusters can be split further; the walk stops splitting uniform data earlier, at
-// kResolveMinPairs point pairs (32 x 32: a pair's n_a x n_b pairs must outweigh the cost of
-// testing it, one d2_bounds and 2 x 2D box loads, many times over; one row per lane of a warp
-// in the work kernel). The CPU engine's measured optimum region (resolve_cpu.cpp) scaled to a
-// warp; to be confirmed by test/gpu/resolve_device.sh on the H100.
+// kResolveMinPairs point pairs per cell pair (2-D, 3-D): the work kernel takes one cell pair
+// per warp with the points of cell a in the lanes and tests every point of b against a's box
+// first, so its pairs cost about (range of a's box) / width, independent of b's size, and
+// cells of about 32 .. 128 points keep the lanes busy and the entries few. The value comes
+// from the sweep in test/bench/results/2026-11-24-h100-resolve.md (GPU2BS_RESOLVE_MIN_PAIRS).
 constexpr double kResolveLeafPoints = 4.0;
 // Unresolved pairs with at most kResolveMinPairs point pairs, or at most kResolveDirectPairs
-// whose distance range spans two bucket edges, go to the work list instead of being split
-// (2-D: 16 child pairs, 3-D: 64 child pairs per split).
-constexpr unsigned long long kResolveMinPairs = 1024;
-constexpr unsigned long long kResolveDirectPairs[2] = {1ull << 16, 1ull << 16};
+// whose distance range spans two bucket edges or more, go to the work list instead of being
+// split (2-D: 16 child pairs, 3-D: 64 child pairs per split). The work kernel's fast path
+// counts ranges of up to three buckets; wider ones take its general path (a square root and a
+// shared-memory atomic per pair), so such pairs are split down to kResolveMinPairs as well.
+constexpr unsigned long long kResolveMinPairs[2] = {16384, 16384};
+constexpr unsigned long long kResolveDirectPairs[2] = {0, 0};
 // Walk buffers: cell pairs per level queue, work-list entries between work kernel launches
-// (16 bytes each: 64 MB; a launch computes a few ms of pairs, so cancel is seen promptly).
+// (16 bytes of point ranges and 24 .. 56 bytes of WorkInfo each; a launch computes well under
+// a second of pairs, so cancel is seen promptly).
 constexpr size_t kResolveQueuePairs = size_t(1) << 22;
 constexpr size_t kResolveWorkEntries = size_t(1) << 22;
-// Cost model (auto): the unresolved fraction is about coef * s * nbuckets / sqrt(d) for leaf
-// side s (unit extent); resolution is chosen when it is below kResolveWinFraction and N is at
-// least kResolveMinPoints. The work kernel computes a pair at about a third of the tile
-// kernels' rate (shared-memory 64-bit atomics, short rows), hence a win fraction near 1/3;
-// the coefficients are the CPU engine's measured ones (resolve_cpu.cpp).
-constexpr double kResolveUnresolvedCoef[2] = {1.6, 2.2};
-constexpr double kResolveWinFraction = 0.3;
-constexpr size_t kResolveMinPoints = size_t(1) << 20;
-// Side of the cells where the walk stops on uniform data, in points (for the cost model).
+// Cost model of the SDH (auto, resolve_sdh_wins): the work kernel's pair fraction is about
+// coef * s * nbuckets / sqrt(d) for the cell side s (unit extent) of the level where the walk
+// stops on uniform data (kResolveMinPairs); resolution is chosen when it is below
+// kResolveWinFraction (2-D, 3-D) and N is at least kResolveMinPoints. The coefficients are the
+// point-by-cell range (about half a cell pair's, 2.5 s in 2-D and 3 s in 3-D). The break-even
+// comes from the H100 map in test/bench/results/2026-11-24-h100-resolve.md, where the speedup
+// over brute force follows about 0.23 / (predicted fraction) in 2-D (0.0175: 12.7x, 0.07: 3.5x,
+// 0.175: 1.36x, 0.70: < 0.78x) and 0.27 .. 0.43 / fraction in 3-D (0.27: 1.00x at 1e6 and 1.58x
+// at 2,097,152 points, 0.68: slower); below 1e6 points nothing was measured.
+constexpr double kResolveUnresolvedCoef[2] = {1.27, 1.5};
+constexpr double kResolveWinFraction[2] = {0.23, 0.3};
+constexpr size_t kResolveMinPoints = size_t(1) << 19;
+// Cost model of the pair count at radius r (resolve_count_wins): the unresolved shell of cell
+// pairs (coef * shell * 2 s) against the grid path's neighbourhood; the coefficients are the
+// CPU engine's measured ones (resolve_cpu.cpp), kResolveStopPoints the stop cell in points.
+constexpr double kResolveCountCoef[2] = {1.6, 2.2};
+constexpr double kResolveCountWinFraction = 0.3;
 constexpr double kResolveStopPoints = 32.0;
 
 // --- pair expressions (kernels/expr/: NVRTC-compiled tile kernels) -------------------------

@@ -69,6 +69,30 @@ TEST(Resolve, SmallEveryShape) {
       }
 }
 
+// The walk's stop size (GPU2BS_RESOLVE_MIN_PAIRS) moves the work entries between levels: tiny
+// cells (lanes mostly padding), cells of about 32 points, and cells of hundreds of points (cell
+// a in several chunks of 32 lanes); every one must give the brute-force answer.
+TEST(Resolve, StopSizes) {
+  REQUIRE_GPU();
+  for (const char* mp : {"16", "1024", "300000"}) {
+    setenv("GPU2BS_RESOLVE_MIN_PAIRS", mp, 1);
+    for (Precision prec : {Precision::Float32, Precision::Float64})
+      for (int dims : {2, 3}) {
+        char what[96];
+        snprintf(what, sizeof what, "min_pairs=%s d=%d %s", mp, dims, pname(prec));
+        const size_t n = 20000;
+        resolve_sdh_case(ref::uniform(n, dims, 11), prec, 100, 0, false, what);
+        resolve_sdh_case(ref::uniform(n, dims, 12), prec, 7, 0, false, what);
+        resolve_sdh_case(ref::clustered(n, dims, 13), prec, 50, 0, false, what);
+        resolve_sdh_case(ref::clustered(n, dims, 14), prec, 40, 0.02, false, what);
+        resolve_sdh_case(ref::lattice(n, dims, 15, 24), prec, 30, 1.0, false, what);
+        resolve_count_case(ref::uniform(n, dims, 16), prec, 0.03, false, what);
+        resolve_count_case(ref::lattice(n, dims, 17, 24), prec, 3.0, false, what);
+      }
+  }
+  unsetenv("GPU2BS_RESOLVE_MIN_PAIRS");
+}
+
 TEST(Resolve, MillionsBitIdenticalToBrute) {
   REQUIRE_GPU();
   const size_t n = size_t(1) << 22;  // 4,194,304
