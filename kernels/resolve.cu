@@ -698,13 +698,9 @@ constexpr int kExpandThreads = 256;
 constexpr int kResolveSmemBuckets = 4096;
 
 // Smallest unresolved cell pair (in point pairs) that the walk splits further: the tuning
-// table's value for D, or GPU2BS_RESOLVE_MIN_PAIRS when set (for the benchmark's sweep).
-inline unsigned long long resolve_min_pairs(int dims) {
-  if (const char* e = std::getenv("GPU2BS_RESOLVE_MIN_PAIRS")) {
-    const double v = std::atof(e);
-    if (v >= 1) return (unsigned long long)v;
-  }
-  return cuda_tuning::kResolveMinPairs[dims - 2];
+// table's value for D, or the call's override (the benchmark's sweep and the tests).
+inline unsigned long long resolve_min_pairs(int dims, unsigned long long forced = 0) {
+  return forced >= 1 ? forced : cuda_tuning::kResolveMinPairs[dims - 2];
 }
 
 // The walk: returns nothing; results accumulate in sdh.hist / sdh.exc or cnt.total on the
@@ -724,7 +720,7 @@ void walk(Call& call, const DeviceMap<T, D>& m, const Coords<T>& s, SdhWalkOp<T>
   const size_t qcap = cuda_tuning::kResolveQueuePairs;
   const size_t wcap = cuda_tuning::kResolveWorkEntries;
   const size_t maxc = D == 2 ? 16 : 64;  // child pairs of one pair
-  const u64 min_pairs = resolve_min_pairs(D);
+  const u64 min_pairs = resolve_min_pairs(D, call.ctl.overrides.resolve_min_pairs);
   uint4* work = call.alloc<uint4>(wcap, "work list");
   WorkInfo<T, D>* info = call.alloc<WorkInfo<T, D>>(wcap, "work list");
   u64* ctr = call.alloc<u64>(2, "walk counters");  // [0] next queue, [1] work list

@@ -186,7 +186,7 @@ constexpr size_t kGridCountMinPoints = 8192;
 // per warp with the points of cell a in the lanes and tests every point of b against a's box
 // first, so its pairs cost about (range of a's box) / width, independent of b's size, and
 // cells of about 32 .. 128 points keep the lanes busy and the entries few. The value comes
-// from the sweep in test/bench/results/2026-11-24-h100-resolve.md (GPU2BS_RESOLVE_MIN_PAIRS).
+// from the sweep in test/bench/results/2026-11-24-h100-resolve.md (bench_resolve with BENCH_RESOLVE_MIN_PAIRS).
 constexpr double kResolveLeafPoints = 4.0;
 // Unresolved pairs with at most kResolveMinPairs point pairs, or at most kResolveDirectPairs
 // whose distance range spans two bucket edges or more, go to the work list instead of being

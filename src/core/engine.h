@@ -113,6 +113,8 @@ struct EngineOverrides {
   int join_streams = 0;      // GPU join result banks (streams): 0 tuning.h, 1..3 forced
   bool join_serial_drain = false;  // GPU join: one pool drained between launches, no batching
   double join_estimate_scale = 1.0;  // GPU join: factor on the sampled result-size estimate
+  unsigned long long resolve_min_pairs = 0;  // GPU resolution: the walk's stop size in point
+                                             // pairs (0: tuning.h)
 };
 
 // What the caller lends the engine: an interrupt probe, thread count and buffer sizes.

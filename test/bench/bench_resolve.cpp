@@ -15,7 +15,7 @@
 // prints "> t (stopped)": the map's cells where resolution loses by far cost little device
 // time. The "auto" column is the engine's cost model's choice and "ok" when its method is
 // within 10% of the faster one (or the slower one is stopped past 1.1x the faster one).
-// GPU2BS_RESOLVE_MIN_PAIRS (kernels/resolve.cu) overrides the walk's stop size on the GPU.
+// BENCH_RESOLVE_MIN_PAIRS=K sets the GPU walk's stop size (EngineOverrides::resolve_min_pairs).
 // Built by test/unit (CPU: test/unit/build/bench_resolve) and test/gpu (make -C test/gpu bench).
 #include <sys/resource.h>
 
@@ -108,6 +108,8 @@ Run run(const ref::Points& pts, bool sdh, int nb, double r_rel, SdhMethod m, dou
   ctl.threads = int(std::max(1u, std::thread::hardware_concurrency()));
   ctl.sdh_method = m;
   ctl.resolve_stats = &res.st;
+  if (const char* mp = getenv("BENCH_RESOLVE_MIN_PAIRS"))
+    ctl.overrides.resolve_min_pairs = strtoull(mp, nullptr, 10);
   auto t0 = Clock::now();
   const double c0 = cpu_seconds();
   try {

@@ -34,8 +34,8 @@ run 20 "$M" $B/bench_resolve gpu map 3 uniform 1e6 10,100,1000,5000
 run 30 "$M" $B/bench_resolve gpu sdh 3 clustered 1e7 50 2097152
 export BENCH_RESOLVE_CAP=0.5
 run 30 "$M" $B/bench_resolve gpu sdh 2 uniform 3e7 100 2097152
-PRE="GPU2BS_RESOLVE_MIN_PAIRS=1024 " GPU2BS_RESOLVE_MIN_PAIRS=1024 run 20 "$M" $B/bench_resolve gpu sdh 2 uniform 1e7 100 2097152
-PRE="GPU2BS_RESOLVE_MIN_PAIRS=65536 " GPU2BS_RESOLVE_MIN_PAIRS=65536 run 20 "$M" $B/bench_resolve gpu sdh 3 uniform 1e7 50 2097152
+PRE="BENCH_RESOLVE_MIN_PAIRS=1024 " BENCH_RESOLVE_MIN_PAIRS=1024 run 20 "$M" $B/bench_resolve gpu sdh 2 uniform 1e7 100 2097152
+PRE="BENCH_RESOLVE_MIN_PAIRS=65536 " BENCH_RESOLVE_MIN_PAIRS=65536 run 20 "$M" $B/bench_resolve gpu sdh 3 uniform 1e7 50 2097152
 run 20 "$M" $B/bench_resolve gpu map 2 uniform 1e7 10 2097152
 run 20 "$M" $B/bench_resolve gpu map 3 uniform 1e7 10 2097152
 grep -E "PASSED|FAILED|OK \]" "$OUT/resolve-test_gpu.txt" | tail -6
