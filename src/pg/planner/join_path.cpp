@@ -20,6 +20,11 @@
 
 extern "C" {
 #include "access/htup_details.h"
+#include "catalog/pg_extension.h"
+#include "catalog/pg_proc.h"
+#include "catalog/dependency.h"
+#include "commands/extension.h"
+#include "utils/syscache.h"
 #include "catalog/pg_aggregate.h"
 #include "catalog/pg_type.h"
 #include "commands/explain.h"
@@ -66,7 +71,11 @@ enum JoinMode { JM_ROWS = 0, JM_COUNT = 1 };
 // custom_private: mode, self (one input read for both sides), rel_a, rel_b, the join clauses,
 // for each scan column its source (side * 100000 + column of that side's input rows), the
 // index of the distance clause (-1: none).
-enum PrivIndex { P_MODE, P_SELF, P_RA, P_RB, P_CLAUSES, P_SCANMAP, P_DIST, P_ECOLS };
+enum PrivIndex { P_MODE, P_SELF, P_RA, P_RB, P_CLAUSES, P_SCANMAP, P_DIST, P_ECOLS, P_GIS };
+
+// P_DIST of a PostGIS distance clause (ST_DWithin, ST_3DDWithin; kept apart from the pair
+// expression clauses, P_GIS describes it).
+constexpr int kGisClause = -2;
 
 // Fixed cost of one engine run (threads, grid, buffers): small joins stay with PostgreSQL.
 constexpr double kStartupCost = 200.0;
@@ -176,6 +185,113 @@ int find_distance(const PairExprClauses& t, DistShape* d) {
   return -1;
 }
 
+// ---- PostGIS distance clauses ------------------------------------------------------------------
+
+// A PostGIS point distance clause: ST_DWithin(a.g, b.g, c) (2-D) or ST_3DDWithin (3-D on
+// PointZ columns) with a positive finite constant c.
+struct GisClause {
+  AttrNumber att[2] = {0, 0};
+  int dims = 0;
+  double bound = 0;
+  Oid axis_fn[3] = {InvalidOid, InvalidOid, InvalidOid};  // st_x, st_y, st_z of PostGIS's schema
+  Oid srid_fn = InvalidOid;                              // st_srid
+  bool check_srid = false;  // the columns' types leave the SRID open: every row's is checked
+};
+
+Oid get_func_signature_first_arg(Oid fn);
+
+// The function `name`(geometry) of the schema `nsp`, or InvalidOid.
+Oid gis_function(Oid nsp, const char* name, Oid geom_type) {
+  oidvector* args = buildoidvector(&geom_type, 1);
+  HeapTuple tup = SearchSysCache3(PROCNAMEARGSNSP, CStringGetDatum(name), PointerGetDatum(args), ObjectIdGetDatum(nsp));
+  if (!HeapTupleIsValid(tup)) return InvalidOid;
+  const Oid fn = ((Form_pg_proc)GETSTRUCT(tup))->oid;
+  ReleaseSysCache(tup);
+  return fn;
+}
+
+// Recognizes `clause` as a PostGIS point distance clause between rel_a and rel_b. The function
+// and the geometry type are PostGIS's (members of the extension postgis), the columns
+// geometry(Point[Z], srid) of the same SRID (or both open).
+bool gis_clause(Node* clause, Index rel_a, Index rel_b, GisClause* g) {
+  if (!IsA(clause, FuncExpr)) return false;
+  FuncExpr* f = (FuncExpr*)clause;
+  if (list_length(f->args) != 3 || f->funcretset) return false;
+  HeapTuple tup = SearchSysCache1(PROCOID, ObjectIdGetDatum(f->funcid));
+  if (!HeapTupleIsValid(tup)) return false;
+  Form_pg_proc proc = (Form_pg_proc)GETSTRUCT(tup);
+  const bool d2 = strcmp(NameStr(proc->proname), "st_dwithin") == 0;
+  const bool d3 = strcmp(NameStr(proc->proname), "st_3ddwithin") == 0;
+  const Oid nsp = proc->pronamespace;
+  ReleaseSysCache(tup);
+  if (!d2 && !d3) return false;
+  const Oid ext = getExtensionOfObject(ProcedureRelationId, f->funcid);
+  const char* extname = OidIsValid(ext) ? get_extension_name(ext) : nullptr;
+  if (!extname || strcmp(extname, "postgis") != 0) return false;
+  Node* c = (Node*)lthird(f->args);
+  if (!IsA(c, Const) || ((Const*)c)->consttype != FLOAT8OID || ((Const*)c)->constisnull) return false;
+  g->bound = DatumGetFloat8(((Const*)c)->constvalue);
+  if (!std::isfinite(g->bound) || !(g->bound > 0) || !std::isnormal(g->bound * g->bound)) return false;
+  int32 srid[2];
+  bool z[2];
+  Oid geom_type = InvalidOid;
+  for (int k = 0; k < 2; ++k) {
+    Node* a = (Node*)list_nth(f->args, k);
+    if (!IsA(a, Var) || ((Var*)a)->varlevelsup != 0 || ((Var*)a)->varattno < 1) return false;
+    Var* v = (Var*)a;
+    const int side = Index(v->varno) == rel_a ? 0 : Index(v->varno) == rel_b ? 1 : -1;
+    if (side < 0 || g->att[side] != 0 || getBaseType(v->vartype) != get_func_signature_first_arg(f->funcid))
+      return false;
+    geom_type = getBaseType(v->vartype);
+    int32 typmod = v->vartypmod;
+    if (typmod < 0 && v->vartype != geom_type) getBaseTypeAndTypmod(v->vartype, &typmod);
+    // geometry(Point[Z], srid) only: other columns may hold other shapes
+    if (typmod < 0 || ((typmod & 0x000000FC) >> 2) != 1) return false;
+    srid[side] = ((typmod & 0x0FFFFF00) - (typmod & 0x10000000)) >> 8;
+    z[side] = (typmod & 0x00000002) != 0;
+    g->att[side] = v->varattno;
+  }
+  if (srid[0] != srid[1]) return false;  // PostGIS raises an error for mixed SRIDs
+  g->check_srid = srid[0] == 0;
+  g->dims = d3 && z[0] && z[1] ? 3 : 2;
+  if (d3 && !(z[0] && z[1])) return false;  // 3-D distance of 2-D points: left to PostGIS
+  const char* axes[3] = {"st_x", "st_y", "st_z"};
+  for (int k = 0; k < g->dims; ++k)
+    if (!OidIsValid(g->axis_fn[k] = gis_function(nsp, axes[k], geom_type))) return false;
+  return OidIsValid(g->srid_fn = gis_function(nsp, "st_srid", geom_type));
+}
+
+// The first argument type of function `fn`.
+Oid get_func_signature_first_arg(Oid fn) {
+  HeapTuple tup = SearchSysCache1(PROCOID, ObjectIdGetDatum(fn));
+  if (!HeapTupleIsValid(tup)) return InvalidOid;
+  Form_pg_proc proc = (Form_pg_proc)GETSTRUCT(tup);
+  const Oid t = proc->pronargs > 0 ? proc->proargtypes.values[0] : InvalidOid;
+  ReleaseSysCache(tup);
+  return t;
+}
+
+List* gis_to_list(const GisClause& g) {
+  char b[40];
+  snprintf(b, sizeof b, "%a", g.bound);
+  List* l = list_make4(makeInteger(g.att[0]), makeInteger(g.att[1]), makeInteger(g.dims), makeString(pstrdup(b)));
+  for (int k = 0; k < 3; ++k) l = lappend(l, makeInteger(int(g.axis_fn[k])));
+  l = lappend(l, makeInteger(int(g.srid_fn)));
+  return lappend(l, makeInteger(g.check_srid ? 1 : 0));
+}
+
+GisClause gis_from_list(List* l) {
+  GisClause g;
+  g.att[0] = AttrNumber(intVal(list_nth(l, 0)));
+  g.att[1] = AttrNumber(intVal(list_nth(l, 1)));
+  g.dims = intVal(list_nth(l, 2));
+  g.bound = strtod(strVal(list_nth(l, 3)), nullptr);
+  for (int k = 0; k < 3; ++k) g.axis_fn[k] = Oid(intVal(list_nth(l, 4 + k)));
+  g.srid_fn = Oid(intVal(list_nth(l, 7)));
+  g.check_srid = intVal(list_nth(l, 8)) != 0;
+  return g;
+}
+
 // ---- executor ---------------------------------------------------------------------------------
 
 // One input's rows: the values of its plan's target list (by-reference values copied) and,
@@ -195,6 +311,9 @@ struct JoinScanState {
   Index ra, rb;
   List* clauses;
   int dist_clause;
+  bool has_gis;
+  GisClause gis;
+  int necols[2];    // engine columns per side: the pair expression's, then the geometry's axes
   int nscan;
   int* scan_side;   // per scan column: input side (0, 1) and column
   int* scan_col;
@@ -206,6 +325,8 @@ struct JoinScanState {
   uint8* enulls[2];
   int64 en[2];
   struct JoinResult* result;
+  bool srid_seen;
+  int32 srid;
   bool started;
   uint64 pos;
 };
@@ -233,6 +354,17 @@ double number_value(Datum d, Oid t) {
     case FLOAT8OID: return DatumGetFloat8(d);
     default: return DatumGetFloat8(DirectFunctionCall1(numeric_float8, d));
   }
+}
+
+// Calls a PostGIS function of one geometry; *isnull when it returns NULL.
+Datum call_gis(FmgrInfo* fn, Datum g, bool* isnull) {
+  LOCAL_FCINFO(fcinfo, 1);
+  InitFunctionCallInfoData(*fcinfo, fn, 1, InvalidOid, nullptr, nullptr);
+  fcinfo->args[0].value = g;
+  fcinfo->args[0].isnull = false;
+  Datum r = FunctionCallInvoke(fcinfo);
+  *isnull = fcinfo->isnull;
+  return r;
 }
 
 // Reads every row of the input plans into st->rows and the engine columns (PostgreSQL code).
@@ -269,15 +401,20 @@ void read_inputs(JoinScanState* st) {
     }
     // engine columns read from this input: (side, tree column, target list position)
     struct EC {
-      int side, col, pos;
+      int side, col, pos, axis;  // axis: -1 a number column, else the geometry's axis
     };
-    EC* ecs = (EC*)palloc(sizeof(EC) * Max(st->tr.ncols[0] + st->tr.ncols[1], 1));
+    EC* ecs = (EC*)palloc(sizeof(EC) * Max(st->necols[0] + st->necols[1], 1));
     int nec = 0;
     for (int s = 0; s < 2; ++s) {
       if ((st->self ? 0 : s) != in) continue;
       List* pos = (List*)list_nth(enginecols, s);
-      for (int c = 0; c < st->tr.ncols[s]; ++c) ecs[nec++] = EC{s, c, list_nth_int(pos, c)};
+      for (int c = 0; c < st->tr.ncols[s]; ++c) ecs[nec++] = EC{s, c, list_nth_int(pos, c), -1};
+      for (int k = 0; st->has_gis && k < st->gis.dims; ++k)
+        ecs[nec++] = EC{s, st->tr.ncols[s] + k, list_nth_int(pos, st->tr.ncols[s]), k};
     }
+    FmgrInfo axis_fn[3], srid_fn;
+    for (int k = 0; st->has_gis && k < st->gis.dims; ++k) fmgr_info(st->gis.axis_fn[k], &axis_fn[k]);
+    if (st->has_gis) fmgr_info(st->gis.srid_fn, &srid_fn);
     double** ecol = (double**)palloc0(sizeof(double*) * Max(nec, 1));
     uint8** enul = (uint8**)palloc0(sizeof(uint8*) * Max(nec, 1));
     for (int e = 0; e < nec; ++e) {
@@ -311,9 +448,28 @@ void read_inputs(JoinScanState* st) {
       }
       for (int e = 0; e < nec; ++e) {
         const int p = ecs[e].pos;
-        const bool isnull = slot->tts_isnull[p];
+        bool isnull = slot->tts_isnull[p];
+        double v = 0;
+        if (!isnull && ecs[e].axis < 0) {
+          v = number_value(slot->tts_values[p], types[p]);
+        } else if (!isnull) {
+          // a point's axis through PostGIS (NULL for an empty point); its SRID when open
+          Datum d = call_gis(&axis_fn[ecs[e].axis], slot->tts_values[p], &isnull);
+          v = isnull ? 0.0 : DatumGetFloat8(d);
+          if (ecs[e].axis == 0 && st->gis.check_srid) {
+            bool sn;
+            const int32 srid = DatumGetInt32(call_gis(&srid_fn, slot->tts_values[p], &sn));
+            if (!st->srid_seen) {
+              st->srid_seen = true;
+              st->srid = srid;
+            } else if (srid != st->srid) {
+              ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+                              errmsg("operation on mixed SRID geometries (%d and %d)", st->srid, srid)));
+            }
+          }
+        }
         enul[e][r->n] = isnull ? 1 : 0;
-        ecol[e][r->n] = isnull ? 0.0 : number_value(slot->tts_values[p], types[p]);
+        ecol[e][r->n] = v;
       }
       r->n++;
       ResetPerTupleExprContext(st->css.ss.ps.state);
@@ -321,7 +477,7 @@ void read_inputs(JoinScanState* st) {
     // column-major engine data per side
     for (int s = 0; s < 2; ++s) {
       if ((st->self ? 0 : s) != in) continue;
-      const int nc = st->tr.ncols[s];
+      const int nc = st->necols[s];
       st->en[s] = r->n;
       st->edata[s] = (double*)alloc_big(st->ctx, Max(sizeof(double) * Size(nc) * Size(r->n), 8));
       st->enulls[s] = (uint8*)alloc_big(st->ctx, Max(Size(nc) * Size(r->n), 8));
@@ -483,10 +639,19 @@ void run_engine(void* arg) {
   const bool count = st->mode == JM_COUNT;
   const Precision prec = current_precision();
   const uint64_t max_rows = count ? 0 : uint64_t(max_result_rows_setting);
-  ExprSide sa{st->edata[0], st->enulls[0], st->en[0], st->tr.ncols[0]};
-  ExprSide sb{st->edata[1], st->enulls[1], st->en[1], st->tr.ncols[1]};
+  ExprSide sa{st->edata[0], st->enulls[0], st->en[0], st->necols[0]};
+  ExprSide sb{st->edata[1], st->enulls[1], st->en[1], st->necols[1]};
   DistShape d;
-  if (st->dist_clause < 0 || !distance_shape(st->tr, st->dist_clause, &d)) {
+  if (st->has_gis) {
+    // sqrt(dx*dx + dy*dy [+ dz*dz]) <= c over the axes read after the pair expression's columns
+    d.clause = kGisClause;
+    d.sqrt_form = true;
+    d.strict = false;
+    d.bound = st->gis.bound;
+    d.dims = st->gis.dims;
+    for (int s = 0; s < 2; ++s)
+      for (int k = 0; k < d.dims; ++k) d.col[s][k] = st->tr.ncols[s] + k;
+  } else if (st->dist_clause < 0 || !distance_shape(st->tr, st->dist_clause, &d)) {
     // every pair: the conjunction as one pair expression
     std::vector<int> roots(st->tr.roots, st->tr.roots + st->tr.nroots);
     PairExpr e;
@@ -535,6 +700,7 @@ void run_engine(void* arg) {
   // The points: rows whose coordinates are all non-NULL and finite (no other row can be within
   // a finite bound of anything).
   const bool unordered = st->self && [&] {
+    if (st->has_gis) return st->gis.att[0] == st->gis.att[1];
     for (int k = 0; k < d.dims; ++k)
       if (st->tr.cols[0][d.col[0][k]] != st->tr.cols[1][d.col[1][k]]) return false;
     return true;
@@ -594,6 +760,7 @@ void start(JoinScanState* st) {
   MemoryContext old = MemoryContextSwitchTo(st->ctx);
   pair_expr_translate_clauses(st->clauses, st->ra, st->rb, &st->tr);
   MemoryContextSwitchTo(old);
+  for (int s = 0; s < 2; ++s) st->necols[s] = st->tr.ncols[s] + (st->has_gis ? st->gis.dims : 0);
   read_inputs(st);
   st->result = new JoinResult();
   MemoryContextCallback* cb = (MemoryContextCallback*)MemoryContextAlloc(st->ctx, sizeof(MemoryContextCallback));
@@ -673,8 +840,9 @@ void explain_scan(CustomScanState* node, List* ancestors, ExplainState* es) {
   List* rest = NIL;
   int k = 0;
   ListCell* lc;
+  const int ndist = st->dist_clause == kGisClause ? list_length(cs->custom_exprs) - 1 : st->dist_clause;
   foreach (lc, cs->custom_exprs) {
-    if (k++ == st->dist_clause) dist = lappend(dist, lfirst(lc));
+    if (k++ == ndist) dist = lappend(dist, lfirst(lc));
     else rest = lappend(rest, lfirst(lc));
   }
   ExplainPropertyText("Join Method", dist ? "similarity join (grid index)" : "pair expression (all pairs)", es);
@@ -701,6 +869,8 @@ Node* create_state(CustomScan* cs) {
   st->rb = Index(intVal(list_nth(p, P_RB)));
   st->clauses = (List*)list_nth(p, P_CLAUSES);
   st->dist_clause = intVal(list_nth(p, P_DIST));
+  st->has_gis = list_nth(p, P_GIS) != nullptr;
+  if (st->has_gis) st->gis = gis_from_list((List*)list_nth(p, P_GIS));
   List* map = (List*)list_nth(p, P_SCANMAP);
   st->nscan = list_length(map);
   st->scan_side = (int*)palloc(sizeof(int) * Max(st->nscan, 1));
@@ -789,7 +959,9 @@ Plan* plan_path(PlannerInfo* root, RelOptInfo* rel, CustomPath* path, List* tlis
     }
   }
   cs->custom_scan_tlist = scan_tlist;
+  List* gis = (List*)list_nth(priv, P_GIS);
   cs->custom_exprs = (List*)copyObjectImpl(jclauses);  // EXPLAIN deparses them
+  if (gis) cs->custom_exprs = lappend(cs->custom_exprs, copyObjectImpl(list_nth(priv, P_GIS + 1)));
   // engine columns: target list positions of the columns the translated clauses read
   PairExprClauses tr;
   pair_expr_translate_clauses(jclauses, ra, rb, &tr);
@@ -800,6 +972,11 @@ Plan* plan_path(PlannerInfo* root, RelOptInfo* rel, CustomPath* path, List* tlis
     for (int c = 0; c < tr.ncols[s]; ++c) {
       const int p = tlist_pos(tl, self ? ra : s == 0 ? ra : rb, tr.cols[s][c]);
       if (p < 0) elog(ERROR, "gpu2bs join: a column of the join quals is missing from its input");
+      pos = lappend_int(pos, p);
+    }
+    if (gis) {
+      const int p = tlist_pos(tl, self ? ra : s == 0 ? ra : rb, AttrNumber(intVal(list_nth(gis, s))));
+      if (p < 0) elog(ERROR, "gpu2bs join: a geometry column of the join quals is missing from its input");
       pos = lappend_int(pos, p);
     }
     ecols = lappend(ecols, pos);
@@ -813,6 +990,7 @@ Plan* plan_path(PlannerInfo* root, RelOptInfo* rel, CustomPath* path, List* tlis
   p = lappend(p, map);
   p = lappend(p, makeInteger(intVal(list_nth(priv, P_DIST))));
   p = lappend(p, ecols);
+  p = lappend(p, gis ? copyObjectImpl(gis) : nullptr);
   cs->custom_private = p;
   cs->methods = &scan_methods;
   (void)root;
@@ -857,19 +1035,27 @@ void join_hook(PlannerInfo* root, RelOptInfo* joinrel, RelOptInfo* outerrel, Rel
     return;
   const Index ra = outerrel->relid, rb = innerrel->relid;
   List* clauses = NIL;
+  Node* gis_node = nullptr;
+  GisClause gis;
   ListCell* lc;
   foreach (lc, extra->restrictlist) {
     RestrictInfo* ri = (RestrictInfo*)lfirst(lc);
     // equi-joins are PostgreSQL's (hash and merge joins)
     if (ri->pseudoconstant || ri->hashjoinoperator != InvalidOid || ri->mergeopfamilies != NIL ||
-        contain_volatile_functions((Node*)ri->clause) || !pair_expr_clause_ok((Node*)ri->clause, ra, rb))
+        contain_volatile_functions((Node*)ri->clause))
       return;
-    clauses = lappend(clauses, ri->clause);
+    if (pair_expr_clause_ok((Node*)ri->clause, ra, rb)) {
+      clauses = lappend(clauses, ri->clause);
+    } else if (!gis_node && gis_clause((Node*)ri->clause, ra, rb, &gis)) {
+      gis_node = (Node*)ri->clause;
+    } else {
+      return;
+    }
   }
   PairExprClauses tr;
   pair_expr_translate_clauses(clauses, ra, rb, &tr);
   DistShape d;
-  const int dist = find_distance(tr, &d);
+  const int dist = gis_node ? kGisClause : find_distance(tr, &d);
   // One input for both sides: the same table, no quals of its own, read by a plain scan.
   const bool self = rte_a->relid == rte_b->relid && outerrel->baserestrictinfo == NIL &&
                     innerrel->baserestrictinfo == NIL && rte_a->tablesample == nullptr &&
@@ -879,7 +1065,7 @@ void join_hook(PlannerInfo* root, RelOptInfo* joinrel, RelOptInfo* outerrel, Rel
   Path* pb = innerrel->cheapest_total_path;
   const double na = Max(pa->rows, 1), nb = Max(pb->rows, 1);
   const double inputs = self ? pa->total_cost : pa->total_cost + pb->total_cost;
-  const double engine = dist >= 0 ? (na + nb) * cpu_operator_cost * 4 + Min(joinrel->rows, na * nb) * cpu_operator_cost
+  const double engine = dist != -1 ? (na + nb) * cpu_operator_cost * 4 + Min(joinrel->rows, na * nb) * cpu_operator_cost
                                   : na * nb * cpu_operator_cost * kPairCostFactor * Max(list_length(clauses), 1);
   CustomPath* cp = makeNode(CustomPath);
   cp->path.pathtype = T_CustomScan;
@@ -899,6 +1085,9 @@ void join_hook(PlannerInfo* root, RelOptInfo* joinrel, RelOptInfo* outerrel, Rel
                                   makeInteger(int(rb)), clauses);
   cp->custom_private = lappend(cp->custom_private, NIL);  // P_SCANMAP (made by plan_path)
   cp->custom_private = lappend(cp->custom_private, makeInteger(dist));
+  cp->custom_private = lappend(cp->custom_private, NIL);  // P_ECOLS (made by plan_path)
+  cp->custom_private = lappend(cp->custom_private, gis_node ? gis_to_list(gis) : nullptr);
+  cp->custom_private = lappend(cp->custom_private, gis_node);  // P_GIS + 1: the clause
   cp->methods = &path_methods;
   add_path(joinrel, &cp->path);
 }
