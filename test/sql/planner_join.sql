@@ -126,3 +126,26 @@ SELECT count(*) AS differing,
 FROM ((TABLE pj_f4 EXCEPT TABLE pj_f8) UNION (TABLE pj_f8 EXCEPT TABLE pj_f4)) d
 JOIN pj_a a ON a.id = d.id JOIN pj_b b ON b.id = d.bid;
 SELECT (SELECT count(*) FROM pj_f8) > 0 AS some_pairs;
+
+-- float4 counts computed by the engine alone (no other qual: both orders of each pair and each
+-- row with itself; a strict comparison of distinct keys: one order) equal the count of the
+-- rows the join returns (OFFSET 0 keeps the count above the join); non-distinct keys count
+-- through the rows
+SET gpu2bs.precision = float4;
+CREATE FUNCTION pj_count(q text) RETURNS bigint LANGUAGE plpgsql AS $$
+DECLARE n bigint;
+BEGIN
+  EXECUTE q INTO n;
+  RETURN n;
+END $$;
+SELECT q.shape, c1.n AS pushed, c2.n AS from_rows, c1.n = c2.n AS same
+FROM (VALUES
+  ('no other qual', 'pj_a a JOIN pj_a b ON (a.x-b.x)^2 + (a.y-b.y)^2 <= 0.0049'),
+  ('distinct keys', 'pj_a a JOIN pj_a b ON sqrt((a.x-b.x)^2 + (a.y-b.y)^2) <= 0.07 AND a.id > b.id'),
+  ('repeated keys', 'pj_a a JOIN pj_a b ON (a.x-b.x)^2 + (a.y-b.y)^2 <= 0.0049 AND a.i < b.i'),
+  ('two relations', 'pj_a a JOIN pj_b b ON (a.x-b.x)^2 + (a.y-b.y)^2 <= 0.0049')
+) q(shape, j),
+LATERAL (SELECT pj_count('SELECT count(*) FROM ' || j) AS n) c1,
+LATERAL (SELECT pj_count('SELECT count(*) FROM (SELECT a.id FROM ' || j || ' OFFSET 0) s') AS n) c2
+ORDER BY 1;
+RESET gpu2bs.precision;

@@ -49,11 +49,13 @@ extern "C" {
 #include "utils/ruleutils.h"
 }
 
+#include <algorithm>
 #include <cmath>
 #include <vector>
 
 #include "../../core/error.h"
 #include "../../core/pair_expr.h"
+#include "../../core/pipeline.h"
 #include "../pair_expr_sql.h"
 #include "../settings.h"
 #include "../simjoin.h"
@@ -587,10 +589,17 @@ class ResultSink final : public PairSink {
         continue;
       }
       const uint32_t i = (*map_a_)[pairs[k].i], j = (*map_b_)[pairs[k].j];
-      if (t_->distance_ok(i, j) && t_->rest_ok(i, j)) keep(i, j);
-      if (unordered_ && t_->distance_ok(j, i) && t_->rest_ok(j, i)) keep(j, i);
+      // the distance (symmetric: the squares of a - b and b - a are equal) is decided by the
+      // engine, or certainly within the bound, or computed by the precision's formula
+      if (!(engine_decides_ || pairs[k].dist < certain_ || t_->distance_ok(i, j))) continue;
+      if (t_->rest_ok(i, j)) keep(i, j);
+      if (unordered_ && t_->rest_ok(j, i)) keep(j, i);
     }
   }
+  // The engine's decision of the distance is the precision's (float4, `<=`): no recheck.
+  void set_engine_decides(bool v) { engine_decides_ = v; }
+  // Engine distances below this are within the bound by the precision's formula too.
+  void set_certain(double v) { certain_ = v; }
   void keep(uint32_t i, uint32_t j) {
     if (count_) {
       r_->count++;
@@ -611,6 +620,8 @@ class ResultSink final : public PairSink {
   const std::vector<uint32_t>* map_b_;
   bool unordered_;
   uint64_t max_rows_;
+  bool engine_decides_ = false;
+  double certain_ = -1;
 };
 
 // The PairExpr of the translated clauses with predicate = AND of `roots` (none: -1).
@@ -685,7 +696,10 @@ void run_engine(void* arg) {
   t.rest = rest_roots.empty() ? nullptr : &rest;
   t.sa = sa;
   t.sb = sb;
-  t.thr4 = float(d.sqrt_form ? d.bound * d.bound : d.bound);
+  {
+    const double e = d.sqrt_form ? d.bound : std::sqrt(d.bound);
+    t.thr4 = float(e * e);  // the similarity join's fl4(eps²)
+  }
   t.use_fast = true;
   for (int r : rest_roots) {
     const ExprNode& n = rest.node(r);
@@ -731,23 +745,69 @@ void run_engine(void* arg) {
     v[s].n = map[s].size();
     for (int k = 0; k < d.dims; ++k) v[s].coord[k] = coord[s][k].data();
   }
-  // Candidates: float64 join with eps above the bound by more than either formula's rounding
-  // (relative to the bound and to the coordinates' magnitude).
+  // float4 with `<=` is the similarity join's own rule with eps = c (sqrt form) or sqrt(c):
+  // the engine decides in float4. Otherwise the engine joins in float64 with eps above the
+  // bound by more than either formula's rounding (relative to the bound and to the
+  // coordinates' magnitude), and pairs within that margin of the bound are decided by the
+  // precision's formula.
   const double eps = d.sqrt_form ? d.bound : std::sqrt(d.bound);
+  const bool engine_decides = prec == Precision::Float32 && !d.strict;
   const double slack = prec == Precision::Float64 ? 1e-12 : 1e-5;
-  const double cand_eps = eps * (1 + slack) + slack * maxabs;
+  const double margin = eps * slack + slack * maxabs;
   ResultSink sink(res, count, &t, &map[0], unordered ? &map[0] : &map[1], unordered, max_rows);
+  sink.set_engine_decides(engine_decides);
+  if (prec == Precision::Float64) sink.set_certain(eps - margin);
   if (unordered) {
     // each row with itself (distance 0), then the unordered pairs in both orders
     for (uint32_t i : map[0])
       if (t.distance_ok(i, i) && t.rest_ok(i, i)) sink.keep(i, i);
   }
   if (map[0].empty() || (!unordered && map[1].empty())) return;
-  SimjoinProblem prob = make_simjoin(v[0], unordered ? nullptr : &v[1], cand_eps, Precision::Float64, 0);
+  SimjoinProblem prob = make_simjoin(v[0], unordered ? nullptr : &v[1], engine_decides ? eps : eps + margin,
+                                     engine_decides ? Precision::Float32 : Precision::Float64, 0);
   std::string reason;
   Engine* eng = choose_engine(&reason);
   PgControl ctl;
-  eng->simjoin(prob, sink, ctl);
+  // A count whose other quals keep each engine pair a fixed number of times (none: both orders
+  // of an unordered pair; one strict comparison of a column whose values are distinct: exactly
+  // one order) is the engine's own count of its pairs, reduced where the pairs are made.
+  int per_pair = 0;
+  if (count && engine_decides) {
+    if (rest_roots.empty()) {
+      per_pair = unordered ? 2 : 1;
+    } else if (unordered && t.use_fast && t.fast.size() == 1 && t.fast[0].s1 != t.fast[0].s2 &&
+               (t.fast[0].op == CmpOp::Lt || t.fast[0].op == CmpOp::Gt) &&
+               st->tr.cols[t.fast[0].s1][t.fast[0].c1] == st->tr.cols[t.fast[0].s2][t.fast[0].c2]) {
+      std::vector<float> keys;
+      keys.reserve(map[0].size());
+      bool ok = true;
+      for (uint32_t i : map[0]) {
+        const float k = float(t.val(t.fast[0].s1, t.fast[0].c1, i));
+        ok = ok && !t.isnull(t.fast[0].s1, t.fast[0].c1, i) && !std::isnan(k);
+        keys.push_back(k);
+      }
+      std::sort(keys.begin(), keys.end());
+      for (size_t k = 1; ok && k < keys.size(); ++k) ok = keys[k] != keys[k - 1];
+      if (ok) per_pair = 1;
+    }
+  }
+  if (per_pair) {
+    PairPredicate none;
+    AggregateStage stage(&none);
+    PairReduce red;
+    red.kind = PairReduce::Aggregate;
+    AggregateSink agg;
+    if (eng->reduces_pairs(PairReduce::Aggregate)) {
+      prob.reduce = &red;
+    } else if (eng->applies_pair_stage()) {
+      prob.stage = &stage;
+    }
+    eng->simjoin(prob, agg, ctl);
+    if (prob.stage) stage.finish(&agg);
+    res->count += uint64_t(per_pair) * (prob.reduce ? red.count : agg.count);
+  } else {
+    eng->simjoin(prob, sink, ctl);
+  }
   record_run("gpu2bs join", eng->name(), ctl.stats);
 }
 
