@@ -5,9 +5,9 @@
 # unit square from PostgreSQL's random() after setseed(0.25); GiST index on geom; eps = 0.0025.
 # Needs a running server with gpu2bs and postgis (PGHOST/PGPORT/PGDATABASE set). Prints a
 # markdown table with the median of RUNS runs of each query (wall time of psql -c, ms).
-# Usage: test/bench/planner_join.sh [N] [EPS] [RUNS] [prepare: 1 to (re)create u2]
+# Usage: test/bench/planner_join.sh [N] [EPS] [RUNS] [prepare: 1 to (re)create u2] [postgis peer: 1 to run it]
 set -euo pipefail
-n=${1:-1000000}; eps=${2:-0.0025}; runs=${3:-3}; prep=${4:-1}
+n=${1:-1000000}; eps=${2:-0.0025}; runs=${3:-3}; prep=${4:-1}; gis_peer=${5:-1}
 q() { psql -X -q -At -v ON_ERROR_STOP=1 "$@"; }
 if [ "$prep" = 1 ]; then
 q <<SQL
@@ -43,6 +43,7 @@ for prec in float4 float8; do
   med "$set_" "$simq"; echo "| \`gpu_simjoin('u2', $eps, '{x,y}')\` count | $prec | custom scan (count pushed) | $out | $t | $all |"
   med "$set_" "$gisq"; echo "| \`ST_DWithin(a.geom, b.geom, $eps) AND a.id < b.id\` | $prec | gpu2bs join (count pushed) | $out | $t | $all |"
 done
+[ "$gis_peer" = 1 ] || { q -c "SELECT name, value FROM gpu2bs_info() WHERE name IN ('engine', 'cpu_isa', 'cpu_threads', 'cpu_cores')" | sed 's/^/    /'; exit 0; }
 med "SET gpu2bs.enable_join = off;" "$gisq"; echo "| \`ST_DWithin(a.geom, b.geom, $eps) AND a.id < b.id\` | - | PostGIS, GiST index nested loop (enable_join = off) | $out | $t | $all |"
 plan=$(q -c "LOAD 'gpu2bs'; SET gpu2bs.enable_join = off; EXPLAIN (COSTS OFF) $gisq" | tr '\n' ' ' | sed 's/  */ /g')
 echo; echo "PostGIS plan: $plan"

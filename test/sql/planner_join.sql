@@ -149,3 +149,14 @@ LATERAL (SELECT pj_count('SELECT count(*) FROM ' || j) AS n) c1,
 LATERAL (SELECT pj_count('SELECT count(*) FROM (SELECT a.id FROM ' || j || ' OFFSET 0) s') AS n) c2
 ORDER BY 1;
 RESET gpu2bs.precision;
+
+-- a correlated subquery: the join's input reads the outer value, so each rescan runs it again
+SET gpu2bs.precision = float8;
+SELECT v,
+  (SELECT count(*) FROM pj_a a JOIN pj_b b ON (a.x-b.x)^2 + (a.y-b.y)^2 <= 0.01 WHERE a.i = v) AS on_,
+  (SELECT count(*) FROM pj_a a JOIN pj_b b ON (a.x-b.x)^2 + (a.y-b.y)^2 <= 0.01 + 0 * random() WHERE a.i = v) AS reference
+FROM generate_series(0, 3) v ORDER BY v;
+EXPLAIN (COSTS OFF) SELECT v,
+  (SELECT count(*) FROM pj_a a JOIN pj_b b ON (a.x-b.x)^2 + (a.y-b.y)^2 <= 0.01 WHERE a.i = v)
+FROM generate_series(0, 3) v;
+RESET gpu2bs.precision;

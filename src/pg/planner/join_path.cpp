@@ -50,6 +50,7 @@ extern "C" {
 }
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <vector>
 
@@ -329,6 +330,7 @@ struct JoinScanState {
   struct JoinResult* result;
   bool srid_seen;
   int32 srid;
+  double scan_s;    // reading the inputs (gpu2bs_info: last_scan_ms)
   bool started;
   uint64 pos;
 };
@@ -424,7 +426,11 @@ void read_inputs(JoinScanState* st) {
       enul[e] = (uint8*)alloc_big(st->ctx, r->cap);
     }
     for (;;) {
+      // the input plans allocate their state (a scan's descriptor) in the caller's context,
+      // which outlives st->ctx (deleted on a rescan with new parameters)
+      MemoryContextSwitchTo(old);
       TupleTableSlot* slot = ExecProcNode(child);
+      MemoryContextSwitchTo(st->ctx);
       if (TupIsNull(slot)) break;
       CHECK_FOR_INTERRUPTS();
       slot_getallattrs(slot);
@@ -678,6 +684,7 @@ void run_engine(void* arg) {
     std::string reason;
     Engine* eng = choose_expr_engine(&reason);
     PgControl ctl;
+    ctl.stats.scan_s = st->scan_s;
     ResultSink sink(res, false, nullptr, nullptr, nullptr, false, max_rows);
     PairExprResult r = eng->pair_expr(p, count ? nullptr : &sink, ctl);
     record_run("gpu2bs join", eng->name(), ctl.stats);
@@ -768,6 +775,7 @@ void run_engine(void* arg) {
   std::string reason;
   Engine* eng = choose_engine(&reason);
   PgControl ctl;
+  ctl.stats.scan_s = st->scan_s;
   // A count whose other quals keep each engine pair a fixed number of times (none: both orders
   // of an unordered pair; one strict comparison of a column whose values are distinct: exactly
   // one order) is the engine's own count of its pairs, reduced where the pairs are made.
@@ -821,7 +829,9 @@ void start(JoinScanState* st) {
   pair_expr_translate_clauses(st->clauses, st->ra, st->rb, &st->tr);
   MemoryContextSwitchTo(old);
   for (int s = 0; s < 2; ++s) st->necols[s] = st->tr.ncols[s] + (st->has_gis ? st->gis.dims : 0);
+  const auto t0 = std::chrono::steady_clock::now();
   read_inputs(st);
+  st->scan_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   st->result = new JoinResult();
   MemoryContextCallback* cb = (MemoryContextCallback*)MemoryContextAlloc(st->ctx, sizeof(MemoryContextCallback));
   cb->func = free_result;
@@ -877,8 +887,22 @@ void end_scan(CustomScanState* node) {
   st->ctx = nullptr;
 }
 
-// Rescan: the join has no parameters, so its rows are returned again.
-void rescan(CustomScanState* node) { ((JoinScanState*)node)->pos = 0; }
+// Rescan: its rows (or count) again; when a parameter its inputs read changed (a correlated
+// subquery), the inputs are read and the join run again.
+void rescan(CustomScanState* node) {
+  JoinScanState* st = (JoinScanState*)node;
+  st->pos = 0;
+  if (node->ss.ps.chgParam == nullptr || !st->started) return;
+  if (st->ctx) MemoryContextDelete(st->ctx);  // also frees the results
+  st->ctx = nullptr;
+  st->started = false;
+  st->srid_seen = false;
+  ListCell* lc;
+  foreach (lc, node->custom_ps) {
+    PlanState* child = (PlanState*)lfirst(lc);
+    if (child->chgParam == nullptr) ExecReScan(child);  // the others rescan on their next read
+  }
+}
 
 // EXPLAIN: the method, the distance predicate and the quals applied with it.
 void explain_scan(CustomScanState* node, List* ancestors, ExplainState* es) {
