@@ -409,8 +409,12 @@ void read_inputs(JoinScanState* st) {
     };
     EC* ecs = (EC*)palloc(sizeof(EC) * Max(st->necols[0] + st->necols[1], 1));
     int nec = 0;
+    // a self-join whose sides read the same columns in the same order reads them once
+    const bool alias = st->self && st->tr.ncols[0] == st->tr.ncols[1] &&
+                       memcmp(st->tr.cols[0], st->tr.cols[1], sizeof(AttrNumber) * st->tr.ncols[0]) == 0 &&
+                       (!st->has_gis || st->gis.att[0] == st->gis.att[1]);
     for (int s = 0; s < 2; ++s) {
-      if ((st->self ? 0 : s) != in) continue;
+      if ((st->self ? 0 : s) != in || (alias && s == 1)) continue;
       List* pos = (List*)list_nth(enginecols, s);
       for (int c = 0; c < st->tr.ncols[s]; ++c) ecs[nec++] = EC{s, c, list_nth_int(pos, c), -1};
       for (int k = 0; st->has_gis && k < st->gis.dims; ++k)
@@ -485,6 +489,12 @@ void read_inputs(JoinScanState* st) {
     // column-major engine data per side
     for (int s = 0; s < 2; ++s) {
       if ((st->self ? 0 : s) != in) continue;
+      if (alias && s == 1) {
+        st->en[1] = st->en[0];
+        st->edata[1] = st->edata[0];
+        st->enulls[1] = st->enulls[0];
+        continue;
+      }
       const int nc = st->necols[s];
       st->en[s] = r->n;
       st->edata[s] = (double*)alloc_big(st->ctx, Max(sizeof(double) * Size(nc) * Size(r->n), 8));
@@ -729,8 +739,31 @@ void run_engine(void* arg) {
   std::vector<uint32_t> map[2];
   std::vector<double> coord[2][kMaxDims];
   double maxabs = 0;
+  PointsView v[2];
   for (int s = 0; s < (unordered ? 1 : 2); ++s) {
     const ExprSide& x = s == 0 ? sa : sb;
+    v[s].dims = d.dims;
+    // every row a point: the columns themselves, no copy
+    bool all = true;
+    for (int k = 0; k < d.dims; ++k) {
+      const double* c = x.data + size_t(d.col[s][k]) * size_t(x.n);
+      const uint8_t* nl = x.nulls ? x.nulls + size_t(d.col[s][k]) * size_t(x.n) : nullptr;
+      double m = 0;
+      bool ok = true;
+      for (int64_t i = 0; i < x.n; ++i) {
+        ok &= std::isfinite(c[i]) && !(nl && nl[i]);
+        m = std::max(m, std::fabs(c[i]));
+      }
+      all = all && ok;
+      if (ok) maxabs = std::max(maxabs, m);
+      v[s].coord[k] = c;
+    }
+    if (all) {
+      map[s].resize(size_t(x.n));
+      for (int64_t i = 0; i < x.n; ++i) map[s][size_t(i)] = uint32_t(i);
+      v[s].n = size_t(x.n);
+      continue;
+    }
     for (int64_t i = 0; i < x.n; ++i) {
       bool ok = true;
       for (int k = 0; k < d.dims && ok; ++k) {
@@ -740,15 +773,11 @@ void run_engine(void* arg) {
       if (!ok) continue;
       map[s].push_back(uint32_t(i));
       for (int k = 0; k < d.dims; ++k) {
-        const double v = x.data[size_t(d.col[s][k]) * size_t(x.n) + size_t(i)];
-        coord[s][k].push_back(v);
-        maxabs = std::max(maxabs, std::fabs(v));
+        const double c = x.data[size_t(d.col[s][k]) * size_t(x.n) + size_t(i)];
+        coord[s][k].push_back(c);
+        maxabs = std::max(maxabs, std::fabs(c));
       }
     }
-  }
-  PointsView v[2];
-  for (int s = 0; s < 2; ++s) {
-    v[s].dims = d.dims;
     v[s].n = map[s].size();
     for (int k = 0; k < d.dims; ++k) v[s].coord[k] = coord[s][k].data();
   }
@@ -794,8 +823,25 @@ void run_engine(void* arg) {
         ok = ok && !t.isnull(t.fast[0].s1, t.fast[0].c1, i) && !std::isnan(k);
         keys.push_back(k);
       }
-      std::sort(keys.begin(), keys.end());
-      for (size_t k = 1; ok && k < keys.size(); ++k) ok = keys[k] != keys[k - 1];
+      // distinct: integer keys in a range up to 8 times their number by a bitmap, else sorted
+      float lo = HUGE_VALF, hi = -HUGE_VALF;
+      bool integral = true;
+      for (float k : keys) {
+        lo = std::min(lo, k);
+        hi = std::max(hi, k);
+        integral = integral && k == std::floor(k);
+      }
+      if (ok && integral && !keys.empty() && double(hi) - double(lo) < 8.0 * double(keys.size()) + 64) {
+        std::vector<uint8_t> seen(size_t(double(hi) - double(lo)) + 1, 0);
+        for (size_t k = 0; ok && k < keys.size(); ++k) {
+          uint8_t& b = seen[size_t(double(keys[k]) - double(lo))];
+          ok = !b;
+          b = 1;
+        }
+      } else if (ok) {
+        std::sort(keys.begin(), keys.end());
+        for (size_t k = 1; ok && k < keys.size(); ++k) ok = keys[k] != keys[k - 1];
+      }
       if (ok) per_pair = 1;
     }
   }
