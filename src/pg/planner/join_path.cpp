@@ -605,6 +605,11 @@ class ResultSink final : public PairSink {
         continue;
       }
       const uint32_t i = (*map_a_)[pairs[k].i], j = (*map_b_)[pairs[k].j];
+      if (per_pair_) {
+        // a count whose other quals keep each pair per_pair_ times
+        if (engine_decides_ || pairs[k].dist < certain_ || t_->distance_ok(i, j)) r_->count += per_pair_;
+        continue;
+      }
       // the distance (symmetric: the squares of a - b and b - a are equal) is decided by the
       // engine, or certainly within the bound, or computed by the precision's formula
       if (!(engine_decides_ || pairs[k].dist < certain_ || t_->distance_ok(i, j))) continue;
@@ -616,6 +621,8 @@ class ResultSink final : public PairSink {
   void set_engine_decides(bool v) { engine_decides_ = v; }
   // Engine distances below this are within the bound by the precision's formula too.
   void set_certain(double v) { certain_ = v; }
+  // Counts each pair within the bound this many times without evaluating the other quals.
+  void set_per_pair(int v) { per_pair_ = v; }
   void keep(uint32_t i, uint32_t j) {
     if (count_) {
       r_->count++;
@@ -638,6 +645,7 @@ class ResultSink final : public PairSink {
   uint64_t max_rows_;
   bool engine_decides_ = false;
   double certain_ = -1;
+  int per_pair_ = 0;
 };
 
 // The PairExpr of the translated clauses with predicate = AND of `roots` (none: -1).
@@ -807,9 +815,10 @@ void run_engine(void* arg) {
   ctl.stats.scan_s = st->scan_s;
   // A count whose other quals keep each engine pair a fixed number of times (none: both orders
   // of an unordered pair; one strict comparison of a column whose values are distinct: exactly
-  // one order) is the engine's own count of its pairs, reduced where the pairs are made.
+  // one order) needs no other qual per pair: with the engine's decision it is the engine's own
+  // count, reduced where the pairs are made; else the pairs are counted as they come.
   int per_pair = 0;
-  if (count && engine_decides) {
+  if (count) {
     if (rest_roots.empty()) {
       per_pair = unordered ? 2 : 1;
     } else if (unordered && t.use_fast && t.fast.size() == 1 && t.fast[0].s1 != t.fast[0].s2 &&
@@ -845,7 +854,7 @@ void run_engine(void* arg) {
       if (ok) per_pair = 1;
     }
   }
-  if (per_pair) {
+  if (per_pair && engine_decides) {
     PairPredicate none;
     AggregateStage stage(&none);
     PairReduce red;
@@ -860,6 +869,7 @@ void run_engine(void* arg) {
     if (prob.stage) stage.finish(&agg);
     res->count += uint64_t(per_pair) * (prob.reduce ? red.count : agg.count);
   } else {
+    sink.set_per_pair(per_pair);
     eng->simjoin(prob, sink, ctl);
   }
   record_run("gpu2bs join", eng->name(), ctl.stats);
