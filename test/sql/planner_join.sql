@@ -160,3 +160,14 @@ EXPLAIN (COSTS OFF) SELECT v,
   (SELECT count(*) FROM pj_a a JOIN pj_b b ON (a.x-b.x)^2 + (a.y-b.y)^2 <= 0.01 WHERE a.i = v)
 FROM generate_series(0, 3) v;
 RESET gpu2bs.precision;
+
+-- coordinates the grid refuses (float8: a bounding box over 1e150; float4: over 1e18) are
+-- joined all the same: every pair as a pair expression, or float64 candidates
+CREATE TABLE pj_big AS SELECT id, x, y FROM pj_a WHERE x IS NOT NULL AND id <= 300;
+INSERT INTO pj_big VALUES (9001, 1e145, 1e145), (9002, 1e145, 1e145), (9003, 1e20, 0), (9004, 1e20, 0);
+ANALYZE pj_big;
+SET gpu2bs.precision = float8;
+SELECT * FROM pj_check($$SELECT a.id, b.id AS bid FROM pj_big a JOIN pj_big b ON (a.x-b.x)^2 + (a.y-b.y)^2 <= 0.01 AND a.id < b.id$$);
+SET gpu2bs.precision = float4;
+SELECT * FROM pj_check($$SELECT a.id, b.id AS bid FROM pj_big a JOIN pj_big b ON (a.x-b.x)^2 + (a.y-b.y)^2 <= 0.006 AND a.id < b.id WHERE a.id < 9001 AND b.id < 9001$$);
+RESET gpu2bs.precision;

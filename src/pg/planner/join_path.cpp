@@ -676,18 +676,8 @@ void run_engine(void* arg) {
   const uint64_t max_rows = count ? 0 : uint64_t(max_result_rows_setting);
   ExprSide sa{st->edata[0], st->enulls[0], st->en[0], st->necols[0]};
   ExprSide sb{st->edata[1], st->enulls[1], st->en[1], st->necols[1]};
-  DistShape d;
-  if (st->has_gis) {
-    // sqrt(dx*dx + dy*dy [+ dz*dz]) <= c over the axes read after the pair expression's columns
-    d.clause = kGisClause;
-    d.sqrt_form = true;
-    d.strict = false;
-    d.bound = st->gis.bound;
-    d.dims = st->gis.dims;
-    for (int s = 0; s < 2; ++s)
-      for (int k = 0; k < d.dims; ++k) d.col[s][k] = st->tr.ncols[s] + k;
-  } else if (st->dist_clause < 0 || !distance_shape(st->tr, st->dist_clause, &d)) {
-    // every pair: the conjunction as one pair expression
+  // Every pair: the conjunction as one pair expression.
+  auto all_pairs = [&] {
     std::vector<int> roots(st->tr.roots, st->tr.roots + st->tr.nroots);
     PairExpr e;
     build_expr(st->tr, roots, &e);
@@ -707,6 +697,19 @@ void run_engine(void* arg) {
     PairExprResult r = eng->pair_expr(p, count ? nullptr : &sink, ctl);
     record_run("gpu2bs join", eng->name(), ctl.stats);
     if (count) res->count = r.count;
+  };
+  DistShape d;
+  if (st->has_gis) {
+    // sqrt(dx*dx + dy*dy [+ dz*dz]) <= c over the axes read after the pair expression's columns
+    d.clause = kGisClause;
+    d.sqrt_form = true;
+    d.strict = false;
+    d.bound = st->gis.bound;
+    d.dims = st->gis.dims;
+    for (int s = 0; s < 2; ++s)
+      for (int k = 0; k < d.dims; ++k) d.col[s][k] = st->tr.ncols[s] + k;
+  } else if (st->dist_clause < 0 || !distance_shape(st->tr, st->dist_clause, &d)) {
+    all_pairs();
     return;
   }
   std::vector<int> rest_roots;
@@ -795,7 +798,15 @@ void run_engine(void* arg) {
   // coordinates' magnitude), and pairs within that margin of the bound are decided by the
   // precision's formula.
   const double eps = d.sqrt_form ? d.bound : std::sqrt(d.bound);
-  const bool engine_decides = prec == Precision::Float32 && !d.strict;
+  // Coordinates the float64 grid refuses (a bounding box over 1e150): every pair instead.
+  if (maxabs > 1e140 && !st->has_gis) {
+    all_pairs();
+    return;
+  }
+  // The float4 join refuses bounding boxes over 1e18 and an eps² that is not a normal float4:
+  // the float64 candidates and the float4 formula decide those.
+  const bool engine_decides = prec == Precision::Float32 && !d.strict && maxabs < 1e17 &&
+                              std::isnormal(float(eps * eps));
   const double slack = prec == Precision::Float64 ? 1e-12 : 1e-5;
   const double margin = eps * slack + slack * maxabs;
   ResultSink sink(res, count, &t, &map[0], unordered ? &map[0] : &map[1], unordered, max_rows);
