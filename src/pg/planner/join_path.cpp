@@ -320,6 +320,7 @@ struct JoinScanState {
   int nscan;
   int* scan_side;   // per scan column: input side (0, 1) and column
   int* scan_col;
+  bool* scan_needed;  // per scan column: read by the plan's target list
   MemoryContext ctx;  // the inputs and the results; reset callback frees the C++ results
   PairExprClauses tr;
   InputRows rows[2];
@@ -399,7 +400,12 @@ void read_inputs(JoinScanState* st) {
       get_typlenbyval(exprType((Node*)((TargetEntry*)lfirst(lc))->expr), &typlen[k], &byval[k]);
       ++k;
     }
+    // only the columns the plan's target list reads are kept
+    bool* keep = (bool*)palloc0(sizeof(bool) * Max(ntl, 1));
+    for (int c = 0; c < st->nscan; ++c)
+      if (st->scan_needed[c] && (st->self ? 0 : st->scan_side[c]) == in) keep[st->scan_col[c]] = true;
     for (int c = 0; c < r->ncols; ++c) {
+      if (!keep[c]) continue;
       r->values[c] = (Datum*)alloc_big(st->ctx, sizeof(Datum) * r->cap);
       r->nulls[c] = (bool*)alloc_big(st->ctx, sizeof(bool) * r->cap);
     }
@@ -444,6 +450,7 @@ void read_inputs(JoinScanState* st) {
           ereport(ERROR, (errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED), errmsg("too many rows for a gpu2bs join"),
                           errdetail("An input may have at most %u rows.", UINT32_MAX)));
         for (int c = 0; c < r->ncols; ++c) {
+          if (!keep[c]) continue;
           r->values[c] = (Datum*)realloc_big(st->ctx, r->values[c], sizeof(Datum) * r->n, sizeof(Datum) * cap);
           r->nulls[c] = (bool*)realloc_big(st->ctx, r->nulls[c], sizeof(bool) * r->n, sizeof(bool) * cap);
         }
@@ -454,6 +461,7 @@ void read_inputs(JoinScanState* st) {
         r->cap = cap;
       }
       for (int c = 0; c < r->ncols; ++c) {
+        if (!keep[c]) continue;
         const bool isnull = slot->tts_isnull[c];
         r->nulls[c][r->n] = isnull;
         r->values[c][r->n] = isnull ? (Datum)0 : datumCopy(slot->tts_values[c], byval[c], typlen[c]);
@@ -928,6 +936,11 @@ TupleTableSlot* scan_next(ScanState* ss) {
   for (int c = 0; c < natts; ++c) {
     const int s = st->scan_side[c], k = st->scan_col[c];
     const InputRows& r = st->rows[s];
+    if (!st->scan_needed[c]) {
+      slot->tts_isnull[c] = true;
+      slot->tts_values[c] = (Datum)0;
+      continue;
+    }
     slot->tts_isnull[c] = r.nulls[k][row[s]];
     slot->tts_values[c] = r.values[k][row[s]];
   }
@@ -937,8 +950,17 @@ TupleTableSlot* scan_next(ScanState* ss) {
 bool scan_recheck(ScanState*, TupleTableSlot*) { return true; }
 
 void begin_scan(CustomScanState* node, EState* estate, int eflags) {
+  JoinScanState* st = (JoinScanState*)node;
   CustomScan* cs = (CustomScan*)node->ss.ps.plan;
   ListCell* lc;
+  // the scan columns the target list reads (the quals' columns go to the engine only)
+  st->scan_needed = (bool*)palloc0(sizeof(bool) * Max(st->nscan, 1));
+  List* vars = pull_var_clause((Node*)cs->scan.plan.targetlist,
+                               PVC_RECURSE_AGGREGATES | PVC_RECURSE_WINDOWFUNCS | PVC_RECURSE_PLACEHOLDERS);
+  foreach (lc, vars) {
+    Var* v = (Var*)lfirst(lc);
+    if (v->varno == INDEX_VAR && v->varattno >= 1 && v->varattno <= st->nscan) st->scan_needed[v->varattno - 1] = true;
+  }
   foreach (lc, cs->custom_plans) node->custom_ps = lappend(node->custom_ps, ExecInitNode((Plan*)lfirst(lc), estate, eflags));
 }
 
