@@ -618,6 +618,16 @@ class ResultSink final : public PairSink {
         if (engine_decides_ || pairs[k].dist < certain_ || t_->distance_ok(i, j)) r_->count += per_pair_;
         continue;
       }
+      if (orient_) {
+        // one strict comparison of distinct keys: exactly one order of the pair is kept
+        if (!(engine_decides_ || pairs[k].dist < certain_ || t_->distance_ok(i, j))) continue;
+        const PairTester::ColCmp& f = t_->fast[0];
+        const double x = t_->val(f.s1, f.c1, i), y = t_->val(f.s2, f.c2, j);
+        const bool ij = t_->prec == Precision::Float64 ? cmp_sql<double>(x, y, f.op) : cmp_sql<float>(float(x), float(y), f.op);
+        if (ij) keep(i, j);
+        else keep(j, i);
+        continue;
+      }
       // the distance (symmetric: the squares of a - b and b - a are equal) is decided by the
       // engine, or certainly within the bound, or computed by the precision's formula
       if (!(engine_decides_ || pairs[k].dist < certain_ || t_->distance_ok(i, j))) continue;
@@ -631,6 +641,8 @@ class ResultSink final : public PairSink {
   void set_certain(double v) { certain_ = v; }
   // Counts each pair within the bound this many times without evaluating the other quals.
   void set_per_pair(int v) { per_pair_ = v; }
+  // Rows of an unordered join whose other qual is one strict comparison of distinct keys.
+  void set_orient(bool v) { orient_ = v; }
   void keep(uint32_t i, uint32_t j) {
     if (count_) {
       r_->count++;
@@ -654,6 +666,7 @@ class ResultSink final : public PairSink {
   bool engine_decides_ = false;
   double certain_ = -1;
   int per_pair_ = 0;
+  bool orient_ = false;
 };
 
 // The PairExpr of the translated clauses with predicate = AND of `roots` (none: -1).
@@ -837,7 +850,7 @@ void run_engine(void* arg) {
   // one order) needs no other qual per pair: with the engine's decision it is the engine's own
   // count, reduced where the pairs are made; else the pairs are counted as they come.
   int per_pair = 0;
-  if (count) {
+  {
     if (rest_roots.empty()) {
       per_pair = unordered ? 2 : 1;
     } else if (unordered && t.use_fast && t.fast.size() == 1 && t.fast[0].s1 != t.fast[0].s2 &&
@@ -873,7 +886,7 @@ void run_engine(void* arg) {
       if (ok) per_pair = 1;
     }
   }
-  if (per_pair && engine_decides) {
+  if (count && per_pair && engine_decides) {
     PairPredicate none;
     AggregateStage stage(&none);
     PairReduce red;
@@ -888,7 +901,8 @@ void run_engine(void* arg) {
     if (prob.stage) stage.finish(&agg);
     res->count += uint64_t(per_pair) * (prob.reduce ? red.count : agg.count);
   } else {
-    sink.set_per_pair(per_pair);
+    if (count) sink.set_per_pair(per_pair);
+    sink.set_orient(!count && unordered && per_pair == 1 && !rest_roots.empty());
     eng->simjoin(prob, sink, ctl);
   }
   record_run("gpu2bs join", eng->name(), ctl.stats);
