@@ -35,6 +35,9 @@ med() {
 sqlq="SELECT count(*) FROM u2 a JOIN u2 b ON (a.x-b.x)^2 + (a.y-b.y)^2 <= $eps^2 AND a.id < b.id"
 gisq="SELECT count(*) FROM u2 a JOIN u2 b ON ST_DWithin(a.geom, b.geom, $eps) AND a.id < b.id"
 simq="SELECT count(*) FROM gpu_simjoin('u2', $eps, '{x,y}')"
+# the rows themselves, counted above the join (OFFSET 0 keeps the count out of it)
+rowq="SELECT count(*) FROM (SELECT a.id, b.id AS bid FROM u2 a JOIN u2 b ON (a.x-b.x)^2 + (a.y-b.y)^2 <= $eps^2 AND a.id < b.id OFFSET 0) s"
+simrowq="SELECT count(*) FROM (SELECT id1, id2 FROM gpu_simjoin('u2', $eps, '{x,y}') OFFSET 0) s"
 echo "| query | precision | plan | pairs | median ms | runs (ms) |"
 echo "|---|---|---|---|---|---|"
 for prec in float4 float8; do
@@ -42,6 +45,8 @@ for prec in float4 float8; do
   med "$set_" "$sqlq"; echo "| plain SQL \`(a.x-b.x)^2 + (a.y-b.y)^2 <= $eps^2 AND a.id < b.id\` | $prec | gpu2bs join (count pushed) | $out | $t | $all |"
   med "$set_" "$simq"; echo "| \`gpu_simjoin('u2', $eps, '{x,y}')\` count | $prec | custom scan (count pushed) | $out | $t | $all |"
   med "$set_" "$gisq"; echo "| \`ST_DWithin(a.geom, b.geom, $eps) AND a.id < b.id\` | $prec | gpu2bs join (count pushed) | $out | $t | $all |"
+  med "$set_" "$rowq"; echo "| rows of the plain SQL join, counted above it | $prec | gpu2bs join (rows) | $out | $t | $all |"
+  med "$set_" "$simrowq"; echo "| rows of \`gpu_simjoin('u2', $eps, '{x,y}')\`, counted above it | $prec | custom scan (rows) | $out | $t | $all |"
 done
 [ "$gis_peer" = 1 ] || { q -c "SELECT name, value FROM gpu2bs_info() WHERE name IN ('engine', 'cpu_isa', 'cpu_threads', 'cpu_cores')" | sed 's/^/    /'; exit 0; }
 med "SET gpu2bs.enable_join = off;" "$gisq"; echo "| \`ST_DWithin(a.geom, b.geom, $eps) AND a.id < b.id\` | - | PostGIS, GiST index nested loop (enable_join = off) | $out | $t | $all |"
