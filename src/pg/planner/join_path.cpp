@@ -4,10 +4,11 @@
 // their own scan plans, hands the columns the quals read to the engine and returns the rows
 // of the pairs it keeps.
 //   - A distance predicate, `sqrt((a.x-b.x)^2 + ...) <= c` or `(a.x-b.x)^2 + ... <= c` (also
-//     `<`, either operand order), runs as the grid-indexed similarity join with eps slightly
-//     above the bound; every candidate pair is then decided by the precision's own formula
-//     (float8: PostgreSQL's evaluation of the clause; float4: the similarity join's rule), and
-//     the other quals are applied to it as a pair expression.
+//     `<`, either operand order), or PostGIS's ST_DWithin / ST_3DDWithin on point columns, runs
+//     as the grid-indexed similarity join. In float4 with `<=` that is the join's own rule;
+//     otherwise the engine joins in float64 with eps slightly above the bound and the pairs
+//     near the bound are decided by the precision's formula (float8: PostgreSQL's evaluation of
+//     the clause). The other quals are applied to the pairs as a pair expression.
 //   - Otherwise the whole conjunction is one pair expression over every pair (gpu_join's
 //     engine path).
 //   - A self-join of one unfiltered table reads it once; with a distance predicate over the
@@ -20,14 +21,12 @@
 
 extern "C" {
 #include "access/htup_details.h"
-#include "catalog/pg_extension.h"
-#include "catalog/pg_proc.h"
 #include "catalog/dependency.h"
-#include "commands/extension.h"
-#include "utils/syscache.h"
 #include "catalog/pg_aggregate.h"
+#include "catalog/pg_proc.h"
 #include "catalog/pg_type.h"
 #include "commands/explain.h"
+#include "commands/extension.h"
 #include "executor/executor.h"
 #include "executor/tuptable.h"
 #include "nodes/extensible.h"
@@ -47,6 +46,7 @@ extern "C" {
 #include "utils/fmgroids.h"
 #include "utils/lsyscache.h"
 #include "utils/ruleutils.h"
+#include "utils/syscache.h"
 }
 
 #include <algorithm>
@@ -71,9 +71,11 @@ create_upper_paths_hook_type prev_upper_hook = nullptr;
 
 enum JoinMode { JM_ROWS = 0, JM_COUNT = 1 };
 
-// custom_private: mode, self (one input read for both sides), rel_a, rel_b, the join clauses,
-// for each scan column its source (side * 100000 + column of that side's input rows), the
-// index of the distance clause (-1: none).
+// custom_private: mode, self (one input read for both sides), rel_a, rel_b, the pair
+// expression join clauses, for each scan column its source (side * 100000 + column of that
+// side's input rows), the index of the distance clause (-1: none), per side the input target
+// list positions of the engine columns, the PostGIS distance clause's description (or null).
+// A path's list holds the PostGIS clause itself after these.
 enum PrivIndex { P_MODE, P_SELF, P_RA, P_RB, P_CLAUSES, P_SCANMAP, P_DIST, P_ECOLS, P_GIS };
 
 // P_DIST of a PostGIS distance clause (ST_DWithin, ST_3DDWithin; kept apart from the pair
@@ -99,7 +101,9 @@ struct DistShape {
   int col[2][kMaxDims];  // tree column of side a and side b of each term
 };
 
+// Node k of the translated clauses.
 const ExprNode& node_at(const PairExprClauses& t, int k) { return t.nodes[k]; }
+// Argument a of node k.
 int arg_at(const PairExprClauses& t, int k, int a) { return int(t.args[t.nodes[k].first + uint32(a)]); }
 
 // The (side a column, side b column) of `a.x - b.x` or `b.x - a.x`, or false.
@@ -274,6 +278,7 @@ Oid get_func_signature_first_arg(Oid fn) {
   return t;
 }
 
+// The PostGIS clause as plan data (the bound as exact hexadecimal text).
 List* gis_to_list(const GisClause& g) {
   char b[40];
   snprintf(b, sizeof b, "%a", g.bound);
@@ -283,6 +288,7 @@ List* gis_to_list(const GisClause& g) {
   return lappend(l, makeInteger(g.check_srid ? 1 : 0));
 }
 
+// The PostGIS clause from its plan data.
 GisClause gis_from_list(List* l) {
   GisClause g;
   g.att[0] = AttrNumber(intVal(list_nth(l, 0)));
@@ -551,6 +557,7 @@ struct PairTester {
   std::vector<ColCmp> fast;
   bool use_fast = false;
 
+  // Engine column c of side s at row `row`, and whether it is NULL.
   double val(int s, int c, int64_t row) const {
     const ExprSide& x = s == 0 ? sa : sb;
     return x.data[size_t(c) * size_t(x.n) + size_t(row)];
@@ -606,6 +613,7 @@ class ResultSink final : public PairSink {
   ResultSink(JoinResult* r, bool count, const PairTester* tester, const std::vector<uint32_t>* map_a,
              const std::vector<uint32_t>* map_b, bool unordered, uint64_t max_rows)
       : r_(r), count_(count), t_(tester), map_a_(map_a), map_b_(map_b), unordered_(unordered), max_rows_(max_rows) {}
+  // One page: each pair decided and kept (or counted), in one or both orders.
   void consume(const PairRecord* pairs, size_t n) override {
     for (size_t k = 0; k < n; ++k) {
       if (!t_) {
@@ -643,6 +651,7 @@ class ResultSink final : public PairSink {
   void set_per_pair(int v) { per_pair_ = v; }
   // Rows of an unordered join whose other qual is one strict comparison of distinct keys.
   void set_orient(bool v) { orient_ = v; }
+  // Keeps (or counts) the pair of row i of a and row j of b.
   void keep(uint32_t i, uint32_t j) {
     if (count_) {
       r_->count++;
@@ -961,8 +970,10 @@ TupleTableSlot* scan_next(ScanState* ss) {
   return ExecStoreVirtualTuple(slot);
 }
 
+// EvalPlanQual recheck: the join takes no row locks (FOR UPDATE keeps PostgreSQL's join).
 bool scan_recheck(ScanState*, TupleTableSlot*) { return true; }
 
+// Starts the input plans and finds the scan columns the target list reads.
 void begin_scan(CustomScanState* node, EState* estate, int eflags) {
   JoinScanState* st = (JoinScanState*)node;
   CustomScan* cs = (CustomScan*)node->ss.ps.plan;
@@ -978,10 +989,12 @@ void begin_scan(CustomScanState* node, EState* estate, int eflags) {
   foreach (lc, cs->custom_plans) node->custom_ps = lappend(node->custom_ps, ExecInitNode((Plan*)lfirst(lc), estate, eflags));
 }
 
+// The next row through ExecScan (projection).
 TupleTableSlot* exec_scan(CustomScanState* node) {
   return ExecScan(&node->ss, (ExecScanAccessMtd)scan_next, (ExecScanRecheckMtd)scan_recheck);
 }
 
+// Ends the input plans and frees the rows and results.
 void end_scan(CustomScanState* node) {
   JoinScanState* st = (JoinScanState*)node;
   ListCell* lc;
@@ -1046,6 +1059,7 @@ const CustomExecMethods exec_methods = {
     "gpu2bs join", begin_scan, exec_scan, end_scan, rescan,
     nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, explain_scan};
 
+// The scan state of a plan, with its plan data decoded.
 Node* create_state(CustomScan* cs) {
   JoinScanState* st = (JoinScanState*)newNode(sizeof(JoinScanState), T_CustomScanState);
   st->css.methods = &exec_methods;
@@ -1329,6 +1343,7 @@ void upper_hook(PlannerInfo* root, UpperRelationKind stage, RelOptInfo* input_re
 namespace gpu2bs {
 namespace pg {
 
+// Registers the custom scan and the planner hooks (from _PG_init).
 void register_join_path() {
   RegisterCustomScanMethods(&scan_methods);
   prev_join_hook = set_join_pathlist_hook;
