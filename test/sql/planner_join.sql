@@ -171,3 +171,26 @@ SELECT * FROM pj_check($$SELECT a.id, b.id AS bid FROM pj_big a JOIN pj_big b ON
 SET gpu2bs.precision = float4;
 SELECT * FROM pj_check($$SELECT a.id, b.id AS bid FROM pj_big a JOIN pj_big b ON (a.x-b.x)^2 + (a.y-b.y)^2 <= 0.006 AND a.id < b.id WHERE a.id < 9001 AND b.id < 9001$$);
 RESET gpu2bs.precision;
+
+-- INSERT ... SELECT, a partitioned table (its partitions appended), a join of two views
+SET gpu2bs.precision = float8;
+CREATE TABLE pj_pairs (id int, bid int);
+EXPLAIN (COSTS OFF) INSERT INTO pj_pairs SELECT a.id, b.id FROM pj_a a JOIN pj_b b ON (a.x-b.x)^2 + (a.y-b.y)^2 <= 0.0025;
+INSERT INTO pj_pairs SELECT a.id, b.id FROM pj_a a JOIN pj_b b ON (a.x-b.x)^2 + (a.y-b.y)^2 <= 0.0025;
+SET gpu2bs.enable_join = off;
+SELECT (SELECT count(*) FROM pj_pairs) AS inserted,
+       (SELECT count(*) FROM ((TABLE pj_pairs) EXCEPT ALL
+          (SELECT a.id, b.id FROM pj_a a JOIN pj_b b ON (a.x-b.x)^2 + (a.y-b.y)^2 <= 0.0025)) d) AS only_inserted;
+RESET gpu2bs.enable_join;
+CREATE TABLE pj_part (id int, x float8, y float8) PARTITION BY RANGE (id);
+CREATE TABLE pj_part1 PARTITION OF pj_part FOR VALUES FROM (0) TO (200);
+CREATE TABLE pj_part2 PARTITION OF pj_part FOR VALUES FROM (200) TO (100000);
+INSERT INTO pj_part SELECT id, x, y FROM pj_a;
+ANALYZE pj_part;
+CREATE VIEW pj_va AS SELECT id, x, y FROM pj_a WHERE id > 10;
+CREATE VIEW pj_vb AS SELECT id, x, y FROM pj_b;
+SELECT shape, c.* FROM (VALUES
+  ('partitioned', $$SELECT a.id, b.id AS bid FROM pj_part a JOIN pj_part b ON (a.x-b.x)^2 + (a.y-b.y)^2 <= 0.01 AND a.id < b.id$$),
+  ('views', $$SELECT a.id, b.id AS bid FROM pj_va a JOIN pj_vb b ON (a.x-b.x)^2 + (a.y-b.y)^2 <= 0.01$$)
+) s(shape, q), LATERAL pj_check(q) c ORDER BY shape;
+RESET gpu2bs.precision;

@@ -1226,8 +1226,11 @@ RangeTblEntry* table_rte(PlannerInfo* root, RelOptInfo* rel) {
 void join_hook(PlannerInfo* root, RelOptInfo* joinrel, RelOptInfo* outerrel, RelOptInfo* innerrel, JoinType jointype,
                JoinPathExtraData* extra) {
   if (prev_join_hook) prev_join_hook(root, joinrel, outerrel, innerrel, jointype, extra);
+  // SELECT (also CREATE TABLE AS) and INSERT ... SELECT; no row locks (FOR UPDATE, UPDATE ...
+  // FROM), whose rechecks need PostgreSQL's join
+  const CmdType cmd = root->parse->commandType;
   if (!enable_join_setting || jointype != JOIN_INNER || root->parse->rowMarks != NIL ||
-      root->parse->commandType != CMD_SELECT || extra->restrictlist == NIL)
+      (cmd != CMD_SELECT && cmd != CMD_INSERT) || extra->restrictlist == NIL)
     return;
   RangeTblEntry* rte_a = table_rte(root, outerrel);
   RangeTblEntry* rte_b = table_rte(root, innerrel);
