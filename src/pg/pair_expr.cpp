@@ -767,6 +767,12 @@ bool num_ok(Node* node, Index ra, Index rb) {
              number_type(v->vartype);
     }
     case T_Const: return number_type(((Const*)node)->consttype);
+    case T_Param: {
+      // a parameter the executor supplies (a prepared statement's, an outer query's): a
+      // constant of the join, bound to its value before translation
+      Param* p = (Param*)node;
+      return (p->paramkind == PARAM_EXTERN || p->paramkind == PARAM_EXEC) && number_type(p->paramtype);
+    }
     case T_RelabelType:
       return number_type(((RelabelType*)node)->resulttype) && num_ok((Node*)((RelabelType*)node)->arg, ra, rb);
     case T_FuncExpr:
@@ -848,7 +854,7 @@ Node* remap_sides(Node* node, void* ctx) {
     if (v->varlevelsup == 0) v->varno = Index(v->varno) == r[0] ? 1 : Index(v->varno) == r[1] ? 2 : 0;
     return (Node*)v;
   }
-  return expression_tree_mutator(node, (Node * (*)()) remap_sides, ctx);
+  return expression_tree_mutator(node, reinterpret_cast<Node* (*)()>(reinterpret_cast<void*>(remap_sides)), ctx);
 }
 
 }  // namespace

@@ -29,8 +29,9 @@ struct PairExprClauses {
 };
 
 // True when `clause` is a pair expression (boolean, every node on the allow-list) over the
-// columns of range table entries rel_a and rel_b of this query level: translating it then
-// raises no error. Raises no error itself.
+// columns of range table entries rel_a and rel_b of this query level, where number-typed
+// parameters (PARAM_EXTERN, PARAM_EXEC) stand for constants: with each parameter replaced by a
+// Const, translating it raises no error. Raises no error itself.
 bool pair_expr_clause_ok(Node* clause, Index rel_a, Index rel_b);
 // Translates the clauses (each accepted by pair_expr_clause_ok) into *out. Side 0 is rel_a.
 void pair_expr_translate_clauses(List* clauses, Index rel_a, Index rel_b, PairExprClauses* out);

@@ -92,17 +92,29 @@ SELECT shape, c.* FROM (VALUES
   ('for update', $$SELECT a.id, b.id AS bid FROM pj_a a JOIN pj_b b ON (a.x-b.x)^2 + (a.y-b.y)^2 <= 0.01 FOR UPDATE$$)
 ) s(shape, q), LATERAL pj_check(q) c ORDER BY shape;
 
--- a parameter the plan cannot read (a generic plan) is left to PostgreSQL; a custom plan
--- folds it into a constant
+-- parameters are constants of the join, read when it starts: a generic plan of a prepared
+-- statement (PARAM_EXTERN) runs the gpu2bs join with the value of each execution; a bound that
+-- is NULL or negative runs every pair as a pair expression (no pairs)
 PREPARE pj_p(float8) AS SELECT count(*) FROM pj_a a JOIN pj_a b ON (a.x-b.x)^2 + (a.y-b.y)^2 <= $1 AND a.id < b.id;
 SET plan_cache_mode = force_generic_plan;
 EXPLAIN (COSTS OFF) EXECUTE pj_p(0.01);
 EXECUTE pj_p(0.01);
+EXECUTE pj_p(0.0225);
+EXECUTE pj_p(NULL);
+EXECUTE pj_p(-1);
 SET plan_cache_mode = force_custom_plan;
-EXPLAIN (COSTS OFF) EXECUTE pj_p(0.01);
-EXECUTE pj_p(0.01);
+EXECUTE pj_p(0.0225);
+SET gpu2bs.enable_join = off;
+EXECUTE pj_p(0.0225);
+RESET gpu2bs.enable_join;
 RESET plan_cache_mode;
 DEALLOCATE pj_p;
+-- a parameter of another type in a join qual is not a pair expression
+PREPARE pj_t(text) AS SELECT count(*) FROM pj_a a JOIN pj_a b ON (a.x-b.x)^2 + (a.y-b.y)^2 <= 0.01 AND a.name || $1 < b.name;
+SET plan_cache_mode = force_generic_plan;
+EXPLAIN (COSTS OFF) EXECUTE pj_t('z');
+RESET plan_cache_mode;
+DEALLOCATE pj_t;
 
 -- EXPLAIN shows the method, the distance predicate and the quals applied with it
 EXPLAIN (COSTS OFF) SELECT a.id, b.id FROM pj_a a JOIN pj_a b ON sqrt((a.x-b.x)^2 + (a.y-b.y)^2) <= 0.1 AND a.t < b.t;
@@ -158,6 +170,14 @@ SELECT v,
 FROM generate_series(0, 3) v ORDER BY v;
 EXPLAIN (COSTS OFF) SELECT v,
   (SELECT count(*) FROM pj_a a JOIN pj_b b ON (a.x-b.x)^2 + (a.y-b.y)^2 <= 0.01 WHERE a.i = v)
+FROM generate_series(0, 3) v;
+-- the outer value in the join qual itself (PARAM_EXEC): the bound changes per row
+SELECT v,
+  (SELECT count(*) FROM pj_a a JOIN pj_b b ON (a.x-b.x)^2 + (a.y-b.y)^2 <= v::float8 * 0.002) AS on_,
+  (SELECT count(*) FROM pj_a a JOIN pj_b b ON (a.x-b.x)^2 + (a.y-b.y)^2 <= v::float8 * 0.002 + 0 * random()) AS reference
+FROM generate_series(0, 3) v ORDER BY v;
+EXPLAIN (COSTS OFF) SELECT v,
+  (SELECT count(*) FROM pj_a a JOIN pj_b b ON (a.x-b.x)^2 + (a.y-b.y)^2 <= v::float8 * 0.002)
 FROM generate_series(0, 3) v;
 RESET gpu2bs.precision;
 

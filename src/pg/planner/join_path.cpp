@@ -139,17 +139,59 @@ bool square_of(const PairExprClauses& t, int k, int* ca, int* cb) {
   return false;
 }
 
-// Recognizes clause `c` as a distance predicate with a positive finite bound.
-bool distance_shape(const PairExprClauses& t, int c, DistShape* d) {
+// True when the subtree at k reads no column (constants and parameters bound to constants).
+bool column_free(const PairExprClauses& t, int k) {
+  const ExprNode& n = node_at(t, k);
+  if (n.op == ExprOp::Col) return false;
+  for (uint32 a = 0; a < n.nargs; ++a)
+    if (!column_free(t, arg_at(t, k, int(a)))) return false;
+  return true;
+}
+
+// The value of the column-free number subtree at k: a constant's value; an expression of
+// constants (parameters bound to values) evaluated as the engine evaluates it, when `evaluate`
+// (C++ code: an evaluation error leaves the clause to the pair-expression path, which raises it
+// where PostgreSQL would); else 1 (the planner's guess of the shape). False for NULL.
+bool bound_value(const PairExprClauses& t, int k, bool evaluate, double* v) {
+  const ExprNode& n = node_at(t, k);
+  if (n.type != ExprType::Num) return false;
+  if (n.op == ExprOp::Const) {
+    *v = n.value;
+    return !n.is_null;
+  }
+  if (!evaluate) {
+    *v = 1;
+    return true;
+  }
+  PairExpr e;
+  e.nodes.assign(t.nodes, t.nodes + t.nnodes);
+  e.args.assign(t.args, t.args + t.nargs);
+  e.ncols[0] = t.ncols[0];
+  e.ncols[1] = t.ncols[1];
+  e.value = k;
+  const ExprSide none{nullptr, nullptr, 1, 0};
+  bool isnull = true;
+  try {
+    e.validate();
+    pair_expr_eval_one(e, Precision::Float64, none, 0, none, 0, v, &isnull);
+  } catch (const ExprError&) {
+    return false;
+  }
+  return !isnull;
+}
+
+// Recognizes clause `c` as a distance predicate with a positive finite bound (`evaluate`: see
+// bound_value).
+bool distance_shape(const PairExprClauses& t, int c, DistShape* d, bool evaluate) {
   const int root = t.roots[c];
   const ExprNode& n = node_at(t, root);
   if (n.op != ExprOp::Cmp) return false;
   int e, k;
   CmpOp op = n.cmp;
-  if (node_at(t, arg_at(t, root, 1)).op == ExprOp::Const) {
+  if (column_free(t, arg_at(t, root, 1))) {
     e = arg_at(t, root, 0);
     k = arg_at(t, root, 1);
-  } else if (node_at(t, arg_at(t, root, 0)).op == ExprOp::Const) {
+  } else if (column_free(t, arg_at(t, root, 0))) {
     e = arg_at(t, root, 1);
     k = arg_at(t, root, 0);
     op = op == CmpOp::Ge ? CmpOp::Le : op == CmpOp::Gt ? CmpOp::Lt : CmpOp::Eq;
@@ -157,8 +199,8 @@ bool distance_shape(const PairExprClauses& t, int c, DistShape* d) {
     return false;
   }
   if (op != CmpOp::Le && op != CmpOp::Lt) return false;
-  const ExprNode& bound = node_at(t, k);
-  if (bound.is_null || !std::isfinite(bound.value) || !(bound.value > 0)) return false;
+  double bound;
+  if (!bound_value(t, k, evaluate, &bound) || !std::isfinite(bound) || !(bound > 0)) return false;
   d->sqrt_form = node_at(t, e).op == ExprOp::Sqrt;
   if (d->sqrt_form) e = arg_at(t, e, 0);
   // a left-deep sum of squares: ((t0 + t1) + t2) + ...
@@ -179,7 +221,7 @@ bool distance_shape(const PairExprClauses& t, int c, DistShape* d) {
   d->dims = nt;
   d->clause = c;
   d->strict = op == CmpOp::Lt;
-  d->bound = bound.value;
+  d->bound = bound;
   // the similarity join needs eps whose square is a normal float8
   const double eps = d->sqrt_form ? d->bound : std::sqrt(d->bound);
   return std::isnormal(eps * eps);
@@ -188,8 +230,30 @@ bool distance_shape(const PairExprClauses& t, int c, DistShape* d) {
 // The index of the first distance clause, or -1.
 int find_distance(const PairExprClauses& t, DistShape* d) {
   for (int c = 0; c < t.nroots; ++c)
-    if (distance_shape(t, c, d)) return c;
+    if (distance_shape(t, c, d, false)) return c;
   return -1;
+}
+
+// ---- parameters ------------------------------------------------------------------------------
+
+// Replaces each parameter by a constant: its current value (ctx: the scan state, at execution)
+// or 1.0 (ctx null: the plan's guess of the clauses' shape).
+Node* bind_params(Node* node, void* ctx) {
+  if (!node) return nullptr;
+  if (IsA(node, Param)) {
+    Param* p = (Param*)node;
+    if (!ctx) return (Node*)makeConst(FLOAT8OID, -1, InvalidOid, 8, Float8GetDatum(1.0), false, true);
+    CustomScanState* css = (CustomScanState*)ctx;
+    ExprState* es = ExecInitExpr((Expr*)p, &css->ss.ps);
+    bool isnull;
+    const Datum v = ExecEvalExpr(es, css->ss.ps.ps_ExprContext, &isnull);
+    int16 len;
+    bool byval;
+    get_typlenbyval(p->paramtype, &len, &byval);
+    return (Node*)makeConst(p->paramtype, p->paramtypmod, p->paramcollid, len,
+                            isnull ? (Datum)0 : datumCopy(v, byval, len), isnull, byval);
+  }
+  return expression_tree_mutator(node, reinterpret_cast<Node* (*)()>(reinterpret_cast<void*>(bind_params)), ctx);
 }
 
 // ---- PostGIS distance clauses ------------------------------------------------------------------
@@ -738,7 +802,7 @@ void run_engine(void* arg) {
     d.dims = st->gis.dims;
     for (int s = 0; s < 2; ++s)
       for (int k = 0; k < d.dims; ++k) d.col[s][k] = st->tr.ncols[s] + k;
-  } else if (st->dist_clause < 0 || !distance_shape(st->tr, st->dist_clause, &d)) {
+  } else if (st->dist_clause < 0 || !distance_shape(st->tr, st->dist_clause, &d, true)) {
     all_pairs();
     return;
   }
@@ -924,7 +988,7 @@ void start(JoinScanState* st) {
   if (!st->ctx)
     st->ctx = AllocSetContextCreate(st->css.ss.ps.state->es_query_cxt, "gpu2bs join", ALLOCSET_DEFAULT_SIZES);
   MemoryContext old = MemoryContextSwitchTo(st->ctx);
-  pair_expr_translate_clauses(st->clauses, st->ra, st->rb, &st->tr);
+  pair_expr_translate_clauses((List*)bind_params((Node*)st->clauses, &st->css), st->ra, st->rb, &st->tr);
   MemoryContextSwitchTo(old);
   for (int s = 0; s < 2; ++s) st->necols[s] = st->tr.ncols[s] + (st->has_gis ? st->gis.dims : 0);
   const auto t0 = std::chrono::steady_clock::now();
@@ -1165,7 +1229,7 @@ Plan* plan_path(PlannerInfo* root, RelOptInfo* rel, CustomPath* path, List* tlis
   if (gis) cs->custom_exprs = lappend(cs->custom_exprs, copyObjectImpl(list_nth(priv, P_GIS + 1)));
   // engine columns: target list positions of the columns the translated clauses read
   PairExprClauses tr;
-  pair_expr_translate_clauses(jclauses, ra, rb, &tr);
+  pair_expr_translate_clauses((List*)bind_params((Node*)jclauses, nullptr), ra, rb, &tr);
   List* ecols = NIL;
   for (int s = 0; s < 2; ++s) {
     List* tl = self || s == 0 ? in0->targetlist : ((Plan*)lsecond(custom_plans))->targetlist;
@@ -1257,7 +1321,7 @@ void join_hook(PlannerInfo* root, RelOptInfo* joinrel, RelOptInfo* outerrel, Rel
     }
   }
   PairExprClauses tr;
-  pair_expr_translate_clauses(clauses, ra, rb, &tr);
+  pair_expr_translate_clauses((List*)bind_params((Node*)clauses, nullptr), ra, rb, &tr);
   DistShape d;
   const int dist = gis_node ? kGisClause : find_distance(tr, &d);
   // One input for both sides: the same table, no quals of its own, read by a plain scan.
