@@ -971,6 +971,7 @@ void run_engine(void* arg) {
       prob.stage = &stage;
     }
     eng->simjoin(prob, agg, ctl);
+    if (prob.reduce && !red.done) throw Error(ErrorCode::Internal, "engine did not compute the pushed-down count");
     if (prob.stage) stage.finish(&agg);
     res->count += uint64_t(per_pair) * (prob.reduce ? red.count : agg.count);
   } else {
