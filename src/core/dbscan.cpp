@@ -1,5 +1,6 @@
 // DBSCAN over the similarity self-join (dbscan.h): neighbour counts, core flags, union-find over
-// the core-core pairs streamed from the engine, nearest core point of each border point.
+// the core-core pairs streamed from the engine, nearest core point of each border point (or all
+// of it on an engine that does it itself), cluster numbers.
 #include "dbscan.h"
 
 #include <pthread.h>
@@ -275,6 +276,43 @@ class ClusterSink final : public PairSink {
   std::vector<std::atomic<uint8_t>> locks_;
 };
 
+// Numbers the sets of `root` (per point its set's representative, an index below n, or kNone
+// for noise) 0, 1, ... in ascending order of their smallest (key, index) member and fills
+// res.cluster and the border and noise counts (res.core is set).
+void number_clusters(const std::vector<uint32_t>& root, const int64_t* keys, DbscanResult& res) {
+  const size_t n = root.size();
+  const std::vector<uint8_t>& core = res.core;
+  std::vector<uint32_t> first(n, kNone);  // per root: its member with the smallest (key, index)
+  for (size_t g = 0; g < n; ++g) {
+    const uint32_t r = root[g];
+    if (r == kNone) continue;
+    const uint32_t f = first[r];
+    if (f == kNone || keys[g] < keys[f]) first[r] = uint32_t(g);  // g ascends: ties keep f
+  }
+  std::vector<uint32_t> roots;
+  for (size_t g = 0; g < n; ++g)
+    if (first[g] != kNone) roots.push_back(uint32_t(g));
+  if (roots.size() > size_t(std::numeric_limits<int32_t>::max()))
+    throw Error(ErrorCode::ProgramLimit, "too many clusters",
+                std::to_string(roots.size()) + " clusters; cluster numbers are integers up to 2147483647.");
+  std::sort(roots.begin(), roots.end(), [&](uint32_t a, uint32_t b) {
+    const uint32_t fa = first[a], fb = first[b];
+    if (keys[fa] != keys[fb]) return keys[fa] < keys[fb];
+    return fa < fb;
+  });
+  std::vector<int32_t> number(n, -1);  // per root
+  for (size_t c = 0; c < roots.size(); ++c) number[roots[c]] = int32_t(c);
+  for (size_t g = 0; g < n; ++g) {
+    if (root[g] == kNone) {
+      ++res.noise_points;
+      continue;
+    }
+    res.cluster[g] = number[root[g]];
+    if (!core[g]) ++res.border_points;
+  }
+  res.clusters = roots.size();
+}
+
 }  // namespace
 
 DbscanResult dbscan(Engine& eng, const SimjoinProblem& p, const int64_t* keys, int64_t minpoints,
@@ -290,6 +328,24 @@ DbscanResult dbscan(Engine& eng, const SimjoinProblem& p, const int64_t* keys, i
   res.cluster.assign(n, -1);
   res.core.assign(n, 0);
   if (n == 0) return res;
+
+  // An engine that runs every pass itself hands back core flags and representatives only.
+  {
+    DbscanComponents dc;
+    if (eng.dbscan_components(p, keys, minpoints, dc, ctl)) {
+      if (dc.core.size() != n || dc.root.size() != n)
+        throw Error(ErrorCode::Internal, "engine did not compute the clusters");
+      res.core = std::move(dc.core);
+      res.neighbour_pairs = dc.neighbour_pairs;
+      for (size_t g = 0; g < n; ++g) {
+        res.core_points += res.core[g];
+        if (dc.root[g] != kNone && dc.root[g] >= n)
+          throw Error(ErrorCode::Internal, "engine gave a cluster representative out of range");
+      }
+      number_clusters(dc.root, keys, res);
+      return res;
+    }
+  }
 
   // Helpers for long calls: the host's other cores.
   const bool own_device = eng.reduces_pairs(PairReduce::Group);
@@ -338,7 +394,7 @@ DbscanResult dbscan(Engine& eng, const SimjoinProblem& p, const int64_t* keys, i
   eng.simjoin(p, cs, ctl);
   res.pairs_seen += cs.seen;
 
-  // Each point's set (kNone: noise) and, per set, its smallest (key, index) member.
+  // Each point's set (kNone: noise).
   std::vector<uint32_t> root(n, kNone);
   for (size_t g = 0; g < n; ++g) {
     if (core[g]) {
@@ -348,35 +404,7 @@ DbscanResult dbscan(Engine& eng, const SimjoinProblem& p, const int64_t* keys, i
       if (c != kNone) root[g] = cs.find(c);
     }
   }
-  std::vector<uint32_t> first(n, kNone);  // per root: its member with the smallest (key, index)
-  for (size_t g = 0; g < n; ++g) {
-    const uint32_t r = root[g];
-    if (r == kNone) continue;
-    const uint32_t f = first[r];
-    if (f == kNone || keys[g] < keys[f]) first[r] = uint32_t(g);  // g ascends: ties keep f
-  }
-  std::vector<uint32_t> roots;
-  for (size_t g = 0; g < n; ++g)
-    if (first[g] != kNone) roots.push_back(uint32_t(g));
-  if (roots.size() > size_t(std::numeric_limits<int32_t>::max()))
-    throw Error(ErrorCode::ProgramLimit, "too many clusters",
-                std::to_string(roots.size()) + " clusters; cluster numbers are integers up to 2147483647.");
-  std::sort(roots.begin(), roots.end(), [&](uint32_t a, uint32_t b) {
-    const uint32_t fa = first[a], fb = first[b];
-    if (keys[fa] != keys[fb]) return keys[fa] < keys[fb];
-    return fa < fb;
-  });
-  std::vector<int32_t> number(n, -1);  // per root
-  for (size_t c = 0; c < roots.size(); ++c) number[roots[c]] = int32_t(c);
-  for (size_t g = 0; g < n; ++g) {
-    if (root[g] == kNone) {
-      ++res.noise_points;
-      continue;
-    }
-    res.cluster[g] = number[root[g]];
-    if (!core[g]) ++res.border_points;
-  }
-  res.clusters = roots.size();
+  number_clusters(root, keys, res);
   return res;
 }
 

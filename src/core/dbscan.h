@@ -29,10 +29,15 @@ struct DbscanResult {
   uint64_t border_points = 0;
   uint64_t noise_points = 0;
   uint64_t pairs_seen = 0;       // pairs within eps handed to the host (both passes)
+  uint64_t neighbour_pairs = 0;  // pairs within eps counted by an engine that runs every pass
+                                 // itself (Engine::dbscan_components), else 0
 };
 
 // Runs DBSCAN over the self-join problem `p` (p.self, no filter, stage or reduce set) whose
-// points have keys `keys` (one per point of p.a). Pass 1 counts the neighbours of every point:
+// points have keys `keys` (one per point of p.a). An engine whose dbscan_components() runs the
+// passes itself (the GPU engine: on the device, over the join's grid, no pair leaving it) hands
+// back the core flags and one representative per cluster, numbered here as below. Otherwise
+// pass 1 counts the neighbours of every point:
 // on an engine that reduces Group on its own, as two per-point counts (the id1 and the id2 end
 // of each pair) that never leave it; otherwise from the pair pages, both ends of each pair.
 // Pass 2 reads the pair pages again into a union-find over the core points (roots linked by
