@@ -77,11 +77,11 @@ median3() {
   local text warm=""
   [ "${3:-0}" = 1 ] && warm="$2;"
   text=$( { echo "$1"; echo "$warm"; echo '\timing on'; for r in 1 2 3; do echo "$2;"; done; echo '\timing off'
-            echo "SELECT 'split ' || string_agg(name || ' ' || value, ', ' ORDER BY name) FROM gpu2bs_info() WHERE name IN ('last_engine', 'cpu_threads', 'last_scan_ms', 'last_prepare_ms', 'last_transfer_ms', 'last_kernel_ms', 'last_merge_ms');"; } | q 2>&1 )
-  local ts; ts=$(grep -oE '^Time: [0-9.]+' <<<"$text" | awk '{print $2}')
+            echo "SELECT 'split ' || string_agg(name || ' ' || value, ', ' ORDER BY name) FROM gpu2bs_info() WHERE name IN ('last_engine', 'cpu_threads', 'last_scan_ms', 'last_prepare_ms', 'last_transfer_ms', 'last_kernel_ms', 'last_merge_ms');"; } | q 2>&1 || true)
+  local ts; ts=$(grep -oE '^Time: [0-9.]+' <<<"$text" | awk '{print $2}' || true)
   med=$(sort -n <<<"$ts" | sed -n 2p); all=$(tr '\n' ' ' <<<"$ts")
-  out=$(grep -vE '^(Time:|split)' <<<"$text" | tail -1)
-  split=$(grep -E '^split' <<<"$text" | cut -c7-)
+  out=$(grep -vE '^(Time:|split)' <<<"$text" | tail -1 || true)
+  split=$(grep -E '^split' <<<"$text" | cut -c7- || true)
   [ -n "$med" ] || { echo "run failed: $text" >&2; med=0; }
 }
 summary="count(*) || ' rows, ' || count(DISTINCT c) || ' clusters, ' || (count(*) - count(c)) || ' noise'"
@@ -101,7 +101,7 @@ for engine in $engines; do
       median3 "$set_dev SET gpu2bs.precision = $prec;" "SELECT count(*) || ' rows, ' || count(cluster) || ' clustered' FROM gpu_dbscan('bench_dbscan', $eps, $minpoints, '{x,y}')" 1
       echo "| gpu_dbscan ($prec), count(cluster) | $split | $n | $eps | $minpoints | $out | $med | $all |"
     fi
-    q -c "$set_dev SET gpu2bs.precision = $prec; DROP TABLE IF EXISTS lab_${engine}_$prec; CREATE TABLE lab_${engine}_$prec AS SELECT * FROM gpu_dbscan('bench_dbscan', $eps, $minpoints, '{x,y}')"
+    q -c "SET client_min_messages = warning; $set_dev SET gpu2bs.precision = $prec; DROP TABLE IF EXISTS lab_${engine}_$prec; CREATE TABLE lab_${engine}_$prec AS SELECT * FROM gpu_dbscan('bench_dbscan', $eps, $minpoints, '{x,y}')"
   done
 done
 first=${engines%% *}
