@@ -16,7 +16,10 @@
 #include <string>
 #include <thread>
 
+#include "cpu_kernels.h"
 #include "error.h"
+#include "grid.h"
+#include "parallel.h"
 
 namespace gpu2bs {
 
@@ -276,6 +279,178 @@ class ClusterSink final : public PairSink {
   std::vector<std::atomic<uint8_t>> locks_;
 };
 
+
+// ---- DBSCAN over the grid index on the host's cores (the CPU engine's dbscan_components) -----
+
+// Points per work item of the grid passes: a run of one cell's points in cell order.
+constexpr size_t kGridItemPoints = 256;
+
+// Pairs with d2 <= eps2 between point i of `a` and the points [j0, j1) of `a`, by the CPU
+// engine's vectorized pair count (cpu_kernels.h: the arithmetic of arith.h).
+inline uint64_t count_row(const CpuKernels& K, int dims, const float* const* a, size_t i,
+                          size_t j0, size_t j1, float eps2) {
+  return K.count_f32(dims, a, i, i + 1, a, j0, j1, false, eps2);
+}
+inline uint64_t count_row(const CpuKernels& K, int dims, const double* const* a, size_t i,
+                          size_t j0, size_t j1, double eps2) {
+  return K.count_f64(dims, a, i, i + 1, a, j0, j1, false, eps2);
+}
+// The pairs (i, j, sqrt(d2)) with d2 <= eps2 between point i and the points [j0, j1) of `a`,
+// appended to `out` by the CPU engine's join kernel.
+inline void join_row(const CpuKernels& K, int dims, const float* const* a, size_t i, size_t j0,
+                     size_t j1, float eps2, PageWriter& out) {
+  K.join_f32(dims, a, i, i + 1, a, j0, j1, false, eps2, out);
+}
+inline void join_row(const CpuKernels& K, int dims, const double* const* a, size_t i, size_t j0,
+                     size_t j1, double eps2, PageWriter& out) {
+  K.join_f64(dims, a, i, i + 1, a, j0, j1, false, eps2, out);
+}
+
+// The grid passes for one element type: the passes of the GPU engine (kernels/join/dbscan.cu),
+// one work item a run of points of one cell whose candidate rows (3^(d-1) runs of three
+// adjacent cells, Grid::row_range) are looked up once, distances by the engine's kernels.
+template <typename T>
+void grid_dbscan(const SimjoinProblem& p, const int64_t* keys, int64_t minpoints,
+                 DbscanComponents& out, Control& ctl) {
+  const size_t n = p.a.n;
+  const int D = p.a.dims;
+  const bool f32 = sizeof(T) == 4;
+  const T eps2 = f32 ? T(p.eps2_f) : T(p.eps2);
+  const CpuKernels& K = cpu_kernels();
+  const Grid grid(D, n, p.a.coord, p.box.lo, grid_cell_side(p.eps, p.box), f32);
+  const std::vector<uint32_t>& order = grid.order();
+  // Coordinates in T by sorted position (SoA), the work items, the row offsets.
+  std::vector<std::vector<T>> xs;
+  xs.assign(size_t(D), std::vector<T>(n));
+  const T* cols[kMaxDims] = {};
+  for (int k = 0; k < D; ++k) {
+    for (size_t s = 0; s < n; ++s) xs[size_t(k)][s] = T(p.a.coord[k][order[s]]);
+    cols[k] = xs[size_t(k)].data();
+  }
+  struct Item {
+    uint32_t cell, begin, end;
+  };
+  std::vector<Item> items;
+  for (size_t c = 0; c < grid.num_cells(); ++c)
+    for (size_t b = grid.cell_begin(c); b < grid.cell_end(c); b += kGridItemPoints)
+      items.push_back(Item{uint32_t(c), uint32_t(b),
+                           uint32_t(std::min(grid.cell_end(c), b + kGridItemPoints))});
+  const std::vector<int> rows = neighbour_offsets(D - 1, false);  // 3^(d-1) offsets of d-1 axes
+  const size_t nrows = rows.size() / size_t(D - 1);
+  constexpr size_t kMaxRows = 243;  // 3^5
+  // The candidate rows of item `it`: sorted positions [rb[r], re[r]).
+  auto rows_of = [&](const Item& it, size_t* rb, size_t* re) {
+    const int64_t* cc = grid.cell_coord(it.cell);
+    for (size_t r = 0; r < nrows; ++r) {
+      int64_t key[kMaxDims] = {};
+      for (int k = 0; k < D - 1; ++k) key[k] = cc[k] + rows[r * size_t(D - 1) + size_t(k)];
+      key[D - 1] = cc[D - 1];
+      grid.row_range(key, &rb[r], &re[r]);
+    }
+  };
+  // Pass 1: neighbour counts (itself included) -> core flags; pairs within eps.
+  std::vector<uint8_t> core(n, 0);
+  std::vector<uint64_t> per_worker(size_t(std::max(1, ctl.threads)), 0);
+  parallel_for(ctl, items.size(), [&](size_t i, int w) {
+    const Item& it = items[i];
+    size_t rb[kMaxRows], re[kMaxRows];
+    rows_of(it, rb, re);
+    uint64_t extra = 0;
+    for (uint32_t s = it.begin; s < it.end; ++s) {
+      uint64_t cnt = 0;
+      for (size_t r = 0; r < nrows; ++r)
+        if (rb[r] < re[r]) cnt += count_row(K, D, cols, s, rb[r], re[r], eps2);
+      core[s] = cnt >= uint64_t(minpoints);
+      extra += cnt - 1;
+    }
+    per_worker[size_t(w)] += extra;
+  });
+  uint64_t pairs2 = 0;
+  for (uint64_t v : per_worker) pairs2 += v;
+  // Pass 2: union-find of the core points (larger root under the smaller by compare-and-swap,
+  // path halving) over core neighbours of larger sorted position; nearest core point of the rest.
+  std::vector<std::atomic<uint32_t>> parent(n);
+  for (size_t s = 0; s < n; ++s) parent[s].store(core[s] ? uint32_t(s) : kNone, std::memory_order_relaxed);
+  std::vector<uint32_t> near(n, kNone);
+  auto find = [&](uint32_t x) {
+    for (;;) {
+      uint32_t q = parent[x].load(std::memory_order_relaxed);
+      if (q == x) return x;
+      const uint32_t g = parent[q].load(std::memory_order_relaxed);
+      if (g != q) parent[x].compare_exchange_weak(q, g, std::memory_order_relaxed);
+      x = g;
+    }
+  };
+  parallel_for(ctl, items.size(), [&](size_t i, int) {
+    const Item& it = items[i];
+    size_t rb[kMaxRows], re[kMaxRows];
+    rows_of(it, rb, re);
+    std::vector<PairRecord> buf(1024);
+    PageWriter pw;
+    pw.buf = buf.data();
+    pw.cap = buf.size();
+    pw.flush = [&] {  // grows the buffer: every pair of one point is kept
+      buf.resize(buf.size() * 2);
+      pw.buf = buf.data();
+      pw.cap = buf.size();
+      return true;
+    };
+    for (uint32_t s = it.begin; s < it.end; ++s) {
+      pw.n = 0;
+      const bool cs = core[s];
+      for (size_t r = 0; r < nrows; ++r) {
+        const size_t j0 = cs ? std::max<size_t>(rb[r], size_t(s) + 1) : rb[r];
+        if (j0 < re[r]) join_row(K, D, cols, s, j0, re[r], eps2, pw);
+      }
+      if (cs) {
+        for (size_t k = 0; k < pw.n; ++k) {
+          const uint32_t j = pw.buf[k].j;
+          if (!core[j]) continue;
+          uint32_t a = find(s), b = find(j);
+          while (a != b) {
+            if (a < b) std::swap(a, b);  // a, the larger root, goes under b
+            uint32_t expect = a;
+            if (parent[a].compare_exchange_strong(expect, b, std::memory_order_relaxed)) break;
+            a = find(a);
+            b = find(b);
+          }
+        }
+        continue;
+      }
+      uint32_t best = kNone, best_in = 0;
+      double best_d = 0;
+      int64_t best_key = 0;
+      for (size_t k = 0; k < pw.n; ++k) {
+        const uint32_t j = pw.buf[k].j;
+        if (!core[j]) continue;
+        const double d = pw.buf[k].dist;
+        const uint32_t jin = order[j];
+        const int64_t kj = keys[jin];
+        if (best == kNone || d < best_d ||
+            (d == best_d && (kj < best_key || (kj == best_key && jin < best_in)))) {
+          best = j;
+          best_in = jin;
+          best_d = d;
+          best_key = kj;
+        }
+      }
+      near[s] = best;
+    }
+  });
+  // Representatives by input index.
+  out.core.assign(n, 0);
+  out.root.assign(n, kNone);
+  parallel_for(ctl, (n + 65535) / 65536, [&](size_t b, int) {
+    for (size_t s = b * 65536; s < std::min(n, (b + 1) * 65536); ++s) {
+      const uint32_t x = core[s] ? uint32_t(s) : near[s];
+      const uint32_t in = order[s];
+      out.core[in] = core[s];
+      out.root[in] = x == kNone ? kNone : find(x);
+    }
+  });
+  out.neighbour_pairs = pairs2 / 2;
+}
+
 // Numbers the sets of `root` (per point its set's representative, an index below n, or kNone
 // for noise) 0, 1, ... in ascending order of their smallest (key, index) member and fills
 // res.cluster and the border and noise counts (res.core is set).
@@ -315,6 +490,18 @@ void number_clusters(const std::vector<uint32_t>& root, const int64_t* keys, Dbs
 
 }  // namespace
 
+void dbscan_components_cpu(const SimjoinProblem& p, const int64_t* keys, int64_t minpoints,
+                           DbscanComponents& out, Control& ctl) {
+  out = DbscanComponents();
+  if (p.a.n == 0) return;
+  if (p.a.dims < 2 || p.a.dims > 6)
+    throw Error(ErrorCode::InvalidParameter, "points must have 2 to 6 coordinates");
+  if (p.prec == Precision::Float32)
+    grid_dbscan<float>(p, keys, minpoints, out, ctl);
+  else
+    grid_dbscan<double>(p, keys, minpoints, out, ctl);
+}
+
 DbscanResult dbscan(Engine& eng, const SimjoinProblem& p, const int64_t* keys, int64_t minpoints,
                     Control& ctl) {
   if (minpoints < 1)
@@ -328,6 +515,10 @@ DbscanResult dbscan(Engine& eng, const SimjoinProblem& p, const int64_t* keys, i
   res.cluster.assign(n, -1);
   res.core.assign(n, 0);
   if (n == 0) return res;
+  if (uint64_t(minpoints) > uint64_t(n)) {  // no point can be core: all noise, no join
+    res.noise_points = n;
+    return res;
+  }
 
   // An engine that runs every pass itself hands back core flags and representatives only.
   {

@@ -47,6 +47,15 @@ struct DbscanResult {
 // from 65,536 on the CPU engine, whose pages its own workers make). No pair is stored, so
 // memory is O(n) beside the engine's pages. Throws Error(InvalidParameter) for minpoints < 1,
 // Error(ProgramLimit) past 2^31 - 1 clusters, and what the engine throws (Interrupted).
+// The CPU engine's Engine::dbscan_components: the passes of the GPU engine
+// (kernels/join/dbscan.cu) over gpu2bs::Grid on ctl.threads workers: per point of a run of one
+// cell, its neighbours in the 3^(d-1) candidate rows (runs of three adjacent cells) counted,
+// then core points united with every core neighbour of larger sorted position (union-find,
+// compare-and-swap, path halving) and every other point given its nearest core neighbour by
+// (dist, key, input index); no pair is stored. Throws Error(Interrupted) on a cancel.
+void dbscan_components_cpu(const SimjoinProblem& p, const int64_t* keys, int64_t minpoints,
+                           DbscanComponents& out, Control& ctl);
+
 DbscanResult dbscan(Engine& eng, const SimjoinProblem& p, const int64_t* keys, int64_t minpoints,
                     Control& ctl);
 
