@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <cmath>
 #include <condition_variable>
 #include <functional>
@@ -317,6 +318,8 @@ void grid_dbscan(const SimjoinProblem& p, const int64_t* keys, int64_t minpoints
   const bool f32 = sizeof(T) == 4;
   const T eps2 = f32 ? T(p.eps2_f) : T(p.eps2);
   const CpuKernels& K = cpu_kernels();
+  using Clock = std::chrono::steady_clock;
+  const auto t_prep = Clock::now();
   const Grid grid(D, n, p.a.coord, p.box.lo, grid_cell_side(p.eps, p.box), f32);
   const std::vector<uint32_t>& order = grid.order();
   // Coordinates in T by sorted position (SoA), the work items, the row offsets.
@@ -348,6 +351,8 @@ void grid_dbscan(const SimjoinProblem& p, const int64_t* keys, int64_t minpoints
       grid.row_range(key, &rb[r], &re[r]);
     }
   };
+  const auto t_passes = Clock::now();
+  ctl.stats.prepare_s += std::chrono::duration<double>(t_passes - t_prep).count();
   // Pass 1: neighbour counts (itself included) -> core flags; pairs within eps.
   std::vector<uint8_t> core(n, 0);
   std::vector<uint64_t> per_worker(size_t(std::max(1, ctl.threads)), 0);
@@ -449,6 +454,7 @@ void grid_dbscan(const SimjoinProblem& p, const int64_t* keys, int64_t minpoints
     }
   });
   out.neighbour_pairs = pairs2 / 2;
+  ctl.stats.kernel_s += std::chrono::duration<double>(Clock::now() - t_passes).count();
 }
 
 // Numbers the sets of `root` (per point its set's representative, an index below n, or kNone
