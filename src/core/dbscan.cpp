@@ -292,6 +292,7 @@ inline uint64_t count_row(const CpuKernels& K, int dims, const float* const* a, 
                           size_t j0, size_t j1, float eps2) {
   return K.count_f32(dims, a, i, i + 1, a, j0, j1, false, eps2);
 }
+// The same in float64.
 inline uint64_t count_row(const CpuKernels& K, int dims, const double* const* a, size_t i,
                           size_t j0, size_t j1, double eps2) {
   return K.count_f64(dims, a, i, i + 1, a, j0, j1, false, eps2);
@@ -302,6 +303,7 @@ inline void join_row(const CpuKernels& K, int dims, const float* const* a, size_
                      size_t j1, float eps2, PageWriter& out) {
   K.join_f32(dims, a, i, i + 1, a, j0, j1, false, eps2, out);
 }
+// The same in float64.
 inline void join_row(const CpuKernels& K, int dims, const double* const* a, size_t i, size_t j0,
                      size_t j1, double eps2, PageWriter& out) {
   K.join_f64(dims, a, i, i + 1, a, j0, j1, false, eps2, out);

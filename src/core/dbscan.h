@@ -35,9 +35,10 @@ struct DbscanResult {
 
 // Runs DBSCAN over the self-join problem `p` (p.self, no filter, stage or reduce set) whose
 // points have keys `keys` (one per point of p.a). An engine whose dbscan_components() runs the
-// passes itself (the GPU engine: on the device, over the join's grid, no pair leaving it) hands
-// back the core flags and one representative per cluster, numbered here as below. Otherwise
-// pass 1 counts the neighbours of every point:
+// passes itself (both built-in engines: the GPU on the device over the join's grid, the CPU
+// over its grid on all workers; no pair is handed over) gives back the core flags and one
+// representative per cluster, numbered here as below; minpoints above the number of points
+// gives all noise at once. Otherwise pass 1 counts the neighbours of every point:
 // on an engine that reduces Group on its own, as two per-point counts (the id1 and the id2 end
 // of each pair) that never leave it; otherwise from the pair pages, both ends of each pair.
 // Pass 2 reads the pair pages again into a union-find over the core points (roots linked by
