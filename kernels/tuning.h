@@ -275,6 +275,15 @@ constexpr bool kSlideAtomicIds[3] = {true, true, true};
 // Most blocks of partition's append kernel (256 threads, grid-stride over 16-byte chunks).
 constexpr int kSlideAppendBlocks = 4096;
 
+// --- DBSCAN (kernels/join/dbscan.cu) -------------------------------------------------------
+// Threads per block of the neighbour passes (one thread per point, points in cell order) and
+// points per launch (the host polls for a cancel between launches; 2^18 points fill the 132
+// SMs with 1,024 blocks of 256). Set, not swept: the three passes take 4.9 ms of kernel time for
+// 1e6 points (blobs + 10 % noise, eps 0.003, minpoints 10; bench_dbscan,
+// test/bench/results/2026-11-24-h100-dbscan.md), under a quarter of the call's 22-33 ms.
+constexpr int kDbscanThreads = 256;
+constexpr size_t kDbscanLaunchPoints = size_t(1) << 18;
+
 // --- transfers ---------------------------------------------------------------------------------
 // Pinned staging buffer (two halves, double-buffered uploads and page drains), kept for the
 // life of the process after first use (each cudaHostAlloc of it costs several ms: bench_kernels
