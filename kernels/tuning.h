@@ -269,5 +269,17 @@ constexpr int kSlideAppendBlocks = 4096;
 // quick, simjoin N=1e4 spent 8 ms in transfer_s for 2 MB of pairs).
 constexpr size_t kStagingBytes = size_t(16) << 20;
 
+// --- all-pairs vectors (gpu_pairwise) -----------------------------------------------------------
+// Tile of the register-blocked exact kNN kernel (knn_wide_kernel, k <= 32, every metric but lp):
+// 128 x 128 pairs per block of 256 threads, 8 x 8 accumulators per thread.
+constexpr int kPairwiseWideRows = 128;
+constexpr int kPairwiseWideCols = 128;
+constexpr bool kPairwiseWide = true;
+// Exact kNN: blocks wanted per launch per SM (row tiles times column splits) and rows per launch.
+constexpr int kPairwiseKnnBlocksPerSm = 4;
+constexpr size_t kPairwiseKnnChunkRows = size_t(1) << 17;
+// Fast path: bytes of the TF32 GEMM output per chunk of rows.
+constexpr size_t kPairwiseFastChunkBytes = size_t(1) << 30;
+
 }  // namespace cuda_tuning
 }  // namespace gpu2bs

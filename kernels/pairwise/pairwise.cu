@@ -31,6 +31,7 @@
 #include <cublas_v2.h>
 
 #include "../common.cuh"
+#include "../tuning.h"
 #include "core/pairwise.h"
 #include "pairwise_api.h"
 
@@ -215,6 +216,173 @@ __global__ void __launch_bounds__(kThreads)
   }
 }
 
+// ---- kNN, register-blocked (SGEMM-class) kernel -----------------------------------------------
+//
+// The same decomposition with larger tiles: r x c = 128 x 128 pairs per block of 256 threads,
+// each thread holding an 8 x 8 subtile of accumulators (rows ty*4 + {0..3} and 64 + ty*4 +
+// {0..3}, columns likewise with tx), slices of d' = 8 dimensions double-buffered in shared
+// memory (the next slice is loaded into registers while the current one is consumed, one
+// barrier per slice; d' = 8 keeps the prefetch at one float4 per matrix and thread). Every
+// accumulator still runs the exact chain in dimension order, so the
+// keys are the CPU engine's bits. After the last slice the tile's keys are staged in the shared
+// memory of the slice buffers and merged into the rows' lists as in knn_kernel.
+constexpr int kWM = cuda_tuning::kPairwiseWideRows;     // tile rows (r)
+constexpr int kWN = cuda_tuning::kPairwiseWideCols;     // tile columns (c)
+constexpr int kWK = 8;                           // slice width d'
+constexpr int kWThreads = 256;                   // 16 x 16 threads, 8 x 8 pairs each
+static_assert(kWM == 128 && kWN == 128, "the thread layout assumes 128 x 128 tiles");
+
+struct WideBuf {
+  float a[2][kWK][kWM + kPad];
+  float b[2][kWK][kWN + kPad];
+};
+constexpr size_t kWStage = sizeof(float) * size_t(kWM) * (kWN + 1);
+constexpr size_t kWUnion = sizeof(WideBuf) > kWStage ? sizeof(WideBuf) : kWStage;
+
+// Shared memory of the wide kNN kernel (list capacity kCapSmall).
+constexpr size_t knn_wide_smem_bytes() {
+  return kWUnion + sizeof(KnnEntry) * kWM * kCapSmall + sizeof(int) * kWM;
+}
+
+// Loads this thread's part of slice k0 of rows [base, base + 128) of X (n rows, d dimensions)
+// into a float4 register: row tid / 2, dimensions k0 + (tid % 2) * 4 + 0..3 (a warp reads 16
+// rows' 32-byte sectors); rows past n and dimensions past d read zeros. VEC: d % 4 == 0 and X
+// 16-byte aligned.
+template <bool VEC>
+__device__ __forceinline__ float4 wide_load(const float* __restrict__ X, size_t n, int d,
+                                            size_t base, int k0) {
+  const int tid = threadIdx.x, kg = k0 + (tid & 1) * 4;
+  const size_t g = base + size_t(tid >> 1);
+  if (VEC)
+    return (g < n && kg < d) ? __ldg(reinterpret_cast<const float4*>(X + g * size_t(d) + size_t(kg)))
+                             : make_float4(0.f, 0.f, 0.f, 0.f);
+  const float* x = X + g * size_t(d);
+  const bool in = g < n;
+  float4 v;
+  v.x = (in && kg + 0 < d) ? __ldg(x + kg + 0) : 0.0f;
+  v.y = (in && kg + 1 < d) ? __ldg(x + kg + 1) : 0.0f;
+  v.z = (in && kg + 2 < d) ? __ldg(x + kg + 2) : 0.0f;
+  v.w = (in && kg + 3 < d) ? __ldg(x + kg + 3) : 0.0f;
+  return v;
+}
+
+// Stores the register of wide_load into a slice buffer, dimension-major ([k][row]); the 32
+// lanes of a warp hit 32 different banks.
+__device__ __forceinline__ void wide_store(float (*buf)[kWM + kPad], float4 v) {
+  const int tid = threadIdx.x, kg = (tid & 1) * 4, r = tid >> 1;
+  buf[kg + 0][r] = v.x;
+  buf[kg + 1][r] = v.y;
+  buf[kg + 2][r] = v.z;
+  buf[kg + 3][r] = v.w;
+}
+
+// kNN over a chunk of `na` rows of A against columns [split * cols_per_split, ...) of B, with
+// 128 x 128 tiles; the same outputs as knn_kernel with capacity kCapSmall.
+template <PairMetric M, bool VEC>
+__global__ void __launch_bounds__(kWThreads, 2)
+    knn_wide_kernel(const float* __restrict__ A, size_t na, const uint32_t* __restrict__ row_id,
+                    size_t row_base, const float* __restrict__ B, size_t nb, int d, double p,
+                    int kk, bool self, size_t cols_per_split, int splits,
+                    KnnEntry* __restrict__ out, uint32_t* __restrict__ out_len) {
+  constexpr int CAP = kCapSmall;
+  extern __shared__ __align__(16) unsigned char smem_raw[];
+  WideBuf& sb = *reinterpret_cast<WideBuf*>(smem_raw);
+  float* ks = reinterpret_cast<float*>(smem_raw);  // [kWM][kWN + 1], after the last slice
+  KnnEntry* lists = reinterpret_cast<KnnEntry*>(smem_raw + kWUnion);  // [kWM][CAP]
+  int* lens = reinterpret_cast<int*>(lists + kWM * CAP);
+  const int tid = threadIdx.x, tx = tid % 16, ty = tid / 16, lane = tid & 31, warp = tid / 32;
+  const size_t row0 = size_t(blockIdx.x) * kWM;
+  const int split = int(blockIdx.y);
+  const size_t c_begin = size_t(split) * cols_per_split;
+  const size_t c_end = min(nb, c_begin + cols_per_split);
+  if (tid < kWM) lens[tid] = 0;
+  for (size_t col0 = c_begin; col0 < c_end; col0 += kWN) {
+    float acc[8][8];
+#pragma unroll
+    for (int r = 0; r < 8; ++r)
+#pragma unroll
+      for (int c = 0; c < 8; ++c) acc[r][c] = 0.0f;
+    float4 ra = wide_load<VEC>(A, na, d, row0, 0);
+    float4 rb = wide_load<VEC>(B, c_end, d, col0, 0);
+    __syncthreads();  // the previous tile's keys (aliasing the buffers) are consumed
+    wide_store(sb.a[0], ra);
+    wide_store(sb.b[0], rb);
+    __syncthreads();
+    int buf = 0;
+    for (int k0 = 0; k0 < d; k0 += kWK) {
+      const bool more = k0 + kWK < d;
+      if (more) {
+        ra = wide_load<VEC>(A, na, d, row0, k0 + kWK);
+        rb = wide_load<VEC>(B, c_end, d, col0, k0 + kWK);
+      }
+      const float(*sa)[kWM + kPad] = sb.a[buf];
+      const float(*sbb)[kWN + kPad] = sb.b[buf];
+      auto step = [&](int k) {
+        const float4 a0 = *reinterpret_cast<const float4*>(&sa[k][ty * 4]);
+        const float4 a1 = *reinterpret_cast<const float4*>(&sa[k][64 + ty * 4]);
+        const float4 b0 = *reinterpret_cast<const float4*>(&sbb[k][tx * 4]);
+        const float4 b1 = *reinterpret_cast<const float4*>(&sbb[k][64 + tx * 4]);
+        const float av[8] = {a0.x, a0.y, a0.z, a0.w, a1.x, a1.y, a1.z, a1.w};
+        const float bv[8] = {b0.x, b0.y, b0.z, b0.w, b1.x, b1.y, b1.z, b1.w};
+#pragma unroll
+        for (int r = 0; r < 8; ++r)
+#pragma unroll
+          for (int c = 0; c < 8; ++c) acc[r][c] = pw_step<M>(acc[r][c], av[r], bv[c], p);
+      };
+      const int kl = min(kWK, d - k0);
+      if (kl == kWK) {
+#pragma unroll
+        for (int k = 0; k < kWK; ++k) step(k);
+      } else {
+        for (int k = 0; k < kl; ++k) step(k);  // the last slice: only real dimensions
+      }
+      if (more) {
+        wide_store(sb.a[buf ^ 1], ra);
+        wide_store(sb.b[buf ^ 1], rb);
+        __syncthreads();
+        buf ^= 1;
+      }
+    }
+    __syncthreads();  // every thread is done with the slice buffers
+#pragma unroll
+    for (int r = 0; r < 8; ++r)
+#pragma unroll
+      for (int c = 0; c < 8; ++c) {
+        const int lr = (r < 4 ? ty * 4 + r : 64 + ty * 4 + r - 4);
+        const int lc = (c < 4 ? tx * 4 + c : 64 + tx * 4 + c - 4);
+        ks[lr * (kWN + 1) + lc] = pw_key<M>(acc[r][c]);
+      }
+    __syncthreads();
+    for (int rr = 0; rr < kWM / 8; ++rr) {
+      const int r = warp * (kWM / 8) + rr;
+      const size_t lr = row0 + size_t(r);
+      if (lr >= na) break;  // warp-uniform
+      const size_t gi = row_id ? size_t(row_id[lr]) : row_base + lr;
+      KnnEntry* L = lists + r * CAP;
+      int len = lens[r];
+#pragma unroll
+      for (int h = 0; h < kWN / 32; ++h) {
+        const int c = lane + 32 * h;
+        const size_t j = col0 + size_t(c);
+        const bool ok = j < c_end && !(self && j == gi);
+        len = warp_offer<CAP>(L, len, kk, ks[r * (kWN + 1) + c], uint32_t(j), ok);
+      }
+      if (lane == 0) lens[r] = len;
+      __syncwarp();
+    }
+  }
+  __syncthreads();
+  for (int rr = 0; rr < kWM / 8; ++rr) {
+    const int r = warp * (kWM / 8) + rr;
+    const size_t lr = row0 + size_t(r);
+    if (lr >= na) break;
+    const size_t slot = lr * size_t(splits) + size_t(split);
+    const int len = lens[r];
+    for (int e = lane; e < len; e += 32) out[slot * CAP + size_t(e)] = lists[r * CAP + e];
+    if (lane == 0) out_len[slot] = uint32_t(len);
+  }
+}
+
 // Threshold: pairs (row_base + r, j) with key <= key_max (self: j > i) of the tile
 // (blockIdx.y, blockIdx.x), appended to out[0, cap) through the counter *count.
 template <PairMetric M>
@@ -279,8 +447,10 @@ __global__ void norms_kernel(const float* __restrict__ X, size_t n, int d, float
 }
 
 // Fast path selection: one warp per row of the GEMM chunk S (rows x nb, row-major), keeping
-// the kc best approximate scores (l2, sqeuclidean: |b|^2 - 2 s; dot, cosine: -s). Writes the
-// candidates' columns, their number, and the worst kept score.
+// the kc best approximate scores (l2, sqeuclidean: |b|^2 - 2 s; dot, cosine: -s). Each lane
+// loads kSelUnroll columns before offering them (loads in flight instead of one per ballot).
+// Writes the candidates' columns, their number, and the worst kept score.
+constexpr int kSelUnroll = 8;
 __global__ void __launch_bounds__(kThreads)
     select_kernel(const float* __restrict__ S, size_t rows, size_t row_base, size_t nb,
                   const float* __restrict__ bnorm2, bool l2form, bool self, int kc,
@@ -294,13 +464,22 @@ __global__ void __launch_bounds__(kThreads)
   const float* s = S + r * nb;
   const size_t gi = row_base + r;
   int len = 0;
-  for (size_t j0 = 0; j0 < nb; j0 += 32) {
-    const size_t j = j0 + size_t(lane);
-    float sc = INFINITY;
-    bool ok = j < nb && !(self && j == gi);
-    if (ok) sc = l2form ? op_fma(-2.0f, s[j], bnorm2[j]) : -s[j];
-    if (sc != sc) sc = INFINITY;
-    len = warp_offer<kFastCap>(L, len, kc, sc, uint32_t(j), ok);
+  for (size_t j0 = 0; j0 < nb; j0 += 32 * kSelUnroll) {
+    float raw[kSelUnroll], bn[kSelUnroll];
+#pragma unroll
+    for (int u = 0; u < kSelUnroll; ++u) {
+      const size_t j = j0 + size_t(lane + 32 * u);
+      raw[u] = j < nb ? __ldcs(s + j) : 0.0f;  // read once: streaming
+      bn[u] = (l2form && j < nb) ? __ldg(bnorm2 + j) : 0.0f;
+    }
+#pragma unroll
+    for (int u = 0; u < kSelUnroll; ++u) {
+      const size_t j = j0 + size_t(lane + 32 * u);
+      const bool ok = j < nb && !(self && j == gi);
+      float sc = l2form ? op_fma(-2.0f, raw[u], bn[u]) : -raw[u];
+      if (!ok || sc != sc) sc = INFINITY;
+      len = warp_offer<kFastCap>(L, len, kc, sc, uint32_t(j), ok);
+    }
   }
   for (int e = lane; e < len; e += 32) cand[r * size_t(kc) + size_t(e)] = L[e].j;
   if (lane == 0) {
@@ -447,25 +626,76 @@ void launch_knn(PairMetric m, Call& call, dim3 grid, const float* A, size_t na,
   }
 }
 
+template <PairMetric M, bool VEC>
+void launch_wide_t(Call& call, dim3 grid, const float* A, size_t na, const uint32_t* row_id,
+                   size_t row_base, const float* B, size_t nb, int d, double p, int kk, bool self,
+                   size_t cps, int splits, KnnEntry* out, uint32_t* out_len) {
+  static bool attr_set = false;  // per instantiation, per process
+  const size_t smem = knn_wide_smem_bytes();
+  if (!attr_set) {
+    G2_CUDA(cudaFuncSetAttribute(knn_wide_kernel<M, VEC>,
+                                 cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
+    attr_set = true;
+  }
+  knn_wide_kernel<M, VEC><<<grid, kWThreads, smem, call.stream()>>>(
+      A, na, row_id, row_base, B, nb, d, p, kk, self, cps, splits, out, out_len);
+  G2_CUDA_LAUNCH("knn_wide_kernel");
+}
+
+// The wide kernel for metric m; vector loads when d is a multiple of 4 (the rows are then
+// 16-byte aligned: cudaMalloc'd bases, whole rows).
+void launch_wide(PairMetric m, Call& call, dim3 grid, const float* A, size_t na,
+                 const uint32_t* row_id, size_t row_base, const float* B, size_t nb, int d,
+                 double p, int kk, bool self, size_t cps, int splits, KnnEntry* out,
+                 uint32_t* out_len) {
+  const bool vec = d % 4 == 0 && reinterpret_cast<uintptr_t>(A) % 16 == 0 &&
+                   reinterpret_cast<uintptr_t>(B) % 16 == 0;
+  switch (m) {
+#define G2_WIDE(MM)                                                                           \
+  case MM:                                                                                    \
+    if (vec)                                                                                  \
+      launch_wide_t<MM, true>(call, grid, A, na, row_id, row_base, B, nb, d, p, kk, self, cps, \
+                              splits, out, out_len);                                          \
+    else                                                                                      \
+      launch_wide_t<MM, false>(call, grid, A, na, row_id, row_base, B, nb, d, p, kk, self, cps,\
+                               splits, out, out_len);                                         \
+    break;
+    G2_WIDE(PairMetric::L1)
+    G2_WIDE(PairMetric::L2)
+    G2_WIDE(PairMetric::SqEuclidean)
+    G2_WIDE(PairMetric::Cosine)
+    G2_WIDE(PairMetric::Dot)
+#undef G2_WIDE
+    default: throw Error(ErrorCode::Internal, "wide kNN kernel for lp");
+  }
+}
+
 // Exact kNN of `rows` rows of dA (global index row_base + r, or row_ids[r] when given) against
 // all of dB. Writes each row's best row_k (sorted) into lists[r * row_k ...], count[r].
+// k <= 32 and every metric but lp: the 128 x 128 register-blocked kernel; else 64 x 64 tiles.
 void exact_knn(Call& call, const PairwiseProblem& p, const float* dA, size_t rows,
                const std::vector<uint32_t>* row_ids, size_t row_base, const float* dB,
                KnnEntry* lists, uint32_t* count) {
   const size_t nb = p.b->n, row_k = pairwise_row_k(p);
   const int kk = int(row_k);
   const int cap = kk <= kCapSmall ? kCapSmall : kCapLarge;
+  const PairwiseTuning& tu = pairwise_tuning();
+  const bool wide = cap == kCapSmall && p.metric.kind != PairMetric::Lp && tu.wide;
+  const int bm = wide ? kWM : kBM, bn = wide ? kWN : kBN;
   const int sms = device_facts().sms > 0 ? device_facts().sms : 1;
-  const size_t col_tiles = (nb + kBN - 1) / kBN;
-  const size_t chunk = std::min<size_t>(rows, 16384);
+  const size_t col_tiles = (nb + size_t(bn) - 1) / size_t(bn);
+  // Blocks wanted per launch: blocks_per_sm per SM, from row tiles and column splits (each split
+  // keeps its own lists; the host merges them).
+  const size_t want = size_t(std::max(1, tu.blocks_per_sm)) * size_t(sms);
+  const size_t chunk = std::min<size_t>(rows, std::max<size_t>(tu.chunk_rows, size_t(bm)));
   uint32_t* d_ids = nullptr;
   if (row_ids) {
     d_ids = call.alloc<uint32_t>(rows, "pairwise row ids");
     upload_bytes(call, d_ids, row_ids->data(), rows * sizeof(uint32_t));
   }
-  const size_t max_tiles = (chunk + kBM - 1) / kBM;
+  const size_t max_tiles = (chunk + size_t(bm) - 1) / size_t(bm);
   const int max_splits =
-      int(std::min<size_t>(col_tiles, std::max<size_t>(1, (size_t(4 * sms) + max_tiles - 1) / max_tiles)));
+      int(std::min<size_t>(col_tiles, std::max<size_t>(1, (want + max_tiles - 1) / max_tiles)));
   KnnEntry* d_out = call.alloc<KnnEntry>(chunk * size_t(max_splits) * size_t(cap), "pairwise kNN lists");
   uint32_t* d_len = call.alloc<uint32_t>(chunk * size_t(max_splits), "pairwise kNN lengths");
   std::vector<KnnEntry> h_out;
@@ -474,17 +704,20 @@ void exact_knn(Call& call, const PairwiseProblem& p, const float* dA, size_t row
   for (size_t r0 = 0; r0 < rows; r0 += chunk) {
     call.poll();
     const size_t nr = std::min(chunk, rows - r0);
-    const size_t tiles = (nr + kBM - 1) / kBM;
-    // Splits for about 4 blocks per SM, within the list buffer (sized for the first chunk).
+    const size_t tiles = (nr + size_t(bm) - 1) / size_t(bm);
+    // Splits for the wanted blocks, within the list buffer (sized for the first chunk).
     const int splits = int(std::min<size_t>(
-        std::min<size_t>(col_tiles, std::max<size_t>(1, (size_t(4 * sms) + tiles - 1) / tiles)),
+        std::min<size_t>(col_tiles, std::max<size_t>(1, (want + tiles - 1) / tiles)),
         chunk * size_t(max_splits) / nr));
-    const size_t cps = (col_tiles + size_t(splits) - 1) / size_t(splits) * kBN;
+    const size_t cps = (col_tiles + size_t(splits) - 1) / size_t(splits) * size_t(bn);
     const dim3 grid{unsigned(tiles), unsigned(splits), 1u};
     KernelTimer tm(call);
     const float* A = dA + r0 * size_t(p.d);
     const uint32_t* ids = d_ids ? d_ids + r0 : nullptr;
-    if (cap == kCapSmall)
+    if (wide)
+      launch_wide(p.metric.kind, call, grid, A, nr, ids, row_base + r0, dB, nb, p.d, p.metric.p,
+                  kk, p.self, cps, splits, d_out, d_len);
+    else if (cap == kCapSmall)
       launch_knn<kCapSmall>(p.metric.kind, call, grid, A, nr, ids, row_base + r0, dB, nb, p.d,
                             p.metric.p, kk, p.self, cps, splits, d_out, d_len);
     else
@@ -494,6 +727,7 @@ void exact_knn(Call& call, const PairwiseProblem& p, const float* dA, size_t row
     call.ctl.stats.kernel_s += ms / 1e3;
     last_run().kernel_ms += ms;
     last_run().launches++;
+    pairwise_last_run().exact_ms += ms;
     h_out.resize(nr * size_t(splits) * size_t(cap));
     h_len.resize(nr * size_t(splits));
     download(call, h_len.data(), d_len, h_len.size() * sizeof(uint32_t));
@@ -544,8 +778,8 @@ bool fast_knn(Call& call, const PairwiseProblem& p, const float* dA, const float
   for (float v : bnr) bmax2 = std::max(bmax2, double(v));
   const double gam = 1.01 * double(d + 4) * std::ldexp(1.0, -24);  // float32 chain, relative
   const double bmax = std::sqrt(bmax2 * (1 + gam));
-  // Chunk of rows whose GEMM output fits a quarter of the budget (at most 1 GB).
-  const size_t budget = std::min<size_t>(call.budget_left() / 4, size_t(1) << 30);
+  // Chunk of rows whose GEMM output fits a quarter of the budget (at most fast_chunk_bytes).
+  const size_t budget = std::min<size_t>(call.budget_left() / 4, pairwise_tuning().fast_chunk_bytes);
   size_t chunk = std::max<size_t>(64, budget / (nb * sizeof(float)) / 64 * 64);
   chunk = std::min(chunk, na);
   float* d_s = call.alloc<float>(chunk * nb, "pairwise GEMM chunk");
@@ -565,15 +799,18 @@ bool fast_knn(Call& call, const PairwiseProblem& p, const float* dA, const float
     call.poll();
     const size_t nr = std::min(chunk, na - r0);
     KernelTimer tm(call);
+    cudaEvent_t ev_gemm = call.event(true), ev_sel = call.event(true);
     // Column-major view: C (nb x nr) = B^T(op T of the d x nb matrix) * A_chunk (d x nr).
     const cublasStatus_t st =
         bl->sgemm(bl->handle, CUBLAS_OP_T, CUBLAS_OP_N, int(nb), int(nr), d, &one, dB, d,
                   dA + r0 * size_t(d), d, &zero, d_s, int(nb));
     if (st != CUBLAS_STATUS_SUCCESS)
       throw Error(ErrorCode::DeviceError, "cublasSgemm failed with status " + std::to_string(int(st)));
+    G2_CUDA(cudaEventRecord(ev_gemm, call.stream()));
     select_kernel<<<unsigned((nr + 7) / 8), kThreads, 0, call.stream()>>>(
         d_s, nr, r0, nb, d_bn, l2form, p.self, kc, d_cand, d_ncand, d_worst);
     G2_CUDA_LAUNCH("select_kernel");
+    G2_CUDA(cudaEventRecord(ev_sel, call.stream()));
     const size_t threads = nr * size_t(kc);
     switch (p.metric.kind) {
 #define G2_RR(MM)                                                                          \
@@ -593,6 +830,15 @@ bool fast_knn(Call& call, const PairwiseProblem& p, const float* dA, const float
     call.ctl.stats.kernel_s += ms / 1e3;
     last_run().kernel_ms += ms;
     last_run().launches++;
+    {
+      float g = 0, sl = 0;
+      G2_CUDA(cudaEventElapsedTime(&g, tm.a, ev_gemm));
+      G2_CUDA(cudaEventElapsedTime(&sl, ev_gemm, ev_sel));
+      PairwiseLastRun& lr = pairwise_last_run();
+      lr.gemm_ms += double(g);
+      lr.select_ms += double(sl);
+      lr.rerank_ms += ms - double(g) - double(sl);
+    }
     h_cand.resize(nr * size_t(kc));
     h_keys.resize(nr * size_t(kc));
     h_ncand.resize(nr);
@@ -637,6 +883,7 @@ bool fast_knn(Call& call, const PairwiseProblem& p, const float* dA, const float
       }
     }
     call.ctl.stats.merge_s += seconds_since(t0);
+    pairwise_last_run().certify_ms += seconds_since(t0) * 1e3;
   }
   call.ctl.stats.pairs_examined += uint64_t(na) * uint64_t(nb);
   pairwise_last_run().recomputed = redo.size();
@@ -755,6 +1002,11 @@ void threshold_pairs(Call& call, const PairwiseProblem& p, const float* dA, cons
 
 }  // namespace
 
+PairwiseTuning& pairwise_tuning() {
+  static PairwiseTuning t;
+  return t;
+}
+
 PairwiseLastRun& pairwise_last_run() {
   static thread_local PairwiseLastRun r;
   return r;
@@ -774,6 +1026,7 @@ void pairwise(const PairwiseProblem& p, PairSink& sink, Control& ctl) {
   }
   Call call(ctl);
   const size_t d = size_t(p.d);
+  const auto t_up = Clock::now();
   float* dA = call.alloc<float>(na * d, "pairwise vectors a");
   upload_bytes(call, dA, p.a->data, na * d * sizeof(float));
   float* dB = dA;
@@ -781,6 +1034,7 @@ void pairwise(const PairwiseProblem& p, PairSink& sink, Control& ctl) {
     dB = call.alloc<float>(nb * d, "pairwise vectors b");
     upload_bytes(call, dB, p.b->data, nb * d * sizeof(float));
   }
+  pairwise_last_run().upload_ms = seconds_since(t_up) * 1e3;
   if (!knn) {
     threshold_pairs(call, p, dA, dB, sink);
     return;
