@@ -3,7 +3,9 @@
 // of r x c = 64 x 64 pairs, one thread block each, every thread computing a 4 x 4 subtile in
 // registers; the vectors are streamed through shared memory in slices of d' = 16 dimensions
 // (section 3.2), so any d from 1 to 65535 runs with the same kernel and the accumulators stay in
-// registers across slices. Each pair's key is accumulated in dimension order with the arithmetic
+// registers across slices. kNN with k <= 32 (every metric but lp) runs a register-blocked
+// variant instead: 128 x 128 tiles, 8 x 8 pairs per thread, d' = 8 double-buffered
+// (knn_wide_kernel). Each pair's key is accumulated in dimension order with the arithmetic
 // of core/pairwise_arith.h, so the keys are the CPU engine's bits.
 //
 // kNN: a block owns 64 rows of a and walks a range of column tiles (the paper's subtiles, reused
@@ -33,6 +35,7 @@
 #include "../common.cuh"
 #include "../tuning.h"
 #include "core/pairwise.h"
+#include "core/parallel.h"
 #include "pairwise_api.h"
 
 namespace gpu2bs {
@@ -793,7 +796,7 @@ bool fast_knn(Call& call, const PairwiseProblem& p, const float* dA, const float
   std::vector<uint32_t> h_cand, h_ncand;
   std::vector<float> h_worst, h_keys;
   std::vector<uint32_t> redo;
-  std::vector<KnnEntry> row;
+  std::vector<uint8_t> redo_flag;
   const float one = 1.0f, zero = 0.0f;
   for (size_t r0 = 0; r0 < na; r0 += chunk) {
     call.poll();
@@ -849,39 +852,48 @@ bool fast_knn(Call& call, const PairwiseProblem& p, const float* dA, const float
     download(call, h_keys.data(), d_keys, h_keys.size() * sizeof(float));
     auto t0 = Clock::now();
     const size_t others = p.self ? nb - 1 : nb;
-    for (size_t r = 0; r < nr; ++r) {
-      const size_t i = r0 + r;
-      const uint32_t nc = h_ncand[r];
-      row.clear();
-      for (uint32_t e = 0; e < nc; ++e)
-        row.push_back(KnnEntry{h_keys[r * size_t(kc) + e], h_cand[r * size_t(kc) + e]});
-      knn_merge(row, row_k);
-      bool certified = nc >= others;  // every column was a candidate
-      if (!certified && row.size() == row_k) {
-        // Any column outside the candidates has approximate score >= worst; its exact key is
-        // at least worst - E (TF32 inputs: relative 2^-9 per product; FP32 accumulation in any
-        // order and our own chain: gam each), so the exact top k is certain when the k-th
-        // exact key is below that bound.
-        const double na_ = std::sqrt(double(an[i]) * (1 + gam));
-        const double edot = (1.01 * std::ldexp(1.0, -9) + 2 * gam) * na_ * bmax;
-        const double kth = double(row.back().key);
-        const double w = double(h_worst[r]);
-        double lower;
-        if (l2form) {
-          const double e = 2 * edot + gam * bmax2 + gam * double(an[i]);
-          lower = (w + double(an[i]) - e) * (1 - gam) - gam * (double(an[i]) + bmax2);
-        } else {
-          lower = w - edot - gam * na_ * bmax;
+    // Merge and certify the rows on the engine's worker threads, kCertifyRows rows per item.
+    constexpr size_t kCertifyRows = 512;
+    redo_flag.assign(nr, 0);
+    parallel_for(call.ctl, (nr + kCertifyRows - 1) / kCertifyRows, [&](size_t item, int) {
+      std::vector<KnnEntry> row;
+      const size_t r_end = std::min(nr, (item + 1) * kCertifyRows);
+      for (size_t r = item * kCertifyRows; r < r_end; ++r) {
+        const size_t i = r0 + r;
+        const uint32_t nc = h_ncand[r];
+        row.clear();
+        for (uint32_t e = 0; e < nc; ++e)
+          row.push_back(KnnEntry{h_keys[r * size_t(kc) + e], h_cand[r * size_t(kc) + e]});
+        knn_merge(row, row_k);
+        bool certified = nc >= others;  // every column was a candidate
+        if (!certified && row.size() == row_k) {
+          // Any column outside the candidates has approximate score >= worst; its exact key is
+          // at least worst - E (TF32 inputs: relative 2^-9 per product; FP32 accumulation in
+          // any order and our own chain: gam each), so the exact top k is certain when the
+          // k-th exact key is below that bound.
+          const double na_ = std::sqrt(double(an[i]) * (1 + gam));
+          const double edot = (1.01 * std::ldexp(1.0, -9) + 2 * gam) * na_ * bmax;
+          const double kth = double(row.back().key);
+          const double w = double(h_worst[r]);
+          double lower;
+          if (l2form) {
+            const double e = 2 * edot + gam * bmax2 + gam * double(an[i]);
+            lower = (w + double(an[i]) - e) * (1 - gam) - gam * (double(an[i]) + bmax2);
+          } else {
+            lower = w - edot - gam * na_ * bmax;
+          }
+          certified = std::isfinite(w) && kth < lower;
         }
-        certified = std::isfinite(w) && kth < lower;
+        if (certified) {
+          std::copy(row.begin(), row.end(), lists + i * row_k);
+          count[i] = uint32_t(row.size());
+        } else {
+          redo_flag[r] = 1;
+        }
       }
-      if (certified) {
-        std::copy(row.begin(), row.end(), lists + i * row_k);
-        count[i] = uint32_t(row.size());
-      } else {
-        redo.push_back(uint32_t(i));
-      }
-    }
+    });
+    for (size_t r = 0; r < nr; ++r)
+      if (redo_flag[r]) redo.push_back(uint32_t(r0 + r));
     call.ctl.stats.merge_s += seconds_since(t0);
     pairwise_last_run().certify_ms += seconds_since(t0) * 1e3;
   }
