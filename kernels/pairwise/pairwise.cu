@@ -5,7 +5,8 @@
 // (section 3.2), so any d from 1 to 65535 runs with the same kernel and the accumulators stay in
 // registers across slices. kNN with k <= 32 (every metric but lp) runs a register-blocked
 // variant instead: 128 x 128 tiles, 8 x 8 pairs per thread, d' = 8 double-buffered
-// (knn_wide_kernel). Each pair's key is accumulated in dimension order with the arithmetic
+// (knn_wide_kernel), and a self kNN computes only the upper triangle of those tiles, merging
+// each into the lists of its rows and of its columns (knn_sym_kernel). Each pair's key is accumulated in dimension order with the arithmetic
 // of core/pairwise_arith.h, so the keys are the CPU engine's bits.
 //
 // kNN: a block owns 64 rows of a and walks a range of column tiles (the paper's subtiles, reused
@@ -279,6 +280,75 @@ __device__ __forceinline__ void wide_store(float (*buf)[kWM + kPad], float4 v) {
   buf[kg + 3][r] = v.w;
 }
 
+// One 128 x 128 tile of the wide kernels: the keys of rows [row0, row0 + 128) of A (na rows)
+// against columns [col0, col0 + 128) of B (nb rows), all d dimensions, staged in ks[row][col]
+// (row stride kWN + 1, aliasing the slice buffers). Starts and ends with a block-wide barrier
+// pending: the caller synchronizes before reading ks.
+template <PairMetric M, bool VEC>
+__device__ __forceinline__ void wide_tile(const float* __restrict__ A, size_t na,
+                                          const float* __restrict__ B, size_t nb, int d, double p,
+                                          size_t row0, size_t col0, unsigned char* smem_raw) {
+  WideBuf& sb = *reinterpret_cast<WideBuf*>(smem_raw);
+  float* ks = reinterpret_cast<float*>(smem_raw);
+  const int tid = threadIdx.x, tx = tid % 16, ty = tid / 16;
+  const size_t c_end = nb;
+  float acc[8][8];
+#pragma unroll
+  for (int r = 0; r < 8; ++r)
+#pragma unroll
+    for (int c = 0; c < 8; ++c) acc[r][c] = 0.0f;
+  float4 ra = wide_load<VEC>(A, na, d, row0, 0);
+  float4 rb = wide_load<VEC>(B, c_end, d, col0, 0);
+  __syncthreads();  // the previous tile's keys (aliasing the buffers) are consumed
+  wide_store(sb.a[0], ra);
+  wide_store(sb.b[0], rb);
+  __syncthreads();
+  int buf = 0;
+  for (int k0 = 0; k0 < d; k0 += kWK) {
+    const bool more = k0 + kWK < d;
+    if (more) {
+      ra = wide_load<VEC>(A, na, d, row0, k0 + kWK);
+      rb = wide_load<VEC>(B, c_end, d, col0, k0 + kWK);
+    }
+    const float(*sa)[kWM + kPad] = sb.a[buf];
+    const float(*sbb)[kWN + kPad] = sb.b[buf];
+    auto step = [&](int k) {
+      const float4 a0 = *reinterpret_cast<const float4*>(&sa[k][ty * 4]);
+      const float4 a1 = *reinterpret_cast<const float4*>(&sa[k][64 + ty * 4]);
+      const float4 b0 = *reinterpret_cast<const float4*>(&sbb[k][tx * 4]);
+      const float4 b1 = *reinterpret_cast<const float4*>(&sbb[k][64 + tx * 4]);
+      const float av[8] = {a0.x, a0.y, a0.z, a0.w, a1.x, a1.y, a1.z, a1.w};
+      const float bv[8] = {b0.x, b0.y, b0.z, b0.w, b1.x, b1.y, b1.z, b1.w};
+#pragma unroll
+      for (int r = 0; r < 8; ++r)
+#pragma unroll
+        for (int c = 0; c < 8; ++c) acc[r][c] = pw_step<M>(acc[r][c], av[r], bv[c], p);
+    };
+    const int kl = min(kWK, d - k0);
+    if (kl == kWK) {
+#pragma unroll
+      for (int k = 0; k < kWK; ++k) step(k);
+    } else {
+      for (int k = 0; k < kl; ++k) step(k);  // the last slice: only real dimensions
+    }
+    if (more) {
+      wide_store(sb.a[buf ^ 1], ra);
+      wide_store(sb.b[buf ^ 1], rb);
+      __syncthreads();
+      buf ^= 1;
+    }
+  }
+  __syncthreads();  // every thread is done with the slice buffers
+#pragma unroll
+  for (int r = 0; r < 8; ++r)
+#pragma unroll
+    for (int c = 0; c < 8; ++c) {
+      const int lr = (r < 4 ? ty * 4 + r : 64 + ty * 4 + r - 4);
+      const int lc = (c < 4 ? tx * 4 + c : 64 + tx * 4 + c - 4);
+      ks[lr * (kWN + 1) + lc] = pw_key<M>(acc[r][c]);
+    }
+}
+
 // kNN over a chunk of `na` rows of A against columns [split * cols_per_split, ...) of B, with
 // 128 x 128 tiles; the same outputs as knn_kernel with capacity kCapSmall.
 template <PairMetric M, bool VEC>
@@ -289,72 +359,17 @@ __global__ void __launch_bounds__(kWThreads, 2)
                     KnnEntry* __restrict__ out, uint32_t* __restrict__ out_len) {
   constexpr int CAP = kCapSmall;
   extern __shared__ __align__(16) unsigned char smem_raw[];
-  WideBuf& sb = *reinterpret_cast<WideBuf*>(smem_raw);
-  float* ks = reinterpret_cast<float*>(smem_raw);  // [kWM][kWN + 1], after the last slice
+  const float* ks = reinterpret_cast<const float*>(smem_raw);  // [kWM][kWN + 1], per tile
   KnnEntry* lists = reinterpret_cast<KnnEntry*>(smem_raw + kWUnion);  // [kWM][CAP]
   int* lens = reinterpret_cast<int*>(lists + kWM * CAP);
-  const int tid = threadIdx.x, tx = tid % 16, ty = tid / 16, lane = tid & 31, warp = tid / 32;
+  const int tid = threadIdx.x, lane = tid & 31, warp = tid / 32;
   const size_t row0 = size_t(blockIdx.x) * kWM;
   const int split = int(blockIdx.y);
   const size_t c_begin = size_t(split) * cols_per_split;
   const size_t c_end = min(nb, c_begin + cols_per_split);
   if (tid < kWM) lens[tid] = 0;
   for (size_t col0 = c_begin; col0 < c_end; col0 += kWN) {
-    float acc[8][8];
-#pragma unroll
-    for (int r = 0; r < 8; ++r)
-#pragma unroll
-      for (int c = 0; c < 8; ++c) acc[r][c] = 0.0f;
-    float4 ra = wide_load<VEC>(A, na, d, row0, 0);
-    float4 rb = wide_load<VEC>(B, c_end, d, col0, 0);
-    __syncthreads();  // the previous tile's keys (aliasing the buffers) are consumed
-    wide_store(sb.a[0], ra);
-    wide_store(sb.b[0], rb);
-    __syncthreads();
-    int buf = 0;
-    for (int k0 = 0; k0 < d; k0 += kWK) {
-      const bool more = k0 + kWK < d;
-      if (more) {
-        ra = wide_load<VEC>(A, na, d, row0, k0 + kWK);
-        rb = wide_load<VEC>(B, c_end, d, col0, k0 + kWK);
-      }
-      const float(*sa)[kWM + kPad] = sb.a[buf];
-      const float(*sbb)[kWN + kPad] = sb.b[buf];
-      auto step = [&](int k) {
-        const float4 a0 = *reinterpret_cast<const float4*>(&sa[k][ty * 4]);
-        const float4 a1 = *reinterpret_cast<const float4*>(&sa[k][64 + ty * 4]);
-        const float4 b0 = *reinterpret_cast<const float4*>(&sbb[k][tx * 4]);
-        const float4 b1 = *reinterpret_cast<const float4*>(&sbb[k][64 + tx * 4]);
-        const float av[8] = {a0.x, a0.y, a0.z, a0.w, a1.x, a1.y, a1.z, a1.w};
-        const float bv[8] = {b0.x, b0.y, b0.z, b0.w, b1.x, b1.y, b1.z, b1.w};
-#pragma unroll
-        for (int r = 0; r < 8; ++r)
-#pragma unroll
-          for (int c = 0; c < 8; ++c) acc[r][c] = pw_step<M>(acc[r][c], av[r], bv[c], p);
-      };
-      const int kl = min(kWK, d - k0);
-      if (kl == kWK) {
-#pragma unroll
-        for (int k = 0; k < kWK; ++k) step(k);
-      } else {
-        for (int k = 0; k < kl; ++k) step(k);  // the last slice: only real dimensions
-      }
-      if (more) {
-        wide_store(sb.a[buf ^ 1], ra);
-        wide_store(sb.b[buf ^ 1], rb);
-        __syncthreads();
-        buf ^= 1;
-      }
-    }
-    __syncthreads();  // every thread is done with the slice buffers
-#pragma unroll
-    for (int r = 0; r < 8; ++r)
-#pragma unroll
-      for (int c = 0; c < 8; ++c) {
-        const int lr = (r < 4 ? ty * 4 + r : 64 + ty * 4 + r - 4);
-        const int lc = (c < 4 ? tx * 4 + c : 64 + tx * 4 + c - 4);
-        ks[lr * (kWN + 1) + lc] = pw_key<M>(acc[r][c]);
-      }
+    wide_tile<M, VEC>(A, na, B, c_end, d, p, row0, col0, smem_raw);
     __syncthreads();
     for (int rr = 0; rr < kWM / 8; ++rr) {
       const int r = warp * (kWM / 8) + rr;
@@ -384,6 +399,85 @@ __global__ void __launch_bounds__(kWThreads, 2)
     for (int e = lane; e < len; e += 32) out[slot * CAP + size_t(e)] = lists[r * CAP + e];
     if (lane == 0) out_len[slot] = uint32_t(len);
   }
+}
+
+// Merges the keys of the staged tile (ks) into the global lists of 128 rows [s0, s0 + 128) of
+// X (n rows) under the stripe's lock: the lists are loaded into shared memory, offered the
+// tile's candidates as in knn_wide_kernel, and stored back. transposed: the rows are the tile's
+// columns (keys ks[r][c] for row s0 + c, candidate index o0 + r), else the tile's rows.
+// diag: the tile is on the diagonal (a row's pair with itself is skipped).
+template <int CAP>
+__device__ __forceinline__ void sym_merge(const float* ks, size_t n, size_t s0, size_t o0,
+                                          bool transposed, bool diag, int kk,
+                                          KnnEntry* __restrict__ glists,
+                                          uint32_t* __restrict__ glen, int* lock,
+                                          KnnEntry* lists) {
+  const int tid = threadIdx.x, lane = tid & 31, warp = tid / 32;
+  if (tid == 0) {
+    while (atomicCAS(lock, 0, 1) != 0) __nanosleep(64);
+    __threadfence();
+  }
+  __syncthreads();
+  for (int rr = 0; rr < kWM / 8; ++rr) {
+    const int r = warp * (kWM / 8) + rr;
+    const size_t g = s0 + size_t(r);
+    if (g >= n) break;  // warp-uniform
+    KnnEntry* L = lists + r * CAP;
+    int len = int(__ldcg(glen + g));
+    for (int e = lane; e < len; e += 32) {
+      const KnnEntry* src = glists + g * CAP + size_t(e);
+      L[e] = KnnEntry{__ldcg(&src->key), __ldcg(&src->j)};
+    }
+    __syncwarp();
+#pragma unroll
+    for (int h = 0; h < kWN / 32; ++h) {
+      const int c = lane + 32 * h;
+      const size_t j = o0 + size_t(c);
+      const bool ok = j < n && !(diag && j == g);
+      const float key = transposed ? ks[c * (kWN + 1) + r] : ks[r * (kWN + 1) + c];
+      len = warp_offer<CAP>(L, len, kk, key, uint32_t(j), ok);
+    }
+    for (int e = lane; e < len; e += 32) {
+      KnnEntry* dst = glists + g * CAP + size_t(e);
+      __stcg(&dst->key, L[e].key);
+      __stcg(&dst->j, L[e].j);
+    }
+    if (lane == 0) __stcg(glen + g, uint32_t(len));
+    __syncwarp();
+  }
+  __threadfence();
+  __syncthreads();
+  if (tid == 0) atomicExch(lock, 0);
+}
+
+// Self kNN over the upper triangle of 128 x 128 tiles only: key(i, j) and key(j, i) are the
+// same bits (the chain is symmetric in u and v for every metric here), so tile (I, J), J >= I,
+// is computed once and merged into the lists of its rows (stripe I) and, off the diagonal, of
+// its columns (stripe J). The lists live in global memory (glists[n][CAP], glen[n]); a stripe's
+// lists are merged under its lock, one stripe at a time per block (no lock is held while
+// waiting for another). Blocks walk the triangle by diagonals from delta0: block b is tile
+// (I, I + delta), so blocks running together rarely share a stripe.
+template <PairMetric M, bool VEC>
+__global__ void __launch_bounds__(kWThreads, 2)
+    knn_sym_kernel(const float* __restrict__ X, size_t n, int d, double p, int kk, int tiles,
+                   int delta0, KnnEntry* __restrict__ glists, uint32_t* __restrict__ glen,
+                   int* __restrict__ locks) {
+  constexpr int CAP = kCapSmall;
+  extern __shared__ __align__(16) unsigned char smem_raw[];
+  const float* ks = reinterpret_cast<const float*>(smem_raw);
+  KnnEntry* lists = reinterpret_cast<KnnEntry*>(smem_raw + kWUnion);  // [kWM][CAP]
+  long long b = blockIdx.x;
+  int delta = delta0;
+  while (b >= tiles - delta) {
+    b -= tiles - delta;
+    ++delta;
+  }
+  const int I = int(b), J = I + delta;
+  const size_t row0 = size_t(I) * kWM, col0 = size_t(J) * kWN;
+  wide_tile<M, VEC>(X, n, X, n, d, p, row0, col0, smem_raw);
+  __syncthreads();
+  sym_merge<CAP>(ks, n, row0, col0, false, delta == 0, kk, glists, glen, locks + I, lists);
+  if (delta > 0) sym_merge<CAP>(ks, n, col0, row0, true, false, kk, glists, glen, locks + J, lists);
 }
 
 // Threshold: pairs (row_base + r, j) with key <= key_max (self: j > i) of the tile
@@ -673,6 +767,89 @@ void launch_wide(PairMetric m, Call& call, dim3 grid, const float* A, size_t na,
   }
 }
 
+template <PairMetric M, bool VEC>
+void launch_sym_t(Call& call, unsigned blocks, const float* X, size_t n, int d, double p, int kk,
+                  int tiles, int delta0, KnnEntry* glists, uint32_t* glen, int* locks) {
+  static bool attr_set = false;  // per instantiation, per process
+  const size_t smem = knn_wide_smem_bytes();
+  if (!attr_set) {
+    G2_CUDA(cudaFuncSetAttribute(knn_sym_kernel<M, VEC>,
+                                 cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
+    attr_set = true;
+  }
+  knn_sym_kernel<M, VEC><<<blocks, kWThreads, smem, call.stream()>>>(X, n, d, p, kk, tiles, delta0,
+                                                                    glists, glen, locks);
+  G2_CUDA_LAUNCH("knn_sym_kernel");
+}
+
+// Self kNN of all rows of dX through the upper triangle of tiles (knn_sym_kernel), launch by
+// launch (about sym_blocks_per_launch tiles each, so a cancel is seen between them). Writes each
+// row's best row_k (sorted) into lists[i * row_k ...], count[i].
+void exact_knn_sym(Call& call, const PairwiseProblem& p, const float* dX, KnnEntry* lists,
+                   uint32_t* count) {
+  const size_t n = p.a->n, row_k = pairwise_row_k(p);
+  const int kk = int(row_k), d = p.d;
+  const int tiles = int((n + size_t(kWM) - 1) / size_t(kWM));
+  KnnEntry* d_lists = call.alloc<KnnEntry>(n * size_t(kCapSmall), "pairwise kNN lists");
+  uint32_t* d_len = call.alloc<uint32_t>(n, "pairwise kNN lengths");
+  int* d_locks = call.alloc<int>(size_t(tiles), "pairwise stripe locks");
+  G2_CUDA(cudaMemsetAsync(d_len, 0, n * sizeof(uint32_t), call.stream()));
+  G2_CUDA(cudaMemsetAsync(d_locks, 0, size_t(tiles) * sizeof(int), call.stream()));
+  const bool vec = d % 4 == 0 && reinterpret_cast<uintptr_t>(dX) % 16 == 0;
+  const long long per_launch = std::max<long long>(1, pairwise_tuning().sym_blocks_per_launch);
+  int delta = 0;
+  while (delta < tiles) {
+    call.poll();
+    long long blocks = 0;
+    int d1 = delta;
+    while (d1 < tiles && (blocks == 0 || blocks + (tiles - d1) <= per_launch)) {
+      blocks += tiles - d1;
+      ++d1;
+    }
+    KernelTimer tm(call);
+    switch (p.metric.kind) {
+#define G2_SYM(MM)                                                                            \
+  case MM:                                                                                    \
+    if (vec)                                                                                  \
+      launch_sym_t<MM, true>(call, unsigned(blocks), dX, n, d, p.metric.p, kk, tiles, delta,  \
+                             d_lists, d_len, d_locks);                                        \
+    else                                                                                      \
+      launch_sym_t<MM, false>(call, unsigned(blocks), dX, n, d, p.metric.p, kk, tiles, delta, \
+                              d_lists, d_len, d_locks);                                       \
+    break;
+      G2_SYM(PairMetric::L1)
+      G2_SYM(PairMetric::L2)
+      G2_SYM(PairMetric::SqEuclidean)
+      G2_SYM(PairMetric::Cosine)
+      G2_SYM(PairMetric::Dot)
+#undef G2_SYM
+      default: throw Error(ErrorCode::Internal, "symmetric kNN kernel for lp");
+    }
+    const double ms = tm.stop_ms();
+    call.ctl.stats.kernel_s += ms / 1e3;
+    last_run().kernel_ms += ms;
+    last_run().launches++;
+    pairwise_last_run().exact_ms += ms;
+    delta = d1;
+  }
+  std::vector<uint32_t> h_len(n);
+  std::vector<KnnEntry> h_lists(n * size_t(kCapSmall));
+  download(call, h_len.data(), d_len, n * sizeof(uint32_t));
+  download(call, h_lists.data(), d_lists, h_lists.size() * sizeof(KnnEntry));
+  auto t0 = Clock::now();
+  for (size_t i = 0; i < n; ++i) {
+    const size_t m = std::min<size_t>(h_len[i], row_k);
+    std::copy(h_lists.begin() + long(i * kCapSmall), h_lists.begin() + long(i * kCapSmall + m),
+              lists + i * row_k);
+    count[i] = uint32_t(m);
+  }
+  call.ctl.stats.merge_s += seconds_since(t0);
+  call.ctl.stats.pairs_examined += uint64_t(n) * uint64_t(n);
+  call.free(d_lists);
+  call.free(d_len);
+  call.free(d_locks);
+}
+
 // Exact kNN of `rows` rows of dA (global index row_base + r, or row_ids[r] when given) against
 // all of dB. Writes each row's best row_k (sorted) into lists[r * row_k ...], count[r].
 // k <= 32 and every metric but lp: the 128 x 128 register-blocked kernel; else 64 x 64 tiles.
@@ -684,6 +861,11 @@ void exact_knn(Call& call, const PairwiseProblem& p, const float* dA, size_t row
   const int cap = kk <= kCapSmall ? kCapSmall : kCapLarge;
   const PairwiseTuning& tu = pairwise_tuning();
   const bool wide = cap == kCapSmall && p.metric.kind != PairMetric::Lp && tu.wide;
+  if (wide && tu.symmetric && p.self && !row_ids && row_base == 0 && rows == p.a->n &&
+      dA == dB) {
+    exact_knn_sym(call, p, dA, lists, count);
+    return;
+  }
   const int bm = wide ? kWM : kBM, bn = wide ? kWN : kBN;
   const int sms = device_facts().sms > 0 ? device_facts().sms : 1;
   const size_t col_tiles = (nb + size_t(bn) - 1) / size_t(bn);

@@ -23,6 +23,8 @@ std::string pairwise_blas_status();
 // them to compare (process-wide, not synchronized: set them before the calls).
 struct PairwiseTuning {
   bool wide = cuda_tuning::kPairwiseWide;                  // 128 x 128 exact kNN kernel
+  bool symmetric = cuda_tuning::kPairwiseSymmetric;        // self kNN over half the tiles
+  long long sym_blocks_per_launch = cuda_tuning::kPairwiseSymBlocksPerLaunch;
   int blocks_per_sm = cuda_tuning::kPairwiseKnnBlocksPerSm;  // exact kNN blocks wanted per SM
   size_t chunk_rows = cuda_tuning::kPairwiseKnnChunkRows;    // exact kNN rows per launch
   size_t fast_chunk_bytes = cuda_tuning::kPairwiseFastChunkBytes;  // fast path GEMM output

@@ -120,13 +120,14 @@ int sweep(int argc, char** argv) {
   using T = cuda::PairwiseTuning;
   const auto E = PairwisePrecision::Exact, F = PairwisePrecision::Fast;
   add("exact 64x64 tiles (4x4/thread), 16384 rows/launch, 4 blocks/SM", E, [](T& t) { t.wide = false; t.chunk_rows = 16384; });
-  add("exact 128x128 tiles (8x8/thread), defaults", E, [](T&) {});
-  add("exact 128x128, 16384 rows/launch", E, [](T& t) { t.chunk_rows = 16384; });
-  add("exact 128x128, 2 blocks/SM wanted", E, [](T& t) { t.blocks_per_sm = 2; });
-  add("exact 128x128, 8 blocks/SM wanted", E, [](T& t) { t.blocks_per_sm = 8; });
-  add("fast, GEMM chunk 256 MB", F, [](T& t) { t.fast_chunk_bytes = size_t(256) << 20; });
+  add("exact 128x128 tiles (8x8/thread), defaults (upper triangle)", E, [](T&) {});
+  add("exact 128x128, whole matrix (not symmetric)", E, [](T& t) { t.symmetric = false; });
+  add("exact 128x128 upper triangle, 8192 tiles/launch", E, [](T& t) { t.sym_blocks_per_launch = 8192; });
+  add("exact 128x128 upper triangle, 131072 tiles/launch", E, [](T& t) { t.sym_blocks_per_launch = 131072; });
+  add("exact 128x128 whole matrix, 16384 rows/launch", E, [](T& t) { t.symmetric = false; t.chunk_rows = 16384; });
+  add("exact 128x128 whole matrix, 2 blocks/SM wanted", E, [](T& t) { t.symmetric = false; t.blocks_per_sm = 2; });
+  add("exact 128x128 whole matrix, 8 blocks/SM wanted", E, [](T& t) { t.symmetric = false; t.blocks_per_sm = 8; });
   add("fast, GEMM chunk 1 GB", F, [](T& t) { t.fast_chunk_bytes = size_t(1) << 30; });
-  add("fast, GEMM chunk 2 GB", F, [](T& t) { t.fast_chunk_bytes = size_t(2) << 30; });
   add("fast, GEMM chunk 4 GB", F, [](T& t) { t.fast_chunk_bytes = size_t(4) << 30; });
   printf("sweep: self kNN l2, n = %zu, d = %d, k = %d, median of %d (defaults: wide %d, %d "
          "blocks/SM, %zu rows/launch, fast chunk %zu MB)\n", n, d, k, reps, int(def.wide),

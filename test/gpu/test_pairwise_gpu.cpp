@@ -281,7 +281,8 @@ TEST(PairwiseGpu, WideKernelMatchesTiledKernelAndCpu) {
   REQUIRE_GPU_PW();
   TuningGuard guard;
   // d not a multiple of 4 (scalar loads) or of the slice width, several launches (chunk_rows),
-  // and few or many column splits (blocks_per_sm), against the CPU engine and the 64 x 64 kernel.
+  // few or many column splits (blocks_per_sm), self joins over the upper triangle of tiles or
+  // the whole matrix, against the CPU engine and the 64 x 64 kernel.
   for (int d : {5, 13, 40, 771}) {
     const size_t na = d > 100 ? 600 : 1100, nb = d > 100 ? 700 : 2500;
     auto a = normal(na, d, 41 + d), b = lattice(nb, d, 42 + d);
@@ -294,11 +295,16 @@ TEST(PairwiseGpu, WideKernelMatchesTiledKernelAndCpu) {
         cuda::pairwise_tuning().wide = false;
         expect_identical(cpu, run(gpu_pw(), c, 12, 0), false);
         cuda::pairwise_tuning().wide = true;
+        expect_identical(cpu, run(gpu_pw(), c, 12, 0), false);  // self: upper triangle only
+        cuda::pairwise_tuning().symmetric = false;
         for (int bps : {1, 16}) {
           cuda::pairwise_tuning().blocks_per_sm = bps;
           cuda::pairwise_tuning().chunk_rows = 256;
           expect_identical(cpu, run(gpu_pw(), c, 12, 0), false);
         }
+        cuda::pairwise_tuning() = guard.saved;
+        cuda::pairwise_tuning().sym_blocks_per_launch = 7;  // many launches of the triangle
+        expect_identical(cpu, run(gpu_pw(), c, 12, 0), false);
         cuda::pairwise_tuning() = guard.saved;
       }
     }
