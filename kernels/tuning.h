@@ -290,5 +290,38 @@ constexpr size_t kDbscanLaunchPoints = size_t(1) << 18;
 // quick, simjoin N=1e4 spent 8 ms in transfer_s for 2 MB of pairs).
 constexpr size_t kStagingBytes = size_t(16) << 20;
 
+// --- all-pairs vectors (gpu_pairwise) -----------------------------------------------------------
+// "bench_pairwise sweep FILE 100000 768 10 3" (test/gpu/bench_pairwise.sh step 1b): self kNN l2,
+// n = 100,000 random normal, d = 768, k = 10, median of 3, kernel time (events) and end to end;
+// test/bench/results/2026-11-24-h100-pairwise.md.
+//
+// Tile of the register-blocked exact kNN kernels (knn_wide_kernel, knn_sym_kernel; k <= 32,
+// every metric but lp): 128 x 128 pairs per block of 256 threads, 8 x 8 accumulators per thread
+// (128 registers, 2 blocks per SM), slices of 8 dimensions double-buffered in shared memory.
+// Whole matrix: 652.1 ms kernels vs 856.9 ms for the 64 x 64 tiles of 4 x 4 per thread
+// (knn_kernel, which stays for k > 32 and lp). The l2 chain costs 2 FP32 instructions per pair
+// and dimension: 1.54e13 instructions for the whole matrix, 460 ms at 132 SMs x 128 lanes x
+// 1.98 GHz, so 652.1 ms is 71 % of that limit.
+constexpr int kPairwiseWideRows = 128;
+constexpr int kPairwiseWideCols = 128;
+constexpr bool kPairwiseWide = true;
+// Self kNN with the wide kernel computes the upper triangle of tiles only (knn_sym_kernel), in
+// launches of about kPairwiseSymBlocksPerLaunch tiles (cancel checks between launches): 321.9 ms
+// kernels, 396.3 ms end to end, vs 652.1 / 720.2 ms for the whole matrix. Tiles per launch:
+// 8192 325.3 ms, 32768 321.9 ms, 131072 322.6 ms (kernels); 32768 is about 25 ms per launch.
+constexpr bool kPairwiseSymmetric = true;
+constexpr long long kPairwiseSymBlocksPerLaunch = 32768;
+// Exact kNN of two relations (and self kNN through knn_wide_kernel): blocks wanted per launch per
+// SM (row tiles times column splits; the host merges the splits' lists) and rows per launch,
+// measured with the symmetric mode off. 4 per SM gives one split at n = 100,000 (782 row
+// tiles): 652.1 ms kernels, 720.2 ms end to end; 8 per SM (two splits) 649.3 ms kernels but
+// 798.6 ms end to end (host merge). 131072 rows per launch: 652.1 ms kernels vs 671.3 ms at
+// 16384 rows (seven launches, five splits each; 878.9 ms end to end).
+constexpr int kPairwiseKnnBlocksPerSm = 4;
+constexpr size_t kPairwiseKnnChunkRows = size_t(1) << 17;
+// Fast path: most bytes of the TF32 GEMM output per chunk of rows (also at most a quarter of
+// the memory budget). Kernels (GEMM + selection + re-rank): 256 MB 185.6 ms, 1 GB 102.8 ms, 2 GB
+// 95.1 ms, 4 GB 85.7 ms (GEMM 43.2, selection 32.4, re-rank 9.5).
+constexpr size_t kPairwiseFastChunkBytes = size_t(4) << 30;
 }  // namespace cuda_tuning
 }  // namespace gpu2bs
