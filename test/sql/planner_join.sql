@@ -55,6 +55,8 @@ END $$;
 -- recognized distance shapes, self-join (one scan) and two relations; the rows of both sides
 SELECT shape, c.* FROM (VALUES
   ('squared <=, id <', $$SELECT a.id, b.id AS bid FROM pj_a a JOIN pj_a b ON (a.x-b.x)^2 + (a.y-b.y)^2 <= 0.1^2 AND a.id < b.id$$),
+  ('squared <=, b.id > a.id', $$SELECT a.id, b.id AS bid FROM pj_a a JOIN pj_a b ON (a.x-b.x)^2 + (a.y-b.y)^2 <= 0.1^2 AND b.id > a.id$$),
+  ('squared <=, b.id < a.id', $$SELECT a.id, b.id AS bid FROM pj_a a JOIN pj_a b ON (a.x-b.x)^2 + (a.y-b.y)^2 <= 0.1^2 AND b.id < a.id$$),
   ('squared <=, no other qual', $$SELECT a.id, b.id AS bid, a.t, b.name FROM pj_a a JOIN pj_a b ON (a.x-b.x)^2 + (a.y-b.y)^2 <= 0.01$$),
   ('sqrt <, t <', $$SELECT a.id, b.id AS bid FROM pj_a a JOIN pj_a b ON sqrt((a.x-b.x)^2 + (a.y-b.y)^2) < 0.1 AND a.t < b.t$$),
   ('sqrt <=, bound first', $$SELECT a.id, b.id AS bid FROM pj_a a JOIN pj_a b ON 0.1 >= sqrt((b.x-a.x)^2 + (b.y-a.y)^2)$$),
@@ -211,6 +213,12 @@ CREATE VIEW pj_va AS SELECT id, x, y FROM pj_a WHERE id > 10;
 CREATE VIEW pj_vb AS SELECT id, x, y FROM pj_b;
 SELECT shape, c.* FROM (VALUES
   ('partitioned', $$SELECT a.id, b.id AS bid FROM pj_part a JOIN pj_part b ON (a.x-b.x)^2 + (a.y-b.y)^2 <= 0.01 AND a.id < b.id$$),
-  ('views', $$SELECT a.id, b.id AS bid FROM pj_va a JOIN pj_vb b ON (a.x-b.x)^2 + (a.y-b.y)^2 <= 0.01$$)
+  ('views', $$SELECT a.id, b.id AS bid FROM pj_va a JOIN pj_vb b ON (a.x-b.x)^2 + (a.y-b.y)^2 <= 0.01$$),
+  -- a correlated subquery over the partitions that run-time pruning picks per outer row
+  ('partitioned, correlated count', $$SELECT o.k, (SELECT count(*) FROM pj_part a JOIN pj_part b ON (a.x-b.x)^2 + (a.y-b.y)^2 <= 0.01 AND a.id < b.id WHERE a.id < o.k AND b.id < o.k) AS c FROM (VALUES (150), (500), (100000), (100)) o(k)$$),
+  ('partitioned, correlated rows', $$SELECT o.k, s.* FROM (VALUES (150), (500), (100)) o(k), LATERAL (SELECT a.id, b.id AS bid FROM pj_part a JOIN pj_part b ON (a.x-b.x)^2 + (a.y-b.y)^2 <= 0.01 AND a.id < b.id WHERE a.id < o.k AND b.id < o.k OFFSET 0) s$$)
 ) s(shape, q), LATERAL pj_check(q) c ORDER BY shape;
+-- a statement that can recheck rows by EvalPlanQual (UPDATE, DELETE, row locks) gets no gpu2bs
+-- join at any level: the recheck of a scan without a scan relation returns no rows
+EXPLAIN (COSTS OFF) UPDATE pj_tiny t SET x = (SELECT count(*) FROM pj_a a JOIN pj_a b ON (a.x-b.x)^2 + (a.y-b.y)^2 <= 0.01 AND a.id < b.id WHERE a.id <> t.id) WHERE t.id = 1;
 RESET gpu2bs.precision;

@@ -505,6 +505,8 @@ void read_inputs(JoinScanState* st) {
       ecol[e] = (double*)alloc_big(st->ctx, sizeof(double) * r->cap);
       enul[e] = (uint8*)alloc_big(st->ctx, r->cap);
     }
+    // numeric and PostGIS conversions allocate per value: they run in a context reset per row
+    MemoryContext scratch = AllocSetContextCreate(st->ctx, "gpu2bs join input row", ALLOCSET_SMALL_SIZES);
     for (;;) {
       // the input plans allocate their state (a scan's descriptor) in the caller's context,
       // which outlives st->ctx (deleted on a rescan with new parameters)
@@ -536,6 +538,7 @@ void read_inputs(JoinScanState* st) {
         r->nulls[c][r->n] = isnull;
         r->values[c][r->n] = isnull ? (Datum)0 : datumCopy(slot->tts_values[c], byval[c], typlen[c]);
       }
+      MemoryContextSwitchTo(scratch);
       for (int e = 0; e < nec; ++e) {
         const int p = ecs[e].pos;
         bool isnull = slot->tts_isnull[p];
@@ -561,9 +564,12 @@ void read_inputs(JoinScanState* st) {
         enul[e][r->n] = isnull ? 1 : 0;
         ecol[e][r->n] = v;
       }
+      MemoryContextSwitchTo(st->ctx);
+      MemoryContextReset(scratch);
       r->n++;
       ResetPerTupleExprContext(st->css.ss.ps.state);
     }
+    MemoryContextDelete(scratch);
     // column-major engine data per side
     for (int s = 0; s < 2; ++s) {
       if ((st->self ? 0 : s) != in) continue;
@@ -694,7 +700,8 @@ class ResultSink final : public PairSink {
         // one strict comparison of distinct keys: exactly one order of the pair is kept
         if (!(engine_decides_ || pairs[k].dist < certain_ || t_->distance_ok(i, j))) continue;
         const PairTester::ColCmp& f = t_->fast[0];
-        const double x = t_->val(f.s1, f.c1, i), y = t_->val(f.s2, f.c2, j);
+        const uint32_t row[2] = {i, j};  // the orientation a = i, b = j, whichever side is named first
+        const double x = t_->val(f.s1, f.c1, row[f.s1]), y = t_->val(f.s2, f.c2, row[f.s2]);
         const bool ij = t_->prec == Precision::Float64 ? cmp_sql<double>(x, y, f.op) : cmp_sql<float>(float(x), float(y), f.op);
         if (ij) keep(i, j);
         else keep(j, i);
@@ -1081,6 +1088,9 @@ void rescan(CustomScanState* node) {
   ListCell* lc;
   foreach (lc, node->custom_ps) {
     PlanState* child = (PlanState*)lfirst(lc);
+    // ExecReScan hands the changed parameters to lefttree/righttree only: custom children get
+    // them here, so that they (an Append's run-time pruning) see the new values
+    UpdateChangedParamSet(child, node->ss.ps.chgParam);
     if (child->chgParam == nullptr) ExecReScan(child);  // the others rescan on their next read
   }
 }
@@ -1287,15 +1297,23 @@ RangeTblEntry* table_rte(PlannerInfo* root, RelOptInfo* rel) {
   return rte->rtekind == RTE_RELATION ? rte : nullptr;
 }
 
+// True when the statement, at any query level, can recheck rows by EvalPlanQual (UPDATE, DELETE,
+// MERGE, row locks): a scan without a scan relation returns no rows in such a recheck.
+bool epq_possible(PlannerInfo* root) {
+  for (PlannerInfo* r = root; r; r = r->parent_root) {
+    const CmdType cmd = r->parse->commandType;
+    if (r->parse->rowMarks != NIL || (cmd != CMD_SELECT && cmd != CMD_INSERT)) return true;
+  }
+  return false;
+}
+
 // Offers the gpu2bs join for an inner join of two tables whose join quals are pair expressions.
 void join_hook(PlannerInfo* root, RelOptInfo* joinrel, RelOptInfo* outerrel, RelOptInfo* innerrel, JoinType jointype,
                JoinPathExtraData* extra) {
   if (prev_join_hook) prev_join_hook(root, joinrel, outerrel, innerrel, jointype, extra);
   // SELECT (also CREATE TABLE AS) and INSERT ... SELECT; no row locks (FOR UPDATE, UPDATE ...
   // FROM), whose rechecks need PostgreSQL's join
-  const CmdType cmd = root->parse->commandType;
-  if (!enable_join_setting || jointype != JOIN_INNER || root->parse->rowMarks != NIL ||
-      (cmd != CMD_SELECT && cmd != CMD_INSERT) || extra->restrictlist == NIL)
+  if (!enable_join_setting || jointype != JOIN_INNER || epq_possible(root) || extra->restrictlist == NIL)
     return;
   RangeTblEntry* rte_a = table_rte(root, outerrel);
   RangeTblEntry* rte_b = table_rte(root, innerrel);
@@ -1367,7 +1385,7 @@ void upper_hook(PlannerInfo* root, UpperRelationKind stage, RelOptInfo* input_re
   if (prev_upper_hook) prev_upper_hook(root, stage, input_rel, output_rel, extra);
   if (!enable_join_setting || stage != UPPERREL_GROUP_AGG || input_rel->reloptkind != RELOPT_JOINREL) return;
   Query* q = root->parse;
-  if (q->groupClause != NIL || q->groupingSets != NIL || root->hasHavingQual || q->rowMarks != NIL ||
+  if (q->groupClause != NIL || q->groupingSets != NIL || root->hasHavingQual || epq_possible(root) ||
       q->hasTargetSRFs || q->hasWindowFuncs || !bms_equal(root->all_baserels, input_rel->relids))
     return;
   CustomPath* join = nullptr;
