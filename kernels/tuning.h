@@ -283,6 +283,12 @@ constexpr int kSlideAppendBlocks = 4096;
 // test/bench/results/2026-11-24-h100-dbscan.md), under a quarter of the call's 22-33 ms.
 constexpr int kDbscanThreads = 256;
 constexpr size_t kDbscanLaunchPoints = size_t(1) << 18;
+// First launch of each pass and the launch time it adapts to (ranges double below a quarter of
+// it, halve above it): dense data, where each point has most of the set as neighbours, keeps
+// its launches near this length and the cancel poll between them; at the bench's 1e6 points the
+// ranges reach kDbscanLaunchPoints after two launches.
+constexpr size_t kDbscanFirstLaunchPoints = size_t(1) << 16;
+constexpr float kDbscanLaunchMs = 100.0f;
 
 // --- transfers ---------------------------------------------------------------------------------
 // Pinned staging buffer (two halves, double-buffered uploads and page drains), kept for the

@@ -60,7 +60,7 @@ __device__ __forceinline__ void for_neighbours(const DbGrid<T>& G, unsigned s, F
       centre = centre && d == 0;
       key[k] = base[k] + d;
     }
-    const int nc = centre ? int(cell) : find_cell<D>(G.ccoord, G.ncells, key);
+    const long long nc = centre ? (long long)cell : find_cell<D>(G.ccoord, G.ncells, key);
     if (nc < 0) continue;
     const unsigned e = G.start[nc + 1];
     for (unsigned j = G.start[nc]; j < e; ++j) {
@@ -196,13 +196,17 @@ __global__ void label_kernel(const unsigned* parent, const unsigned* near, const
   }
 }
 
-// Launches `launch` over [0, n) in ranges of kDbscanLaunchPoints points, waiting (and polling for a
-// cancel) after each; the kernel time goes to stats.kernel_s.
+// Launches `launch` over [0, n) in ranges of points, waiting (and polling for a cancel) after
+// each: ranges start at kDbscanFirstLaunchPoints and double up to kDbscanLaunchPoints while a
+// launch takes under a quarter of kDbscanLaunchMs, and halve when one takes longer, so that dense
+// data (a point's work grows with its neighbours) still polls every few hundred milliseconds.
+// The kernel time goes to stats.kernel_s.
 template <typename L>
 void over_ranges(Call& call, unsigned n, L&& launch) {
-  const unsigned step = unsigned(cuda_tuning::kDbscanLaunchPoints);
+  using namespace cuda_tuning;
+  unsigned step = unsigned(std::min(kDbscanFirstLaunchPoints, kDbscanLaunchPoints));
   cudaEvent_t e0 = call.event(true), e1 = call.event(true);
-  for (unsigned s0 = 0; s0 < n; s0 += std::min(step, n - s0)) {
+  for (unsigned s0 = 0; s0 < n;) {
     const unsigned s1 = s0 + std::min(step, n - s0);
     G2_CUDA(cudaEventRecord(e0, call.stream()));
     launch(s0, s1, (s1 - s0 + kDbT - 1) / kDbT);
@@ -213,6 +217,11 @@ void over_ranges(Call& call, unsigned n, L&& launch) {
     G2_CUDA(cudaEventElapsedTime(&ms, e0, e1));
     call.ctl.stats.kernel_s += ms * 1e-3;
     last_run().kernel_ms += ms;
+    s0 = s1;
+    if (ms > kDbscanLaunchMs && step > unsigned(kDbT))
+      step /= 2;
+    else if (ms < kDbscanLaunchMs / 4 && size_t(step) * 2 <= kDbscanLaunchPoints)
+      step *= 2;
   }
 }
 

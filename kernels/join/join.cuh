@@ -83,11 +83,11 @@ struct Geometry {
 
 // Cell index of integer coordinates `key` (lexicographic binary search), or -1 when empty.
 template <int D>
-__device__ __forceinline__ int find_cell(const long long* __restrict__ cc, unsigned ncells,
-                                         const long long* key) {
+__device__ __forceinline__ long long find_cell(const long long* __restrict__ cc, unsigned ncells,
+                                               const long long* key) {
   unsigned lo = 0, hi = ncells;
   while (lo < hi) {
-    const unsigned mid = (lo + hi) >> 1;
+    const unsigned mid = lo + ((hi - lo) >> 1);  // lo + hi may pass 2^32
     const long long* m = cc + size_t(mid) * D;
     int cmp = 0;
 #pragma unroll
@@ -105,7 +105,7 @@ __device__ __forceinline__ int find_cell(const long long* __restrict__ cc, unsig
 #pragma unroll
   for (int k = 0; k < D; ++k)
     if (__ldg(m + k) != key[k]) return -1;
-  return int(lo);
+  return (long long)lo;  // up to 2^32 - 1 cells: wider than int
 }
 
 // ---- the join kernel's arguments -----------------------------------------------------------------

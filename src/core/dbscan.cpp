@@ -396,32 +396,44 @@ void grid_dbscan(const SimjoinProblem& p, const int64_t* keys, int64_t minpoints
     PageWriter pw;
     pw.buf = buf.data();
     pw.cap = buf.size();
-    pw.flush = [&] {  // grows the buffer: every pair of one point is kept
+    bool cs = false;
+    // a core point's neighbours hooked into the union-find (the buffer is then reused)
+    auto hook = [&](uint32_t s) {
+      for (size_t k = 0; k < pw.n; ++k) {
+        const uint32_t j = pw.buf[k].j;
+        if (!core[j]) continue;
+        uint32_t a = find(s), b = find(j);
+        while (a != b) {
+          if (a < b) std::swap(a, b);  // a, the larger root, goes under b
+          uint32_t expect = a;
+          if (parent[a].compare_exchange_strong(expect, b, std::memory_order_relaxed)) break;
+          a = find(a);
+          b = find(b);
+        }
+      }
+      pw.n = 0;
+    };
+    uint32_t s = it.begin;
+    pw.flush = [&] {
+      if (cs) {  // a core point's pairs are hooked as they come: memory bounded by the buffer
+        hook(s);
+        return true;
+      }
+      // grows the buffer: a non-core point has fewer than minpoints neighbours
       buf.resize(buf.size() * 2);
       pw.buf = buf.data();
       pw.cap = buf.size();
       return true;
     };
-    for (uint32_t s = it.begin; s < it.end; ++s) {
+    for (; s < it.end; ++s) {
       pw.n = 0;
-      const bool cs = core[s];
+      cs = core[s];
       for (size_t r = 0; r < nrows; ++r) {
         const size_t j0 = cs ? std::max<size_t>(rb[r], size_t(s) + 1) : rb[r];
         if (j0 < re[r]) join_row(K, D, cols, s, j0, re[r], eps2, pw);
       }
       if (cs) {
-        for (size_t k = 0; k < pw.n; ++k) {
-          const uint32_t j = pw.buf[k].j;
-          if (!core[j]) continue;
-          uint32_t a = find(s), b = find(j);
-          while (a != b) {
-            if (a < b) std::swap(a, b);  // a, the larger root, goes under b
-            uint32_t expect = a;
-            if (parent[a].compare_exchange_strong(expect, b, std::memory_order_relaxed)) break;
-            a = find(a);
-            b = find(b);
-          }
-        }
+        hook(s);
         continue;
       }
       uint32_t best = kNone, best_in = 0;
