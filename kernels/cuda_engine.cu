@@ -589,6 +589,12 @@ InfoRows cuda_info() {
 
 bool built_with_cuda() { return true; }
 
+size_t cuda_device_memory() {
+  std::string why;
+  if (!cuda_engine(&why)) return 0;
+  return cuda::g_facts.prop.totalGlobalMem;
+}
+
 InfoRows expr_compiler_info() { return exprgpu::nvrtc_info(); }
 
 }  // namespace gpu2bs
