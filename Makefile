@@ -6,10 +6,10 @@ DATA        = sql/gpu2bs--0.1.sql sql/gpu2bs--0.2.sql sql/gpu2bs--0.3.sql sql/gp
               sql/gpu2bs--0.2--0.3.sql sql/gpu2bs--0.3--0.4.sql
 PGFILEDESC  = "gpu2bs - two-body statistics on the GPU or every CPU core"
 
-REGRESS      = setup sdh pair_count relation_forms simjoin errors parallel precision privileges customscan customscan_shapes pushdown cancel literals boundary postgis pairwise resolve pair_expressions dbscan dbscan_postgis
+REGRESS      = setup sdh pair_count relation_forms simjoin errors parallel precision privileges customscan customscan_shapes pushdown cancel literals boundary postgis pairwise resolve pair_expressions dbscan dbscan_postgis admission
 REGRESS_OPTS = --inputdir=test --load-extension=gpu2bs
 # isolationtester specs (test/specs/*.spec, expected output in test/expected): concurrent sessions
-ISOLATION      = concurrent_ddl concurrent_ddl_views
+ISOLATION      = concurrent_ddl concurrent_ddl_views admission
 ISOLATION_OPTS = --inputdir=test --load-extension=gpu2bs
 
 include sources.mk

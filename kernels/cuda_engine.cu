@@ -11,6 +11,7 @@
 #include <thread>
 
 #include "common.cuh"
+#include "core/admission.h"
 #include "expr/expr_gpu.h"
 #include "core/pair_expr.h"
 #include "pairwise/pairwise_api.h"
@@ -392,6 +393,11 @@ class CudaEngine final : public Engine {
   static bool use_resolve(const Control& ctl, const PointsView& pts, W wins) {
     if ((pts.dims != 2 && pts.dims != 3) || pts.n < 2 || pts.n > 0xFFFFFFFFull) return false;
     if (ctl.sdh_method == SdhMethod::Brute) return false;
+    // A budget set below the in-memory request (admission, gpu2bs.gpu_memory_limit): the
+    // all-pairs tiles, in blocks when the points do not fit.
+    if (ctl.device_memory_limit &&
+        ctl.device_memory_limit < admission::tiles_want_bytes(pts.n, pts.dims, Precision::Float32, 0))
+      return false;
     return ctl.sdh_method == SdhMethod::Resolve || wins();
   }
 

@@ -91,15 +91,20 @@ uint64_t count_tiles(const PairCountProblem& p, Call& call, T r2) {
   Control& ctl = call.ctl;
   auto t0 = Clock::now();
   const size_t n = p.pts.n;
+  // Points beyond the budget: block pairs (tiles.cuh), the same count.
+  BlockPlan plan;
+  const bool blocks = plan_blocks<T>(call, p.pts, 0, &plan);
+  if (blocks) call.blocks = &plan;
   T* c[kMaxDims] = {};
-  for (int k = 0; k < D; ++k) c[k] = call.alloc<T>(n, "points");
+  if (!blocks)
+    for (int k = 0; k < D; ++k) c[k] = call.alloc<T>(n, "points");
   unsigned long long* out = call.alloc<unsigned long long>(1, "count");
   G2_CUDA(cudaMemsetAsync(out, 0, 8, call.stream()));
   TileArgs<T> args{};
   for (int k = 0; k < D; ++k) args.c[k] = c[k];
   args.n = unsigned(n);
   ctl.stats.prepare_s += seconds_since(t0);
-  upload_points<T>(call, p.pts, c);
+  if (!blocks) upload_points<T>(call, p.pts, c);
   // Bench-only launch configurations (3-D float32 only), to justify the tuning table: 1..4 =
   // 512x8, 512x4, 128x8, 256x4 threads x points; 5 = 256x8 with FSETP counting (no carry
   // chain).
@@ -231,8 +236,11 @@ uint64_t pair_count(const PairCountProblem& p, Control& ctl) {
   if (n < 2) return 0;  // the point count was checked by make_pair_count
   Call call(ctl);
   const int forced = ctl.overrides.count_path;
-  // The grid needs a finite positive radius (cells of side ~r), as on the CPU.
-  if (forced != 1 && std::isfinite(p.r) && p.r > 0 &&
+  // The grid needs a finite positive radius (cells of side ~r), as on the CPU, and the points
+  // in memory (a call that runs in blocks takes the tiles).
+  const Precision prec = p.prec;
+  const bool fits = admission::tiles_want_bytes(n, p.pts.dims, prec, 0) <= call.budget_left();
+  if (forced != 1 && fits && std::isfinite(p.r) && p.r > 0 &&
       (n >= cuda_tuning::kGridCountMinPoints || forced == 2)) {
     uint64_t count = 0;
     if (grid_pair_count(p, call, &count)) return count;

@@ -401,7 +401,8 @@ bool sdh_fast(Call& call, const SdhProblem& p, float* const* c, unsigned long lo
   // Without the clamp (one instruction less per pair) when the coordinates bound k_a.
   // (Tile variant 6, bench only: the clamp kept even where it is not needed.)
   const bool force_clamp = D == 3 && call.ctl.overrides.tile_variant == 6;
-  int entries = force_clamp ? 0 : fast_entries(cap, inv_w, device_d2max<D>(call, c, n));
+  const double d2max = call.blocks ? call.blocks->d2max : device_d2max<D>(call, c, n);
+  int entries = force_clamp ? 0 : fast_entries(cap, inv_w, d2max);
   const bool use_clamp = entries == 0;
   if (use_clamp) entries = cap + 1;
   const size_t tile_bytes = sizeof(float) * D * TILE;
@@ -507,12 +508,17 @@ std::vector<uint64_t> sdh_run(const SdhProblem& p, Control& ctl) {
   auto t0 = Clock::now();
   const size_t n = p.pts.n;
   const int nb = p.params.nbuckets;
+  // Points beyond the budget: block pairs (tiles.cuh), the same counts.
+  BlockPlan plan;
+  const bool blocks = plan_blocks<T>(call, p.pts, nb, &plan);
+  if (blocks) call.blocks = &plan;
   T* c[kMaxDims] = {};
-  for (int k = 0; k < D; ++k) c[k] = call.alloc<T>(n, "points");
+  if (!blocks)
+    for (int k = 0; k < D; ++k) c[k] = call.alloc<T>(n, "points");
   unsigned long long* hist = call.alloc<unsigned long long>(size_t(nb), "histogram");
   G2_CUDA(cudaMemsetAsync(hist, 0, size_t(nb) * 8, call.stream()));
   ctl.stats.prepare_s += seconds_since(t0);
-  upload_points<T>(call, p.pts, c);
+  if (!blocks) upload_points<T>(call, p.pts, c);
   // Bench-only launch configurations (3-D float32 only), to justify the tuning table: 1..4 the
   // fast path with 512x2, 1024x1, 512x4, 256x4 threads x points, 5 the exact path (the kernel
   // the earlier exact-path kernel, kSdhThreads x kSdhRegPoints).

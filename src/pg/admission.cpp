@@ -61,6 +61,7 @@ struct LastGrant {
   bool valid;
   double wait_ms;
   uint64_t want, min, granted;
+  bool blocks;  // the grant is below the in-memory path's need
 } g_last = {};
 
 const char* const kShmemName = "gpu2bs device memory admission";
@@ -244,6 +245,7 @@ uint64_t reserve_wait(uint64_t want, uint64_t min, uint64_t total, bool hold) {
   g_last.want = want;
   g_last.min = min;
   g_last.granted = o.bytes;
+  g_last.blocks = o.bytes < want;
   return o.bytes;
 }
 
@@ -285,13 +287,17 @@ uint64_t admission_min(const PointsView& pts, Precision prec, int nbuckets) {
   return adm::tiles_block_min_bytes(pts.n, pts.dims, prec, nbuckets);
 }
 
+uint64_t admission_in_memory(const PointsView& pts, Precision prec, int nbuckets) {
+  return adm::tiles_bytes(pts.n, pts.dims, prec, nbuckets);
+}
+
 bool admission_applies(Engine* eng) {
   if (simulate_device_setting > 0) return true;
   std::string why;
   return eng != nullptr && eng == cuda_engine(&why);
 }
 
-DeviceGrant::DeviceGrant(Engine* eng, Control& ctl, uint64_t want, uint64_t min) {
+DeviceGrant::DeviceGrant(Engine* eng, Control& ctl, uint64_t want, uint64_t min, uint64_t in_memory) {
   if (!admission_applies(eng)) return;
   ReserveArgs a{want, min, 0, 0};
   bool attached = false;
@@ -310,6 +316,12 @@ DeviceGrant::DeviceGrant(Engine* eng, Control& ctl, uint64_t want, uint64_t min)
       a.want = limit ? limit : a.total;
       a.min = a.want;
     } else if (limit && limit < a.want) {
+      if (limit < a.min)
+        ereport(ERROR, (errcode(ERRCODE_OUT_OF_MEMORY),
+                        errmsg("gpu2bs.gpu_memory_limit is below what the call needs on the device"),
+                        errdetail("It needs at least %lld MB (blocks of points); the limit is %lld MB.",
+                                  mb_up(a.min), mb_up(limit)),
+                        errhint("Raise gpu2bs.gpu_memory_limit, or use gpu2bs.device = cpu.")));
       a.want = limit;  // the per-query limit caps the request (the call runs in blocks)
     }
     if (a.min > a.want) a.min = a.want;
@@ -321,8 +333,10 @@ DeviceGrant::DeviceGrant(Engine* eng, Control& ctl, uint64_t want, uint64_t min)
   }
   if (!attached || a.total == 0) return;
   active_ = true;
-  want_ = want ? want : a.want;
+  in_memory_ = in_memory ? in_memory : a.want;
   granted_ = a.granted;
+  g_last.want = want ? want : a.want;  // before the per-query limit
+  g_last.blocks = granted_ < in_memory_;
   ctl.device_memory_limit = size_t(granted_);
 }
 
@@ -353,7 +367,7 @@ InfoRows admission_rows() {
     rows.emplace_back("last_admission_wait_ms", buf);
     rows.emplace_back("last_admission_want_bytes", std::to_string(g_last.want));
     rows.emplace_back("last_admission_granted_bytes", std::to_string(g_last.granted));
-    rows.emplace_back("last_admission_blocks", g_last.granted < g_last.want ? "yes" : "no");
+    rows.emplace_back("last_admission_blocks", g_last.blocks ? "yes" : "no");
   }
   return rows;
 }

@@ -54,7 +54,8 @@ Datum sdh_relation(FunctionCallInfo fcinfo, Oid relid, int32 nbuckets, ArrayType
   PgControl ctl;
   ctl.stats.scan_s = in.scan_s;
   DeviceGrant grant(eng, ctl, admission_want(prob.pts, prob.prec, prob.params.nbuckets),
-                    admission_min(prob.pts, prob.prec, prob.params.nbuckets));
+                    admission_min(prob.pts, prob.prec, prob.params.nbuckets),
+                    admission_in_memory(prob.pts, prob.prec, prob.params.nbuckets));
   std::vector<uint64_t> hist = eng->sdh(prob, ctl);
   record_run(explicit_width ? "gpu_sdh_fixed" : "gpu_sdh", eng->name(), ctl.stats);
   drop_points(&in);
@@ -105,7 +106,8 @@ GPU2BS_FUNCTION(gpu2bs_pair_count_rel) {
   Engine* eng = choose_engine(&reason);
   PgControl ctl;
   ctl.stats.scan_s = in.scan_s;
-  DeviceGrant grant(eng, ctl, admission_want(prob.pts, prob.prec, 0), admission_min(prob.pts, prob.prec, 0));
+  DeviceGrant grant(eng, ctl, admission_want(prob.pts, prob.prec, 0), admission_min(prob.pts, prob.prec, 0),
+                    admission_in_memory(prob.pts, prob.prec, 0));
   const uint64_t n = eng->pair_count(prob, ctl);
   record_run("gpu_pair_count", eng->name(), ctl.stats);
   drop_points(&in);
