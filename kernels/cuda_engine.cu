@@ -408,8 +408,15 @@ class CudaEngine final : public Engine {
     last_run() = LastRun();
     if (use_resolve(ctl, p.pts, [&] {
           return resolve_sdh_wins(p.pts.n, p.pts.dims, p.params.nbuckets);
-        }))
-      return resolve_sdh(p, ctl);
+        })) {
+      try {
+        return resolve_sdh(p, ctl);
+      } catch (const Error& e) {
+        // Under a memory limit: the all-pairs path (in blocks if need be), the same counts.
+        if (e.code() != ErrorCode::OutOfMemory || !ctl.device_memory_limit) throw;
+        last_run() = LastRun();
+      }
+    }
     return cuda::sdh(p, ctl);
   }
 
@@ -420,8 +427,15 @@ class CudaEngine final : public Engine {
           double extent = 0;
           for (int k = 0; k < box.dims; ++k) extent = std::max(extent, box.hi[k] - box.lo[k]);
           return extent > 0 && resolve_count_wins(p.pts.n, p.pts.dims, p.r / extent);
-        }))
-      return resolve_pair_count(p, ctl);
+        })) {
+      try {
+        return resolve_pair_count(p, ctl);
+      } catch (const Error& e) {
+        // Under a memory limit: the grid or the tiles (in blocks if need be), the same count.
+        if (e.code() != ErrorCode::OutOfMemory || !ctl.device_memory_limit) throw;
+        last_run() = LastRun();
+      }
+    }
     return cuda::pair_count(p, ctl);
   }
 

@@ -234,17 +234,20 @@ uint64_t count_dims(const PairCountProblem& p, Call& call, T r2) {
 uint64_t pair_count(const PairCountProblem& p, Control& ctl) {
   const size_t n = p.pts.n;
   if (n < 2) return 0;  // the point count was checked by make_pair_count
-  Call call(ctl);
   const int forced = ctl.overrides.count_path;
-  // The grid needs a finite positive radius (cells of side ~r), as on the CPU, and the points
-  // in memory (a call that runs in blocks takes the tiles).
-  const Precision prec = p.prec;
-  const bool fits = admission::tiles_want_bytes(n, p.pts.dims, prec, 0) <= call.budget_left();
-  if (forced != 1 && fits && std::isfinite(p.r) && p.r > 0 &&
+  // The grid needs a finite positive radius (cells of side ~r), as on the CPU. Under a memory
+  // limit it does not fit, the tiles count instead (in blocks if need be): the same count.
+  if (forced != 1 && std::isfinite(p.r) && p.r > 0 &&
       (n >= cuda_tuning::kGridCountMinPoints || forced == 2)) {
-    uint64_t count = 0;
-    if (grid_pair_count(p, call, &count)) return count;
+    try {
+      Call call(ctl);
+      uint64_t count = 0;
+      if (grid_pair_count(p, call, &count)) return count;
+    } catch (const Error& e) {
+      if (e.code() != ErrorCode::OutOfMemory || !ctl.device_memory_limit) throw;
+    }
   }
+  Call call(ctl);
   return p.prec == Precision::Float32 ? count_dims<float>(p, call, p.r2_f)
                                       : count_dims<double>(p, call, p.r2);
 }

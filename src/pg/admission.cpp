@@ -130,11 +130,26 @@ void subxact_callback(SubXactEvent event, SubTransactionId, SubTransactionId, vo
   if (event == SUBXACT_EVENT_ABORT_SUB && g_slot_busy && !g_hold) release_mine();
 }
 
+bool place();
+
 // Attaches to the shared state (placing it in spare shared memory when the library was not
-// preloaded); false when that memory is not available (admission is then off, with a warning).
+// preloaded) and registers this backend's release callbacks; false when that memory is not
+// available (admission is then off, with a warning).
 bool attach() {
-  if (g_shared) return true;
   if (g_unavailable || !MyProc) return false;
+  if (!g_shared && !place()) return false;
+  if (!g_callbacks) {  // once per backend (a preloaded table is inherited from the postmaster)
+    before_shmem_exit(on_exit, 0);
+    RegisterXactCallback(xact_callback, nullptr);
+    RegisterSubXactCallback(subxact_callback, nullptr);
+    g_callbacks = true;
+  }
+  return true;
+}
+
+// Places the table in spare shared memory, or finds it there; false (with a warning) when that
+// memory is not available.
+bool place() {
   MemoryContext mcx = CurrentMemoryContext;
   bool ok = true;
   PG_TRY();
@@ -158,12 +173,6 @@ bool attach() {
                       errdetail("The server's spare shared memory cannot hold its table."),
                       errhint("Add gpu2bs to shared_preload_libraries and restart the server.")));
     return false;
-  }
-  if (!g_callbacks) {
-    before_shmem_exit(on_exit, 0);
-    RegisterXactCallback(xact_callback, nullptr);
-    RegisterSubXactCallback(subxact_callback, nullptr);
-    g_callbacks = true;
   }
   return true;
 }

@@ -2,7 +2,7 @@
 -- reserve what the GPU engine would need on a device of that size (the budget is 90 % of it).
 -- Results do not change; gpu2bs_info() reports each reservation; a call that cannot fit even in
 -- blocks fails with 53200; holds end with their transaction. Waits and cancels between sessions:
--- test/specs/admission.spec.
+-- test/specs/admission_wait.spec.
 SET gpu2bs.precision = float8;
 CREATE TEMP TABLE adm AS
   SELECT (i % 101) * 0.01 AS x, (i % 103) * 0.01 AS y, (i % 107) * 0.01 AS z
