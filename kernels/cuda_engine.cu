@@ -75,13 +75,13 @@ LastRun& last_run() {
 
 Call::Call(Control& c) : ctl(c) {
   G2_CUDA(cudaSetDevice(g_facts.device));
-  if (ctl.device_memory_limit) {
-    limit_ = ctl.device_memory_limit;
-  } else {
-    size_t free_b = 0, total_b = 0;
-    G2_CUDA(cudaMemGetInfo(&free_b, &total_b));
-    limit_ = size_t(double(free_b) * 0.9);
-  }
+  // The limit (a setting or the admission's grant), never above 90 % of what is free on the
+  // device now (other processes' contexts and allocations are outside the admission's budget):
+  // the SDH and pair count then run in blocks rather than failing in cudaMalloc.
+  size_t free_b = 0, total_b = 0;
+  G2_CUDA(cudaMemGetInfo(&free_b, &total_b));
+  const size_t free_share = size_t(double(free_b) * 0.9);
+  limit_ = ctl.device_memory_limit ? std::min(ctl.device_memory_limit, free_share) : free_share;
   G2_CUDA(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
   last_poll_ = Clock::now();
 }
@@ -609,6 +609,7 @@ InfoRows cuda_info() {
 
 bool built_with_cuda() { return true; }
 
+// The device's whole memory (cudaDeviceProp::totalGlobalMem), 0 without a usable GPU.
 size_t cuda_device_memory() {
   std::string why;
   if (!cuda_engine(&why)) return 0;
