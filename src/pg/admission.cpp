@@ -311,12 +311,27 @@ DeviceGrant::DeviceGrant(Engine* eng, Control& ctl, uint64_t want, uint64_t min,
   ReserveArgs a{want, min, 0, 0};
   bool attached = false;
   bool nested = false;
+  uint64_t shared_grant = 0;
   pg_guard([&] {
     attached = attach();
     if (!attached) return;
     if (g_slot_busy && !g_hold) {  // a second call of this backend runs under the first's grant
       nested = true;
+      shared_grant = g_last.granted;
       return;
+    }
+    // A parallel worker whose leader holds a grant runs under it: waiting for the leader's
+    // memory while the leader waits for the worker would never end.
+    const PGPROC* leader = MyProc->lockGroupLeader;
+    if (leader && leader != MyProc && uint32_t(leader->pgprocno) < g_shared->table.nslots) {
+      SpinLockAcquire(&g_shared->mutex);
+      const adm::Slot ls = g_shared->table.slots[leader->pgprocno];
+      SpinLockRelease(&g_shared->mutex);
+      if (ls.state == adm::kGranted) {
+        nested = true;
+        shared_grant = ls.granted;
+        return;
+      }
     }
     a.total = budget_bytes();
     if (a.total == 0) return;
@@ -337,7 +352,7 @@ DeviceGrant::DeviceGrant(Engine* eng, Control& ctl, uint64_t want, uint64_t min,
     a.granted = reserve_wait(a.want, a.min, a.total, false);
   });
   if (nested) {
-    ctl.device_memory_limit = size_t(g_last.granted);
+    ctl.device_memory_limit = size_t(shared_grant);
     return;
   }
   if (!attached || a.total == 0) return;
