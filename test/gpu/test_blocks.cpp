@@ -1,6 +1,6 @@
 // Inputs larger than the device budget: the SDH and the pair count by block pairs (i <= j)
 // against the in-memory path and the CPU engine, bit for bit (integer counts: equal), for block
-// counts from 2 to over 10, a last block shorter than the others, both precisions, 2-D and 3-D;
+// counts from 4 to 13, a last block shorter than the others, both precisions, 2-D and 3-D;
 // and the error when not even three of the smallest blocks fit.
 #include "core/admission.h"
 #include "fixtures.h"
@@ -18,7 +18,7 @@ size_t budget_for_blocks(size_t block, int dims, Precision prec, int nb) {
 
 TEST(Blocks, SdhEqualsInMemoryAndCpu) {
   REQUIRE_GPU();
-  for (size_t n : {size_t(20000), size_t(100003)})
+  for (size_t n : {size_t(50000), size_t(100003)})
     for (int dims : {2, 3})
       for (Precision prec : {Precision::Float32, Precision::Float64})
         for (int nb : {10, 500}) {
@@ -66,7 +66,7 @@ TEST(Blocks, SdhExplicitWidthAndReference) {
 
 TEST(Blocks, PairCountEqualsInMemoryAndCpu) {
   REQUIRE_GPU();
-  for (size_t n : {size_t(20000), size_t(70001)})
+  for (size_t n : {size_t(70001), size_t(150000)})
     for (int dims : {2, 3})
       for (Precision prec : {Precision::Float32, Precision::Float64}) {
         auto pts = ref::uniform(n, dims, 3 + n, 0, 1);
