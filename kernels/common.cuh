@@ -54,6 +54,15 @@ inline double seconds_since(Clock::time_point t0) {
 
 // ---- one engine call ---------------------------------------------------------------------------
 
+// The column block of a block pair for the RECT tile kernels (tiles.cuh): tile pairs (a, b) for
+// every anchor tile a of TileArgs::c (n points) and every tile b of c2 (n2 points), item
+// t = a * tiles2 + b, no diagonal.
+struct RectArgs {
+  const void* c2[kMaxDims];
+  unsigned n2;
+  long long tiles2;
+};
+
 // A call's point set in blocks of points, for inputs larger than the call's device budget
 // (tiles.cuh plan_blocks, run_block_pairs): a pinned host copy in the call's precision, three
 // device slots of `block` points, and what each slot holds.
@@ -68,6 +77,7 @@ struct BlockPlan {
   double d2max = 0;                  // bound of every float32 squared distance (SDH fast path)
   long long pairs_run = 0;           // block pairs run
   long long uploads = 0;             // block uploads
+  RectArgs rect_host = {};           // source of the last copy to the RECT kernels' constant
 };
 
 // Owns everything one engine call allocates: a stream, device and pinned buffers, events. The

@@ -80,8 +80,12 @@ void count_launch(Call& call, TileArgs<T> args, unsigned long long* out, T r2) {
   args.tiles = (long long)((args.n + TILE - 1) / TILE);
   // -0 compares like +0 in floating point but not as a bit pattern (CountOp::pairs).
   typename CountOp<T, kCarry>::Params prm{out, r2 == T(0) ? T(0) : r2};
-  run_tiles<T>(call, tile_kernel<T, D, B, RT, CountOp<T, kCarry>>, B, TILE, sizeof(T) * D * TILE,
-               args, prm, cuda_tuning::kCountGuessPairsPerSec);
+  // Block pairs run in the production configuration only (bench variants never run in blocks).
+  void (*rect)(TileArgs<T>, typename CountOp<T, kCarry>::Params) = nullptr;
+  if constexpr (kCarry && B == (sizeof(T) == 4 ? kB : kB64) && RT == (sizeof(T) == 4 ? kRT : kRT64))
+    rect = tile_kernel<T, D, B, RT, CountOp<T, kCarry>, true>;
+  run_tiles<T>(call, tile_kernel<T, D, B, RT, CountOp<T, kCarry>>, rect, B, TILE,
+               sizeof(T) * D * TILE, args, prm, cuda_tuning::kCountGuessPairsPerSec);
 }
 
 template <typename T, int D>

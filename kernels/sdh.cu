@@ -347,8 +347,12 @@ struct SdhFastOp {
 template <int D, int B, int RT, int C, bool CLAMP, bool SHARED>
 void sdh_fast_launch(Call& call, const TileArgs<float>& args,
                      const typename SdhFastOp<C, CLAMP, SHARED>::Params& prm, size_t smem) {
-  run_tiles<float>(call, tile_kernel<float, D, B, RT, SdhFastOp<C, CLAMP, SHARED>>, B, B * RT,
-                   smem, args, prm, cuda_tuning::kSdhGuessPairsPerSec);
+  using Op = SdhFastOp<C, CLAMP, SHARED>;
+  // Block pairs run in the production configuration only (bench variants never run in blocks).
+  void (*rect)(TileArgs<float>, typename Op::Params) = nullptr;
+  if constexpr (B == kFB && RT == kFRT) rect = tile_kernel<float, D, B, RT, Op, true>;
+  run_tiles<float>(call, tile_kernel<float, D, B, RT, Op>, rect, B, B * RT, smem, args, prm,
+                   cuda_tuning::kSdhGuessPairsPerSec);
 }
 
 // Params do not depend on C: one set, passed to the instance for C copies.
@@ -466,6 +470,14 @@ void sdh_tiles_op(Call& call, const SdhProblem& p, T* const* c, unsigned long lo
   const int nb = p.params.nbuckets;
   auto ks = tile_kernel<T, D, B, RT, SdhOp<T, false, NOCALL>>;
   auto kg = tile_kernel<T, D, B, RT, SdhOp<T, true, NOCALL>>;
+  // Block pairs: the RECT instances of the production configurations (sdh_run).
+  constexpr bool prod = RT == kRT && B == ((sizeof(T) == 4 && D <= 4) ? cuda_tuning::kSdhExactThreadsF32 : kB);
+  decltype(ks) ks_rect = nullptr;
+  decltype(kg) kg_rect = nullptr;
+  if constexpr (prod) {
+    ks_rect = tile_kernel<T, D, B, RT, SdhOp<T, false, NOCALL>, true>;
+    kg_rect = tile_kernel<T, D, B, RT, SdhOp<T, true, NOCALL>, true>;
+  }
   // Output privatization: the model picks global memory or the number of shared copies.
   const size_t tile_bytes = sizeof(T) * D * TILE;
   PrivMachine m = priv_machine(ks, B);
@@ -482,11 +494,11 @@ void sdh_tiles_op(Call& call, const SdhProblem& p, T* const* c, unsigned long lo
   if (ch.global) {
     typename SdhOp<T, true, NOCALL>::Params prm{hist, inv_w, T(nb), sdh_beyond<T>(nb, clamp),
                                                 nb, 1, nb};
-    run_tiles<T>(call, kg, B, TILE, ch.smem_bytes, args, prm, cuda_tuning::kSdhGuessPairsPerSec);
+    run_tiles<T>(call, kg, kg_rect, B, TILE, ch.smem_bytes, args, prm, cuda_tuning::kSdhGuessPairsPerSec);
   } else {
     typename SdhOp<T, false, NOCALL>::Params prm{
         hist, inv_w, T(nb), sdh_beyond<T>(nb, clamp), nb, ch.copies, ch.stride};
-    run_tiles<T>(call, ks, B, TILE, ch.smem_bytes, args, prm, cuda_tuning::kSdhGuessPairsPerSec);
+    run_tiles<T>(call, ks, ks_rect, B, TILE, ch.smem_bytes, args, prm, cuda_tuning::kSdhGuessPairsPerSec);
   }
 }
 

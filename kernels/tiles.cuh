@@ -12,7 +12,8 @@
 //
 // Point sets larger than the call's device budget run in blocks of points (Call::blocks): every
 // block pair (i <= j) once, the diagonal pairs as the triangle above over block i, the others as
-// the rectangle of every anchor tile of block i with every tile of block j (TileArgs::tiles2),
+// the rectangle of every anchor tile of block i with every tile of block j (TileArgs::tiles2,
+// run by the kernels' RECT instances, so the in-memory kernels are unchanged),
 // with the next block's upload overlapping the current pair's kernels (run_block_pairs). Every
 // unordered pair of points is examined exactly once, as in memory, so counts are the same.
 #pragma once
@@ -34,12 +35,12 @@ struct TileArgs {
   long long item0;       // first tile pair of this launch (linear index in the upper triangle)
   long long count;       // tile pairs in this launch
   long long per_block;   // consecutive tile pairs per block
-  // Rectangle mode (tiles2 > 0): tile pairs (a, b) for every anchor tile a of c (n points) and
-  // every tile b of c2 (n2 points), item t = a * tiles2 + b; no diagonal.
-  const T* c2[kMaxDims];
-  unsigned n2;
-  long long tiles2;
 };
+
+// The column block of the RECT kernels (RectArgs, common.cuh), in constant memory: set on the
+// stream before each block pair's launches, so TileArgs and the triangle kernels stay as they
+// are. One copy per translation unit.
+static __constant__ RectArgs g_rect;
 
 // Items before row a of the upper triangle of an M x M tile matrix (row a holds M - a items).
 __device__ __forceinline__ long long tile_row_start(long long a, long long M) {
@@ -90,7 +91,9 @@ __device__ __forceinline__ void op_pairs(Op& op, const T (&d2)[N]) {
   }
 }
 
-template <typename T, int D, int B, int RT, class Op>
+// RECT: the rectangle of block pairs (TileArgs::tiles2 > 0, run_block_pairs); the triangle
+// instances (RECT = false) hold no code of it.
+template <typename T, int D, int B, int RT, class Op, bool RECT = false>
 __global__ void __launch_bounds__(B) tile_kernel(TileArgs<T> args, typename Op::Params prm) {
   constexpr int TILE = B * RT;
   static_assert((TILE & (TILE - 1)) == 0, "tile length must be a power of two");
@@ -103,8 +106,8 @@ __global__ void __launch_bounds__(B) tile_kernel(TileArgs<T> args, typename Op::
   long long it = args.item0 + (long long)blockIdx.x * args.per_block;
   long long end = it + args.per_block;
   if (end > args.item0 + args.count) end = args.item0 + args.count;
-  const long long M2 = args.tiles2;  // > 0: rectangle mode
-  const long long nb2 = M2 ? (long long)args.n2 : n;  // points of the column set
+  const long long M2 = RECT ? g_rect.tiles2 : 0;  // > 0: rectangle mode
+  const long long nb2 = RECT ? (long long)g_rect.n2 : n;  // points of the column set
   long long a = 0, b = 0, cur_a = -1;
   if (it < end) {
     if (M2) {
@@ -135,7 +138,8 @@ __global__ void __launch_bounds__(B) tile_kernel(TileArgs<T> args, typename Op::
       const long long idx = j0 + j;
 #pragma unroll
       for (int k = 0; k < D; ++k)
-        sc[k * TILE + j] = idx < nb2 ? (M2 ? args.c2[k][idx] : args.c[k][idx]) : T(0);
+        sc[k * TILE + j] =
+            idx < nb2 ? (RECT ? static_cast<const T*>(g_rect.c2[k])[idx] : args.c[k][idx]) : T(0);
     }
     __syncthreads();
     const int nr = int(nb2 - j0 < TILE ? nb2 - j0 : TILE);
@@ -207,12 +211,14 @@ __global__ void __launch_bounds__(B) tile_kernel(TileArgs<T> args, typename Op::
 // slices), polling for cancel between launches. `pairs_per_item` = TILE^2; a block's work per
 // slice stays below 2^32 pairs so 32-bit private counters cannot overflow. The Op's outputs
 // are global atomics, so overlapping slices are safe.
+// `rect_tiles2` > 0: `kernel` is a RECT instance over that many column tiles (g_rect).
 template <typename T, typename P>
 void run_tiles_one(Call& call, void (*kernel)(TileArgs<T>, P), int threads, int tile, size_t smem,
-                   TileArgs<T> args, const P& prm, double guess_pairs_per_s) {
+                   TileArgs<T> args, const P& prm, double guess_pairs_per_s,
+                   long long rect_tiles2 = 0) {
   LastRun& lr = last_run();
   const long long M = args.tiles;
-  const long long total = args.tiles2 ? M * args.tiles2 : M * (M + 1) / 2;
+  const long long total = rect_tiles2 ? M * rect_tiles2 : M * (M + 1) / 2;
   if (total == 0) return;
   // Always raise the dynamic shared memory limit: with the kernel's static shared memory the
   // 48 KB default can be exceeded even below 48 KB of dynamic memory.
@@ -347,8 +353,11 @@ bool plan_blocks(Call& call, const PointsView& v, int nbuckets, BlockPlan* plan)
 // stream from the pinned host copy while the current pair's kernels run, into a slot the
 // current pair does not use (every earlier pair has finished, so none reads it).
 template <typename T, typename P>
-void run_block_pairs(Call& call, void (*kernel)(TileArgs<T>, P), int threads, int tile,
-                     size_t smem, TileArgs<T> args, const P& prm, double guess_pairs_per_s) {
+void run_block_pairs(Call& call, void (*kernel)(TileArgs<T>, P), void (*rect_kernel)(TileArgs<T>, P),
+                     int threads, int tile, size_t smem, TileArgs<T> args, const P& prm,
+                     double guess_pairs_per_s) {
+  if (!rect_kernel)
+    throw Error(ErrorCode::Internal, "no block-pair kernel for this launch configuration");
   BlockPlan& bp = *call.blocks;
   const int K = int((bp.n + bp.block - 1) / bp.block);
   const cudaStream_t copy = call.extra_stream(1);
@@ -394,32 +403,39 @@ void run_block_pairs(Call& call, void (*kernel)(TileArgs<T>, P), int threads, in
     G2_CUDA(cudaStreamWaitEvent(call.stream(), bp.ready[sa], 0));
     if (sb != sa) G2_CUDA(cudaStreamWaitEvent(call.stream(), bp.ready[sb], 0));
     TileArgs<T> a = args;
-    for (int k = 0; k < bp.dims; ++k) {
-      a.c[k] = static_cast<const T*>(bp.slot[sa][k]);
-      a.c2[k] = static_cast<const T*>(bp.slot[sb][k]);
-    }
+    for (int k = 0; k < bp.dims; ++k) a.c[k] = static_cast<const T*>(bp.slot[sa][k]);
     a.n = unsigned(count(i));
     a.tiles = (long long)((count(i) + tile - 1) / tile);
-    if (i == j) {
-      a.n2 = 0;
-      a.tiles2 = 0;
-    } else {
-      a.n2 = unsigned(count(j));
-      a.tiles2 = (long long)((count(j) + tile - 1) / tile);
+    if (i != j) {
+      // The column block for the RECT kernel, ordered before its launches on both streams
+      // (run_tiles_one starts the second stream after the first); the previous pair's kernels
+      // have finished, so none reads the old values.
+      RectArgs r{};
+      for (int k = 0; k < bp.dims; ++k) r.c2[k] = bp.slot[sb][k];
+      r.n2 = unsigned(count(j));
+      r.tiles2 = (long long)((count(j) + tile - 1) / tile);
+      bp.rect_host = r;
+      G2_CUDA(cudaMemcpyToSymbolAsync(g_rect, &bp.rect_host, sizeof(RectArgs), 0,
+                                      cudaMemcpyHostToDevice, call.stream()));
     }
-    run_tiles_one<T>(call, kernel, threads, tile, smem, a, prm, guess_pairs_per_s);
+    run_tiles_one<T>(call, i == j ? kernel : rect_kernel, threads, tile, smem, a, prm,
+                     guess_pairs_per_s, i == j ? 0 : (long long)((count(j) + tile - 1) / tile));
     ++bp.pairs_run;
   }
   call.ctl.stats.block_pairs += uint64_t(steps.size());
 }
 
 // All tile pairs of the call's points: in memory (args), or by block pairs when the call runs
-// in blocks (Call::blocks; args' coordinates are then ignored).
+// in blocks (Call::blocks; args' coordinates are then ignored), the pairs between two blocks by
+// `rect_kernel` (the RECT instance of `kernel`; nullptr for launch configurations that never
+// run in blocks: an error if they do).
 template <typename T, typename P>
-void run_tiles(Call& call, void (*kernel)(TileArgs<T>, P), int threads, int tile, size_t smem,
-               TileArgs<T> args, const P& prm, double guess_pairs_per_s) {
+void run_tiles(Call& call, void (*kernel)(TileArgs<T>, P), void (*rect_kernel)(TileArgs<T>, P),
+               int threads, int tile, size_t smem, TileArgs<T> args, const P& prm,
+               double guess_pairs_per_s) {
   if (call.blocks)
-    run_block_pairs<T>(call, kernel, threads, tile, smem, args, prm, guess_pairs_per_s);
+    run_block_pairs<T>(call, kernel, rect_kernel, threads, tile, smem, args, prm,
+                       guess_pairs_per_s);
   else
     run_tiles_one<T>(call, kernel, threads, tile, smem, args, prm, guess_pairs_per_s);
 }
