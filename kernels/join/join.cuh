@@ -30,8 +30,8 @@
 // Files (kernels/join/): grid.cu builds the grid index; plan.cu orders the work items, picks K
 // and cuts batches; kernel.cu holds the join kernel and its per-warp helpers; banks.cu runs the
 // launches and drains the result pool (serial path) or the banks (batched path); dispatch.cu is
-// the entry point simjoin(). The grid pair count (kernels/pair_count.cu) runs the same grid and
-// kernel in count mode.
+// the entry point simjoin(); dbscan.cu runs DBSCAN's passes over the same grid. The grid pair
+// count (kernels/pair_count.cu) runs the same grid and kernel in count mode.
 #pragma once
 
 #include <algorithm>
