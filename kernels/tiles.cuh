@@ -110,7 +110,7 @@ __global__ void __launch_bounds__(B) tile_kernel(TileArgs<T> args, typename Op::
   const long long nb2 = RECT ? (long long)g_rect.n2 : n;  // points of the column set
   long long a = 0, b = 0, cur_a = -1;
   if (it < end) {
-    if (M2) {
+    if constexpr (RECT) {
       a = it / M2;
       b = it - a * M2;
     } else {
@@ -192,7 +192,7 @@ __global__ void __launch_bounds__(B) tile_kernel(TileArgs<T> args, typename Op::
         }
       }
     }
-    if (M2) {
+    if constexpr (RECT) {
       if (++b == M2) {
         ++a;
         b = 0;
