@@ -54,6 +54,32 @@ inline double seconds_since(Clock::time_point t0) {
 
 // ---- one engine call ---------------------------------------------------------------------------
 
+// The column block of a block pair for the RECT tile kernels (tiles.cuh): tile pairs (a, b) for
+// every anchor tile a of TileArgs::c (n points) and every tile b of c2 (n2 points), item
+// t = a * tiles2 + b, no diagonal.
+struct RectArgs {
+  const void* c2[kMaxDims];
+  unsigned n2;
+  long long tiles2;
+};
+
+// A call's point set in blocks of points, for inputs larger than the call's device budget
+// (tiles.cuh plan_blocks, run_block_pairs): a pinned host copy in the call's precision, three
+// device slots of `block` points, and what each slot holds.
+struct BlockPlan {
+  size_t n = 0;                      // points
+  size_t block = 0;                  // points per block (the last block may be shorter)
+  int dims = 0;
+  const char* host[kMaxDims] = {};   // pinned host copy of each coordinate
+  void* slot[3][kMaxDims] = {};      // device slots of `block` points each
+  int slot_block[3] = {-1, -1, -1};  // block each slot holds (-1: none)
+  cudaEvent_t ready[3] = {};         // the last upload into the slot completed
+  double d2max = 0;                  // bound of every float32 squared distance (SDH fast path)
+  long long pairs_run = 0;           // block pairs run
+  long long uploads = 0;             // block uploads
+  RectArgs rect_host = {};           // source of the last copy to the RECT kernels' constant
+};
+
 // Owns everything one engine call allocates: a stream, device and pinned buffers, events. The
 // destructor synchronizes the stream and frees everything (also after an exception or a
 // cancel). Device allocations count against Control::device_memory_limit (0: 90 % of the free
@@ -66,6 +92,7 @@ class Call {
   Call& operator=(const Call&) = delete;
 
   Control& ctl;
+  BlockPlan* blocks = nullptr;  // set: run_tiles runs the call's points by block pairs
   cudaStream_t stream() const { return stream_; }
   // Extra stream k (0 <= k < kExtraStreams) of the call, created on first use; the destructor
   // synchronizes it before anything is freed. Work on it is ordered after the main stream's

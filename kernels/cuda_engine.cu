@@ -11,6 +11,7 @@
 #include <thread>
 
 #include "common.cuh"
+#include "core/admission.h"
 #include "expr/expr_gpu.h"
 #include "core/pair_expr.h"
 #include "pairwise/pairwise_api.h"
@@ -74,13 +75,13 @@ LastRun& last_run() {
 
 Call::Call(Control& c) : ctl(c) {
   G2_CUDA(cudaSetDevice(g_facts.device));
-  if (ctl.device_memory_limit) {
-    limit_ = ctl.device_memory_limit;
-  } else {
-    size_t free_b = 0, total_b = 0;
-    G2_CUDA(cudaMemGetInfo(&free_b, &total_b));
-    limit_ = size_t(double(free_b) * 0.9);
-  }
+  // The limit (a setting or the admission's grant), never above 90 % of what is free on the
+  // device now (other processes' contexts and allocations are outside the admission's budget):
+  // the SDH and pair count then run in blocks rather than failing in cudaMalloc.
+  size_t free_b = 0, total_b = 0;
+  G2_CUDA(cudaMemGetInfo(&free_b, &total_b));
+  const size_t free_share = size_t(double(free_b) * 0.9);
+  limit_ = ctl.device_memory_limit ? std::min(ctl.device_memory_limit, free_share) : free_share;
   G2_CUDA(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
   last_poll_ = Clock::now();
 }
@@ -392,6 +393,11 @@ class CudaEngine final : public Engine {
   static bool use_resolve(const Control& ctl, const PointsView& pts, W wins) {
     if ((pts.dims != 2 && pts.dims != 3) || pts.n < 2 || pts.n > 0xFFFFFFFFull) return false;
     if (ctl.sdh_method == SdhMethod::Brute) return false;
+    // A budget set below the in-memory request (admission, gpu2bs.gpu_memory_limit): the
+    // all-pairs tiles, in blocks when the points do not fit.
+    if (ctl.device_memory_limit &&
+        ctl.device_memory_limit < admission::tiles_want_bytes(pts.n, pts.dims, Precision::Float32, 0))
+      return false;
     return ctl.sdh_method == SdhMethod::Resolve || wins();
   }
 
@@ -402,8 +408,15 @@ class CudaEngine final : public Engine {
     last_run() = LastRun();
     if (use_resolve(ctl, p.pts, [&] {
           return resolve_sdh_wins(p.pts.n, p.pts.dims, p.params.nbuckets);
-        }))
-      return resolve_sdh(p, ctl);
+        })) {
+      try {
+        return resolve_sdh(p, ctl);
+      } catch (const Error& e) {
+        // Under a memory limit: the all-pairs path (in blocks if need be), the same counts.
+        if (e.code() != ErrorCode::OutOfMemory || !ctl.device_memory_limit) throw;
+        last_run() = LastRun();
+      }
+    }
     return cuda::sdh(p, ctl);
   }
 
@@ -414,8 +427,15 @@ class CudaEngine final : public Engine {
           double extent = 0;
           for (int k = 0; k < box.dims; ++k) extent = std::max(extent, box.hi[k] - box.lo[k]);
           return extent > 0 && resolve_count_wins(p.pts.n, p.pts.dims, p.r / extent);
-        }))
-      return resolve_pair_count(p, ctl);
+        })) {
+      try {
+        return resolve_pair_count(p, ctl);
+      } catch (const Error& e) {
+        // Under a memory limit: the grid or the tiles (in blocks if need be), the same count.
+        if (e.code() != ErrorCode::OutOfMemory || !ctl.device_memory_limit) throw;
+        last_run() = LastRun();
+      }
+    }
     return cuda::pair_count(p, ctl);
   }
 
@@ -597,6 +617,13 @@ InfoRows cuda_info() {
 }
 
 bool built_with_cuda() { return true; }
+
+// The device's whole memory (cudaDeviceProp::totalGlobalMem), 0 without a usable GPU.
+size_t cuda_device_memory() {
+  std::string why;
+  if (!cuda_engine(&why)) return 0;
+  return cuda::g_facts.prop.totalGlobalMem;
+}
 
 InfoRows expr_compiler_info() { return exprgpu::nvrtc_info(); }
 

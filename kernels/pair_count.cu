@@ -80,8 +80,12 @@ void count_launch(Call& call, TileArgs<T> args, unsigned long long* out, T r2) {
   args.tiles = (long long)((args.n + TILE - 1) / TILE);
   // -0 compares like +0 in floating point but not as a bit pattern (CountOp::pairs).
   typename CountOp<T, kCarry>::Params prm{out, r2 == T(0) ? T(0) : r2};
-  run_tiles<T>(call, tile_kernel<T, D, B, RT, CountOp<T, kCarry>>, B, TILE, sizeof(T) * D * TILE,
-               args, prm, cuda_tuning::kCountGuessPairsPerSec);
+  // Block pairs run in the production configuration only (bench variants never run in blocks).
+  void (*rect)(TileArgs<T>, typename CountOp<T, kCarry>::Params) = nullptr;
+  if constexpr (kCarry && B == (sizeof(T) == 4 ? kB : kB64) && RT == (sizeof(T) == 4 ? kRT : kRT64))
+    rect = tile_kernel<T, D, B, RT, CountOp<T, kCarry>, true>;
+  run_tiles<T>(call, tile_kernel<T, D, B, RT, CountOp<T, kCarry>>, rect, B, TILE,
+               sizeof(T) * D * TILE, args, prm, cuda_tuning::kCountGuessPairsPerSec);
 }
 
 template <typename T, int D>
@@ -91,15 +95,20 @@ uint64_t count_tiles(const PairCountProblem& p, Call& call, T r2) {
   Control& ctl = call.ctl;
   auto t0 = Clock::now();
   const size_t n = p.pts.n;
+  // Points beyond the budget: block pairs (tiles.cuh), the same count.
+  BlockPlan plan;
+  const bool blocks = plan_blocks<T>(call, p.pts, 0, &plan);
+  if (blocks) call.blocks = &plan;
   T* c[kMaxDims] = {};
-  for (int k = 0; k < D; ++k) c[k] = call.alloc<T>(n, "points");
+  if (!blocks)
+    for (int k = 0; k < D; ++k) c[k] = call.alloc<T>(n, "points");
   unsigned long long* out = call.alloc<unsigned long long>(1, "count");
   G2_CUDA(cudaMemsetAsync(out, 0, 8, call.stream()));
   TileArgs<T> args{};
   for (int k = 0; k < D; ++k) args.c[k] = c[k];
   args.n = unsigned(n);
   ctl.stats.prepare_s += seconds_since(t0);
-  upload_points<T>(call, p.pts, c);
+  if (!blocks) upload_points<T>(call, p.pts, c);
   // Bench-only launch configurations (3-D float32 only), to justify the tuning table: 1..4 =
   // 512x8, 512x4, 128x8, 256x4 threads x points; 5 = 256x8 with FSETP counting (no carry
   // chain).
@@ -229,14 +238,20 @@ uint64_t count_dims(const PairCountProblem& p, Call& call, T r2) {
 uint64_t pair_count(const PairCountProblem& p, Control& ctl) {
   const size_t n = p.pts.n;
   if (n < 2) return 0;  // the point count was checked by make_pair_count
-  Call call(ctl);
   const int forced = ctl.overrides.count_path;
-  // The grid needs a finite positive radius (cells of side ~r), as on the CPU.
+  // The grid needs a finite positive radius (cells of side ~r), as on the CPU. Under a memory
+  // limit it does not fit, the tiles count instead (in blocks if need be): the same count.
   if (forced != 1 && std::isfinite(p.r) && p.r > 0 &&
       (n >= cuda_tuning::kGridCountMinPoints || forced == 2)) {
-    uint64_t count = 0;
-    if (grid_pair_count(p, call, &count)) return count;
+    try {
+      Call call(ctl);
+      uint64_t count = 0;
+      if (grid_pair_count(p, call, &count)) return count;
+    } catch (const Error& e) {
+      if (e.code() != ErrorCode::OutOfMemory || !ctl.device_memory_limit) throw;
+    }
   }
+  Call call(ctl);
   return p.prec == Precision::Float32 ? count_dims<float>(p, call, p.r2_f)
                                       : count_dims<double>(p, call, p.r2);
 }

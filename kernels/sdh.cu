@@ -347,8 +347,12 @@ struct SdhFastOp {
 template <int D, int B, int RT, int C, bool CLAMP, bool SHARED>
 void sdh_fast_launch(Call& call, const TileArgs<float>& args,
                      const typename SdhFastOp<C, CLAMP, SHARED>::Params& prm, size_t smem) {
-  run_tiles<float>(call, tile_kernel<float, D, B, RT, SdhFastOp<C, CLAMP, SHARED>>, B, B * RT,
-                   smem, args, prm, cuda_tuning::kSdhGuessPairsPerSec);
+  using Op = SdhFastOp<C, CLAMP, SHARED>;
+  // Block pairs run in the production configuration only (bench variants never run in blocks).
+  void (*rect)(TileArgs<float>, typename Op::Params) = nullptr;
+  if constexpr (B == kFB && RT == kFRT) rect = tile_kernel<float, D, B, RT, Op, true>;
+  run_tiles<float>(call, tile_kernel<float, D, B, RT, Op>, rect, B, B * RT, smem, args, prm,
+                   cuda_tuning::kSdhGuessPairsPerSec);
 }
 
 // Params do not depend on C: one set, passed to the instance for C copies.
@@ -401,7 +405,8 @@ bool sdh_fast(Call& call, const SdhProblem& p, float* const* c, unsigned long lo
   // Without the clamp (one instruction less per pair) when the coordinates bound k_a.
   // (Tile variant 6, bench only: the clamp kept even where it is not needed.)
   const bool force_clamp = D == 3 && call.ctl.overrides.tile_variant == 6;
-  int entries = force_clamp ? 0 : fast_entries(cap, inv_w, device_d2max<D>(call, c, n));
+  const double d2max = call.blocks ? call.blocks->d2max : device_d2max<D>(call, c, n);
+  int entries = force_clamp ? 0 : fast_entries(cap, inv_w, d2max);
   const bool use_clamp = entries == 0;
   if (use_clamp) entries = cap + 1;
   const size_t tile_bytes = sizeof(float) * D * TILE;
@@ -465,6 +470,14 @@ void sdh_tiles_op(Call& call, const SdhProblem& p, T* const* c, unsigned long lo
   const int nb = p.params.nbuckets;
   auto ks = tile_kernel<T, D, B, RT, SdhOp<T, false, NOCALL>>;
   auto kg = tile_kernel<T, D, B, RT, SdhOp<T, true, NOCALL>>;
+  // Block pairs: the RECT instances of the production configurations (sdh_run).
+  constexpr bool prod = RT == kRT && B == ((sizeof(T) == 4 && D <= 4) ? cuda_tuning::kSdhExactThreadsF32 : kB);
+  decltype(ks) ks_rect = nullptr;
+  decltype(kg) kg_rect = nullptr;
+  if constexpr (prod) {
+    ks_rect = tile_kernel<T, D, B, RT, SdhOp<T, false, NOCALL>, true>;
+    kg_rect = tile_kernel<T, D, B, RT, SdhOp<T, true, NOCALL>, true>;
+  }
   // Output privatization: the model picks global memory or the number of shared copies.
   const size_t tile_bytes = sizeof(T) * D * TILE;
   PrivMachine m = priv_machine(ks, B);
@@ -481,11 +494,11 @@ void sdh_tiles_op(Call& call, const SdhProblem& p, T* const* c, unsigned long lo
   if (ch.global) {
     typename SdhOp<T, true, NOCALL>::Params prm{hist, inv_w, T(nb), sdh_beyond<T>(nb, clamp),
                                                 nb, 1, nb};
-    run_tiles<T>(call, kg, B, TILE, ch.smem_bytes, args, prm, cuda_tuning::kSdhGuessPairsPerSec);
+    run_tiles<T>(call, kg, kg_rect, B, TILE, ch.smem_bytes, args, prm, cuda_tuning::kSdhGuessPairsPerSec);
   } else {
     typename SdhOp<T, false, NOCALL>::Params prm{
         hist, inv_w, T(nb), sdh_beyond<T>(nb, clamp), nb, ch.copies, ch.stride};
-    run_tiles<T>(call, ks, B, TILE, ch.smem_bytes, args, prm, cuda_tuning::kSdhGuessPairsPerSec);
+    run_tiles<T>(call, ks, ks_rect, B, TILE, ch.smem_bytes, args, prm, cuda_tuning::kSdhGuessPairsPerSec);
   }
 }
 
@@ -507,12 +520,17 @@ std::vector<uint64_t> sdh_run(const SdhProblem& p, Control& ctl) {
   auto t0 = Clock::now();
   const size_t n = p.pts.n;
   const int nb = p.params.nbuckets;
+  // Points beyond the budget: block pairs (tiles.cuh), the same counts.
+  BlockPlan plan;
+  const bool blocks = plan_blocks<T>(call, p.pts, nb, &plan);
+  if (blocks) call.blocks = &plan;
   T* c[kMaxDims] = {};
-  for (int k = 0; k < D; ++k) c[k] = call.alloc<T>(n, "points");
+  if (!blocks)
+    for (int k = 0; k < D; ++k) c[k] = call.alloc<T>(n, "points");
   unsigned long long* hist = call.alloc<unsigned long long>(size_t(nb), "histogram");
   G2_CUDA(cudaMemsetAsync(hist, 0, size_t(nb) * 8, call.stream()));
   ctl.stats.prepare_s += seconds_since(t0);
-  upload_points<T>(call, p.pts, c);
+  if (!blocks) upload_points<T>(call, p.pts, c);
   // Bench-only launch configurations (3-D float32 only), to justify the tuning table: 1..4 the
   // fast path with 512x2, 1024x1, 512x4, 256x4 threads x points, 5 the exact path (the kernel
   // the earlier exact-path kernel, kSdhThreads x kSdhRegPoints).

@@ -9,11 +9,19 @@
 //
 // The work is sliced: one launch covers a range of tile pairs (`item0`, `count`), each block a
 // contiguous run of them, so the host can poll for cancel between slices.
+//
+// Point sets larger than the call's device budget run in blocks of points (Call::blocks): every
+// block pair (i <= j) once, the diagonal pairs as the triangle above over block i, the others as
+// the rectangle of every anchor tile of block i with every tile of block j (TileArgs::tiles2,
+// run by the kernels' RECT instances, so the in-memory kernels are unchanged),
+// with the next block's upload overlapping the current pair's kernels (run_block_pairs). Every
+// unordered pair of points is examined exactly once, as in memory, so counts are the same.
 #pragma once
 
 #include <deque>
 
 #include "common.cuh"
+#include "core/admission.h"
 #include "core/arith.h"
 
 namespace gpu2bs {
@@ -28,6 +36,11 @@ struct TileArgs {
   long long count;       // tile pairs in this launch
   long long per_block;   // consecutive tile pairs per block
 };
+
+// The column block of the RECT kernels (RectArgs, common.cuh), in constant memory: set on the
+// stream before each block pair's launches, so TileArgs and the triangle kernels stay as they
+// are. One copy per translation unit.
+static __constant__ RectArgs g_rect;
 
 // Items before row a of the upper triangle of an M x M tile matrix (row a holds M - a items).
 __device__ __forceinline__ long long tile_row_start(long long a, long long M) {
@@ -78,7 +91,9 @@ __device__ __forceinline__ void op_pairs(Op& op, const T (&d2)[N]) {
   }
 }
 
-template <typename T, int D, int B, int RT, class Op>
+// RECT: the rectangle of block pairs (TileArgs::tiles2 > 0, run_block_pairs); the triangle
+// instances (RECT = false) hold no code of it.
+template <typename T, int D, int B, int RT, class Op, bool RECT = false>
 __global__ void __launch_bounds__(B) tile_kernel(TileArgs<T> args, typename Op::Params prm) {
   constexpr int TILE = B * RT;
   static_assert((TILE & (TILE - 1)) == 0, "tile length must be a power of two");
@@ -91,8 +106,17 @@ __global__ void __launch_bounds__(B) tile_kernel(TileArgs<T> args, typename Op::
   long long it = args.item0 + (long long)blockIdx.x * args.per_block;
   long long end = it + args.per_block;
   if (end > args.item0 + args.count) end = args.item0 + args.count;
+  const long long M2 = RECT ? g_rect.tiles2 : 0;  // > 0: rectangle mode
+  const long long nb2 = RECT ? (long long)g_rect.n2 : n;  // points of the column set
   long long a = 0, b = 0, cur_a = -1;
-  if (it < end) tile_item_to_pair(it, M, &a, &b);
+  if (it < end) {
+    if constexpr (RECT) {
+      a = it / M2;
+      b = it - a * M2;
+    } else {
+      tile_item_to_pair(it, M, &a, &b);
+    }
+  }
   T p[RT][D];
   bool pv[RT];
   bool full = false;  // every register point of the anchor tile is a real point
@@ -113,11 +137,14 @@ __global__ void __launch_bounds__(B) tile_kernel(TileArgs<T> args, typename Op::
     for (int j = tid; j < TILE; j += B) {
       const long long idx = j0 + j;
 #pragma unroll
-      for (int k = 0; k < D; ++k) sc[k * TILE + j] = idx < n ? args.c[k][idx] : T(0);
+      for (int k = 0; k < D; ++k)
+        sc[k * TILE + j] =
+            idx < nb2 ? (RECT ? static_cast<const T*>(g_rect.c2[k])[idx] : args.c[k][idx]) : T(0);
     }
     __syncthreads();
-    const int nr = int(n - j0 < TILE ? n - j0 : TILE);
-    if (a != b && full && nr == TILE) {
+    const int nr = int(nb2 - j0 < TILE ? nb2 - j0 : TILE);
+    const bool offdiag = M2 || a != b;
+    if (offdiag && full && nr == TILE) {
       // The hot loop (all tiles but the last row/column): register blocking, each
       // shared-memory (broadcast, vector) load of 4 j points feeds 4 x RT pairs, no
       // predicates.
@@ -138,7 +165,7 @@ __global__ void __launch_bounds__(B) tile_kernel(TileArgs<T> args, typename Op::
           for (int r = 0; r < RT; ++r) d2[u * RT + r] = sq_dist<T, D>(p[r], q[u]);
         op_pairs<Op, T, 4 * RT>(op, d2);
       }
-    } else if (a != b) {
+    } else if (offdiag) {
       for (int j = 0; j < nr; ++j) {
         T q[D];
 #pragma unroll
@@ -165,7 +192,12 @@ __global__ void __launch_bounds__(B) tile_kernel(TileArgs<T> args, typename Op::
         }
       }
     }
-    if (++b == M) {
+    if constexpr (RECT) {
+      if (++b == M2) {
+        ++a;
+        b = 0;
+      }
+    } else if (++b == M) {
       ++a;
       b = a;
     }
@@ -179,12 +211,14 @@ __global__ void __launch_bounds__(B) tile_kernel(TileArgs<T> args, typename Op::
 // slices), polling for cancel between launches. `pairs_per_item` = TILE^2; a block's work per
 // slice stays below 2^32 pairs so 32-bit private counters cannot overflow. The Op's outputs
 // are global atomics, so overlapping slices are safe.
+// `rect_tiles2` > 0: `kernel` is a RECT instance over that many column tiles (g_rect).
 template <typename T, typename P>
-void run_tiles(Call& call, void (*kernel)(TileArgs<T>, P), int threads, int tile, size_t smem,
-               TileArgs<T> args, const P& prm, double guess_pairs_per_s) {
+void run_tiles_one(Call& call, void (*kernel)(TileArgs<T>, P), int threads, int tile, size_t smem,
+                   TileArgs<T> args, const P& prm, double guess_pairs_per_s,
+                   long long rect_tiles2 = 0) {
   LastRun& lr = last_run();
   const long long M = args.tiles;
-  const long long total = M * (M + 1) / 2;
+  const long long total = rect_tiles2 ? M * rect_tiles2 : M * (M + 1) / 2;
   if (total == 0) return;
   // Always raise the dynamic shared memory limit: with the kernel's static shared memory the
   // 48 KB default can be exceeded even below 48 KB of dynamic memory.
@@ -264,6 +298,146 @@ void run_tiles(Call& call, void (*kernel)(TileArgs<T>, P), int threads, int tile
   G2_CUDA(cudaStreamWaitEvent(streams[0], joined, 0));
   lr.kernel_ms += span_ms;
   call.ctl.stats.kernel_s += seconds_since(t0);
+}
+
+// Plans blocks for the all-pairs path over `v` (`nbuckets`: the SDH's, 0 for a pair count) when
+// its points do not fit in the call's budget: false (nothing allocated) when they fit; else
+// allocates the three device slots and the pinned host copy (converted to T, with the float
+// bounds for the SDH fast path), and fills `plan`. Throws Error(OutOfMemory) when not even three
+// blocks of the smallest size fit.
+template <typename T>
+bool plan_blocks(Call& call, const PointsView& v, int nbuckets, BlockPlan* plan) {
+  const Precision prec = sizeof(T) == 4 ? Precision::Float32 : Precision::Float64;
+  const size_t budget = call.budget_left();
+  if (admission::tiles_bytes(v.n, v.dims, prec, nbuckets) <= budget) return false;
+  const size_t block = size_t(admission::block_points(budget, v.dims, prec, nbuckets));
+  if (block == 0)
+    throw Error(ErrorCode::OutOfMemory, "GPU memory limit exceeded",
+                "Blocks of points need at least " +
+                    std::to_string(admission::tiles_block_min_bytes(v.n, v.dims, prec, nbuckets)) +
+                    " bytes of device memory; the limit leaves " + std::to_string(budget) + ".",
+                "Raise gpu2bs.gpu_memory_limit, or use gpu2bs.device = cpu.");
+  auto t0 = Clock::now();
+  plan->n = v.n;
+  plan->block = block;
+  plan->dims = v.dims;
+  for (int s = 0; s < 3; ++s) {
+    for (int k = 0; k < v.dims; ++k) plan->slot[s][k] = call.alloc<T>(block, "block of points");
+    plan->ready[s] = call.event();
+  }
+  double d2 = 0;
+  for (int k = 0; k < v.dims; ++k) {
+    T* h = static_cast<T*>(call.alloc_host(v.n * sizeof(T)));
+    const double* in = v.coord[k];
+    T lo = static_cast<T>(in[0]), hi = lo;
+    for (size_t i = 0; i < v.n; ++i) {
+      const T x = static_cast<T>(in[i]);
+      h[i] = x;
+      lo = x < lo ? x : lo;
+      hi = x > hi ? x : hi;
+    }
+    plan->host[k] = reinterpret_cast<const char*>(h);
+    const double span = double(hi) - double(lo);
+    d2 += span * span;
+  }
+  // As device_d2max (sdh.cu): float roundings of the differences, squares and sums.
+  plan->d2max = d2 * (1.0 + 1e-6);
+  call.ctl.stats.prepare_s += seconds_since(t0);
+  call.ctl.stats.block_points = block;
+  return true;
+}
+
+// The block pairs (i <= j) of Call::blocks in row order, each run by run_tiles_one on the
+// blocks' device slots: block i's triangle for i == j, the rectangle of blocks i and j
+// otherwise. Three slots hold blocks; the one block the next pair lacks is uploaded on its own
+// stream from the pinned host copy while the current pair's kernels run, into a slot the
+// current pair does not use (every earlier pair has finished, so none reads it).
+template <typename T, typename P>
+void run_block_pairs(Call& call, void (*kernel)(TileArgs<T>, P), void (*rect_kernel)(TileArgs<T>, P),
+                     int threads, int tile, size_t smem, TileArgs<T> args, const P& prm,
+                     double guess_pairs_per_s) {
+  if (!rect_kernel)
+    throw Error(ErrorCode::Internal, "no block-pair kernel for this launch configuration");
+  BlockPlan& bp = *call.blocks;
+  const int K = int((bp.n + bp.block - 1) / bp.block);
+  const cudaStream_t copy = call.extra_stream(1);
+  auto count = [&](int blk) { return std::min(bp.block, bp.n - size_t(blk) * bp.block); };
+  auto find = [&](int blk) {
+    for (int s = 0; s < 3; ++s)
+      if (bp.slot_block[s] == blk) return s;
+    return -1;
+  };
+  // Uploads block `blk` (when not resident) into a slot outside the bit mask `keep`; -1 when
+  // every free slot is kept.
+  auto ensure = [&](int blk, unsigned keep) {
+    int s = find(blk);
+    if (s >= 0) return s;
+    for (s = 0; s < 3 && ((keep >> s) & 1u); ++s) {
+    }
+    if (s == 3) return -1;
+    const size_t off = size_t(blk) * bp.block;
+    for (int k = 0; k < bp.dims; ++k)
+      G2_CUDA(cudaMemcpyAsync(bp.slot[s][k], bp.host[k] + off * sizeof(T), count(blk) * sizeof(T),
+                              cudaMemcpyHostToDevice, copy));
+    G2_CUDA(cudaEventRecord(bp.ready[s], copy));
+    bp.slot_block[s] = blk;
+    ++bp.uploads;
+    return s;
+  };
+  auto bit = [](int s) { return s >= 0 ? 1u << s : 0u; };
+  std::vector<std::pair<int, int>> steps;
+  for (int i = 0; i < K; ++i)
+    for (int j = i; j < K; ++j) steps.emplace_back(i, j);
+  for (size_t st = 0; st < steps.size(); ++st) {
+    const int i = steps[st].first, j = steps[st].second;
+    // Nothing runs between pairs: any slot but the one holding j may take block i.
+    const int sa = ensure(i, bit(find(j)));
+    const int sb = i == j ? sa : ensure(j, bit(sa));
+    // Prefetch the next pair's blocks into slots this pair does not use (in row order it lacks
+    // at most one: the next column, or the next anchor on its diagonal).
+    if (st + 1 < steps.size()) {
+      const int ni = steps[st + 1].first, nj = steps[st + 1].second;
+      const int si = ensure(ni, bit(sa) | bit(sb));
+      if (si >= 0) (void)ensure(nj, bit(sa) | bit(sb) | bit(si));
+    }
+    G2_CUDA(cudaStreamWaitEvent(call.stream(), bp.ready[sa], 0));
+    if (sb != sa) G2_CUDA(cudaStreamWaitEvent(call.stream(), bp.ready[sb], 0));
+    TileArgs<T> a = args;
+    for (int k = 0; k < bp.dims; ++k) a.c[k] = static_cast<const T*>(bp.slot[sa][k]);
+    a.n = unsigned(count(i));
+    a.tiles = (long long)((count(i) + tile - 1) / tile);
+    if (i != j) {
+      // The column block for the RECT kernel, ordered before its launches on both streams
+      // (run_tiles_one starts the second stream after the first); the previous pair's kernels
+      // have finished, so none reads the old values.
+      RectArgs r{};
+      for (int k = 0; k < bp.dims; ++k) r.c2[k] = bp.slot[sb][k];
+      r.n2 = unsigned(count(j));
+      r.tiles2 = (long long)((count(j) + tile - 1) / tile);
+      bp.rect_host = r;
+      G2_CUDA(cudaMemcpyToSymbolAsync(g_rect, &bp.rect_host, sizeof(RectArgs), 0,
+                                      cudaMemcpyHostToDevice, call.stream()));
+    }
+    run_tiles_one<T>(call, i == j ? kernel : rect_kernel, threads, tile, smem, a, prm,
+                     guess_pairs_per_s, i == j ? 0 : (long long)((count(j) + tile - 1) / tile));
+    ++bp.pairs_run;
+  }
+  call.ctl.stats.block_pairs += uint64_t(steps.size());
+}
+
+// All tile pairs of the call's points: in memory (args), or by block pairs when the call runs
+// in blocks (Call::blocks; args' coordinates are then ignored), the pairs between two blocks by
+// `rect_kernel` (the RECT instance of `kernel`; nullptr for launch configurations that never
+// run in blocks: an error if they do).
+template <typename T, typename P>
+void run_tiles(Call& call, void (*kernel)(TileArgs<T>, P), void (*rect_kernel)(TileArgs<T>, P),
+               int threads, int tile, size_t smem, TileArgs<T> args, const P& prm,
+               double guess_pairs_per_s) {
+  if (call.blocks)
+    run_block_pairs<T>(call, kernel, rect_kernel, threads, tile, smem, args, prm,
+                       guess_pairs_per_s);
+  else
+    run_tiles_one<T>(call, kernel, threads, tile, smem, args, prm, guess_pairs_per_s);
 }
 
 }  // namespace cuda

@@ -8,3 +8,22 @@
 COMMENT ON FUNCTION gpu_dbscan(regclass, float8, int4, text[], text) IS
 'DBSCAN clustering (Ester, Kriegel, Sander and Xu, KDD 1996) of the points of rel, with the meaning of PostGIS ST_ClusterDBSCAN(geom, eps, minpoints): one row (id bigint, cluster int4) per point read, in ascending id order. A point is a core point when at least minpoints points (itself included; minpoints >= 1) lie within Euclidean distance <= eps (inclusive, coordinate units, as ST_DWithin; computed in gpu2bs.precision exactly as gpu_simjoin keeps pairs); clusters are the connected components of the core points linked by pairs within eps, numbered 0, 1, ... in ascending order of the smallest id among their points; a border point (not core, within eps of a core point) joins the cluster of its nearest core point (ties by the smaller core id), a deterministic rule where ST_ClusterDBSCAN''s depends on row order; every other point is noise (cluster NULL). Points are read exactly as gpu_simjoin(rel, eps, coords, id) reads them: coordinates named in coords (2 to 6 numeric columns, or one PostGIS geometry(Point) / geometry(PointZ) column), else every float8 column except the key; key: the named integer column, else the single-column integer primary key, else an integer column named id (keys should be unique: equal keys are separate points whose ties follow read order). Rows with a NULL key or coordinate are skipped (no row returned); no rows for a NULL rel, eps or minpoints. Errors: eps <= 0 or NaN, minpoints < 1, NaN/infinite coordinates, mixed SRIDs, non-point geometries, geography columns (22023); missing relation (42P01) or column (42703); non-numeric coordinate or non-integer key column (42804); not a table or view (42809); no SELECT privilege (42501); more than 2^32 - 1 points or 2^31 - 1 clusters (54000); the relation rewritten after this REPEATABLE READ transaction''s snapshot (40001). Query cancel is honoured while the join runs. Method: the grid similarity self-join (Gowanlock and Karsin 2018, Gallet and Gowanlock 2019: cells of side >= eps, a point''s neighbours in its cell and the 3^d adjacent cells), no pair stored. Both engines, with no pair handed over (GPU: on the device, one thread per point; CPU: on gpu2bs.cpu_threads workers): neighbour counts and core flags, then a union-find of the core points (ECL-CC, Jaiganesh and Burtscher 2018: the larger root hooked under the smaller by compare-and-swap, path halving, pointer jumping) and the nearest core point of every other point; only core flags and one cluster representative per point are kept (the GPU copies back 5 bytes a point); the CPU computes distances with its vectorized join kernels. Both engines give the same labels.';
 -- cc17 end
+
+-- scale12 begin
+-------------------------------------------------------------------------------------------------
+-- Device-memory admission across sessions (docs/concurrency.md)
+-------------------------------------------------------------------------------------------------
+
+CREATE FUNCTION gpu2bs_admission()
+  RETURNS TABLE(pid int, state text, want_bytes bigint, min_bytes bigint, granted_bytes bigint,
+                since timestamptz)
+  AS 'MODULE_PATHNAME', 'gpu2bs_admission' LANGUAGE C VOLATILE PARALLEL RESTRICTED;
+COMMENT ON FUNCTION gpu2bs_admission() IS
+'Device memory admission: one row per backend with a reservation in the shared budget gpu2bs.gpu_memory_total: its process id (join pg_stat_activity on pid), state (granted, or waiting: wait_event_type and wait_event Extension in pg_stat_activity), the bytes it asked for (want_bytes), the least it runs with (min_bytes: SDH and pair count in blocks of points), the bytes granted, and when it asked. Empty when no GPU call runs. docs/concurrency.md.';
+
+CREATE FUNCTION gpu2bs_admission_hold(megabytes int) RETURNS int
+  AS 'MODULE_PATHNAME', 'gpu2bs_admission_hold' LANGUAGE C VOLATILE PARALLEL UNSAFE STRICT;
+REVOKE ALL ON FUNCTION gpu2bs_admission_hold(int) FROM PUBLIC;
+COMMENT ON FUNCTION gpu2bs_admission_hold(int) IS
+'Test hook (superuser by default): reserves megabytes (int, > 0) of the shared device memory budget until the end of the transaction, waiting like a GPU call (cancellable) while they are not free, and returns the megabytes granted. With gpu2bs.simulate_device_memory it lets tests without a GPU fill the budget. Errors: 22023 for megabytes <= 0; 53200 when it exceeds gpu2bs.gpu_memory_total; 55000 when this session already holds a reservation or no budget is known. docs/concurrency.md.';
+-- scale12 end

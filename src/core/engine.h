@@ -79,6 +79,8 @@ struct RunStats {
   double merge_s = 0;     // merging private outputs, draining result pages
   uint64_t pairs_examined = 0;
   uint64_t pairs_emitted = 0;
+  uint64_t block_points = 0;  // GPU SDH / pair count in blocks: points per block (0: in memory)
+  uint64_t block_pairs = 0;   // block pairs run (i <= j)
 };
 
 // Load balancing of the similarity join's work (similarity-join load-imbalance paper, "Load
@@ -207,6 +209,9 @@ InfoRows cuda_info();
 
 // True when this build contains the CUDA engine.
 bool built_with_cuda();
+
+// Device memory of the GPU the CUDA engine uses, in bytes (0 when no GPU is usable).
+size_t cuda_device_memory();
 
 // Rows for gpu2bs_info() about the run-time compiler of pair expressions (NVRTC): whether it
 // opened, modules compiled, cache hits, compile times; a single row in builds without CUDA.

@@ -18,6 +18,9 @@ InfoRows cuda_info() { return {}; }
 // This build has no CUDA engine.
 bool built_with_cuda() { return false; }
 
+// No GPU in this build.
+size_t cuda_device_memory() { return 0; }
+
 namespace exprgpu {
 
 // No GPU to run pair expressions on in this build.

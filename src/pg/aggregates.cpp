@@ -9,6 +9,7 @@ extern "C" {
 
 #include "../core/error.h"
 #include "points_state.h"
+#include "admission.h"
 #include "settings.h"
 
 using namespace gpu2bs;
@@ -33,6 +34,9 @@ GPU2BS_FUNCTION(gpu2bs_sdh_final) {
   Engine* eng = choose_engine(&reason);
   PgControl ctl;
   ctl.stats.scan_s = scan_seconds(st);
+  DeviceGrant grant(eng, ctl, admission_want(prob.pts, prob.prec, prob.params.nbuckets),
+                    admission_min(prob.pts, prob.prec, prob.params.nbuckets),
+                    admission_in_memory(prob.pts, prob.prec, prob.params.nbuckets));
   std::vector<uint64_t> hist = eng->sdh(prob, ctl);
   record_run("gpu_sdh", eng->name(), ctl.stats);
   ArrayType* result = nullptr;
@@ -62,6 +66,8 @@ GPU2BS_FUNCTION(gpu2bs_pair_count_final) {
   Engine* eng = choose_engine(&reason);
   PgControl ctl;
   ctl.stats.scan_s = scan_seconds(st);
+  DeviceGrant grant(eng, ctl, admission_want(prob.pts, prob.prec, 0), admission_min(prob.pts, prob.prec, 0),
+                    admission_in_memory(prob.pts, prob.prec, 0));
   uint64_t n = eng->pair_count(prob, ctl);
   record_run("gpu_pair_count", eng->name(), ctl.stats);
   PG_RETURN_INT64(int64(n));

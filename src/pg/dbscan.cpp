@@ -15,6 +15,7 @@ extern "C" {
 
 #include "../core/dbscan.h"
 #include "../core/error.h"
+#include "admission.h"
 #include "settings.h"
 #include "simjoin.h"
 
@@ -53,6 +54,7 @@ GPU2BS_FUNCTION(gpu2bs_dbscan) {
   Engine* eng = choose_engine(&reason);
   PgControl ctl;
   ctl.stats.scan_s = in.scan_s;
+  DeviceGrant grant(eng, ctl, 0, 0);
   DbscanResult res = dbscan(*eng, prob, rel.ids, minpoints, ctl);
   ctl.stats.pairs_emitted = res.pairs_seen;
   record_run("gpu_dbscan", eng->name(), ctl.stats);

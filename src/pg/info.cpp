@@ -15,6 +15,7 @@ extern "C" {
 
 #include "../core/cpu_kernels.h"
 #include "../core/error.h"
+#include "admission.h"
 #include "settings.h"
 
 using namespace gpu2bs;
@@ -46,6 +47,7 @@ GPU2BS_FUNCTION(gpu2bs_info) {
   struct mallinfo2 mi = mallinfo2();
   rows.emplace_back("backend_malloc_in_use_bytes", std::to_string(mi.uordblks + mi.hblkhd));
 #endif
+  for (auto& r : admission_rows()) rows.push_back(r);
   for (auto& r : last_run_rows()) rows.push_back(r);
   ReturnSetInfo* rsinfo = (ReturnSetInfo*)fcinfo->resultinfo;
   const auto* data = rows.data();

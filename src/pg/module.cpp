@@ -6,6 +6,7 @@ extern "C" {
 #include "utils/guc.h"
 }
 
+#include "admission.h"
 #include "settings.h"
 #include "simjoin.h"
 
@@ -14,9 +15,11 @@ PG_MODULE_MAGIC;
 
 void _PG_init(void);
 
-// Registers the gpu2bs.* settings and the similarity join's custom scan.
+// Registers the gpu2bs.* settings, the admission's shared memory (when preloaded) and the
+// similarity join's custom scan.
 void _PG_init(void) {
   gpu2bs::pg::define_settings();
+  gpu2bs::pg::define_admission();
   gpu2bs::pg::register_simjoin_scan();
   gpu2bs::pg::register_join_path();
   // Last: every gpu2bs.* setting is defined, so placeholders set before the load are kept.

@@ -37,6 +37,7 @@ extern "C" {
 
 #include "../core/error.h"
 #include "../core/pair_expr.h"
+#include "admission.h"
 #include "pair_expr_sql.h"
 #include "settings.h"
 #include "simjoin.h"
@@ -647,6 +648,7 @@ PairExprResult run_call(const CallArgs& a, Prepared* p, PairSink* sink_or_null, 
   Engine* eng = choose_expr_engine(&reason);
   PgControl ctl;
   ctl.stats.scan_s = scan_s;
+  DeviceGrant grant(eng, ctl, 0, 0);
   std::unique_ptr<TuplestoreSink> js;
   if (join) js.reset(new TuplestoreSink(rsinfo, p->ids[0], p->ids[sb], p->self));
   PairExprResult res = eng->pair_expr(prob, join ? static_cast<PairSink*>(js.get()) : sink_or_null, ctl);

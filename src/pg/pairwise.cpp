@@ -26,6 +26,7 @@ extern "C" {
 
 #include "../core/error.h"
 #include "../core/pairwise.h"
+#include "admission.h"
 #include "settings.h"
 #include "simjoin.h"
 
@@ -329,6 +330,7 @@ GPU2BS_FUNCTION(gpu2bs_pairwise) {
   Engine* eng = choose_engine(&reason);
   PgControl ctl;
   ctl.stats.scan_s = scan_s;
+  DeviceGrant grant(eng, ctl, 0, 0);
   PairwiseSink sink(rsinfo, rels[0].ids, rels[nrel - 1].ids);
   eng->pairwise(prob, sink, ctl);
   record_run("gpu_pairwise", eng->name(), ctl.stats);

@@ -10,6 +10,7 @@ extern "C" {
 }
 
 #include "../core/error.h"
+#include "admission.h"
 #include "settings.h"
 #include "simjoin.h"
 
@@ -52,6 +53,9 @@ Datum sdh_relation(FunctionCallInfo fcinfo, Oid relid, int32 nbuckets, ArrayType
   Engine* eng = choose_engine(&reason);
   PgControl ctl;
   ctl.stats.scan_s = in.scan_s;
+  DeviceGrant grant(eng, ctl, admission_want(prob.pts, prob.prec, prob.params.nbuckets),
+                    admission_min(prob.pts, prob.prec, prob.params.nbuckets),
+                    admission_in_memory(prob.pts, prob.prec, prob.params.nbuckets));
   std::vector<uint64_t> hist = eng->sdh(prob, ctl);
   record_run(explicit_width ? "gpu_sdh_fixed" : "gpu_sdh", eng->name(), ctl.stats);
   drop_points(&in);
@@ -102,6 +106,8 @@ GPU2BS_FUNCTION(gpu2bs_pair_count_rel) {
   Engine* eng = choose_engine(&reason);
   PgControl ctl;
   ctl.stats.scan_s = in.scan_s;
+  DeviceGrant grant(eng, ctl, admission_want(prob.pts, prob.prec, 0), admission_min(prob.pts, prob.prec, 0),
+                    admission_in_memory(prob.pts, prob.prec, 0));
   const uint64_t n = eng->pair_count(prob, ctl);
   record_run("gpu_pair_count", eng->name(), ctl.stats);
   drop_points(&in);

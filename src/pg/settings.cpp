@@ -276,6 +276,8 @@ InfoRows last_run_rows() {
   rows.emplace_back("last_merge_ms", ms(last_run.stats.merge_s));
   rows.emplace_back("last_pairs_examined", std::to_string(last_run.stats.pairs_examined));
   rows.emplace_back("last_pairs_emitted", std::to_string(last_run.stats.pairs_emitted));
+  rows.emplace_back("last_block_points", std::to_string(last_run.stats.block_points));
+  rows.emplace_back("last_block_pairs", std::to_string(last_run.stats.block_pairs));
   return rows;
 }
 

@@ -36,6 +36,7 @@ extern "C" {
 
 #include "../core/error.h"
 #include "../core/pipeline.h"
+#include "admission.h"
 #include "settings.h"
 #include "simjoin.h"
 
@@ -653,6 +654,7 @@ bool simjoin_run(const SimjoinArgs& a, SimjoinInput* in, PairSink& sink, const P
     prep.prob.filter = filter;
     PgControl ctl;
     ctl.stats.scan_s = in->scan_s;
+    DeviceGrant grant(eng, ctl, 0, 0);
     eng->simjoin(prep.prob, sink, ctl);
     record_run("gpu_simjoin", eng->name(), ctl.stats);
     if (!reduce->done) throw Error(ErrorCode::Internal, "engine did not compute the pushed-down reduction");
@@ -665,6 +667,7 @@ bool simjoin_run(const SimjoinArgs& a, SimjoinInput* in, PairSink& sink, const P
   FilterSink filtered(engine_filters || use_stage ? nullptr : filter, sink);
   PgControl ctl;
   ctl.stats.scan_s = in->scan_s;
+  DeviceGrant grant(eng, ctl, 0, 0);
   eng->simjoin(prep.prob, filtered, ctl);
   record_run("gpu_simjoin", eng->name(), ctl.stats);
   return use_stage;

@@ -57,6 +57,7 @@ extern "C" {
 
 #include "core/pipeline.h"
 #include "planner/pair_quals.h"
+#include "admission.h"
 #include "settings.h"
 #include "simjoin.h"
 
@@ -168,6 +169,7 @@ struct Pushed {
   SimjoinProblem prob;
   std::unique_ptr<PagePipe> pipe;
   std::unique_ptr<PgControl> ctl;
+  std::unique_ptr<DeviceGrant> grant;  // the device memory the pipelined run holds
   std::string engine_name;
   bool engine_filters = false;
   PagePipe::Page page;
@@ -348,6 +350,7 @@ void run_join(void* arg) {
     pu->pipe.reset(new PagePipe(4));
     pu->ctl.reset(new PipeControl(pu->pipe.get()));
     pu->ctl->stats.scan_s = in.scan_s;
+    pu->grant.reset(new DeviceGrant(prep.engine, *pu->ctl, 0, 0));
     Engine* eng = prep.engine;
     Pushed* p = pu;
     pu->pipe->start([eng, p](PairSink& out) {
