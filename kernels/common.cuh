@@ -142,6 +142,7 @@ void download(Call& call, void* host, const void* dev, size_t bytes);
 std::vector<uint64_t> sdh(const SdhProblem& p, Control& ctl);
 uint64_t pair_count(const PairCountProblem& p, Control& ctl);
 void simjoin(const SimjoinProblem& p, PairSink& sink, Control& ctl);  // kernels/join/
+std::vector<uint64_t> rdf(const RdfProblem& p, Control& ctl);          // rdf.cu
 
 // Resolution of cell pairs (resolve.cu): the SDH and the pair count over the density map, and
 // the cost model that chooses them (kernels/tuning.h); 2-D and 3-D only.

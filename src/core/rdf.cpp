@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <cfloat>
 #include <cmath>
+#include <cstdio>
+#include <cstdlib>
 #include <string>
 
 #include "engine.h"
@@ -15,10 +17,14 @@ namespace gpu2bs {
 
 namespace {
 
-// A float8 as text for messages.
+// A float8 as text for messages: the shortest decimal form that reads back as the same double.
 std::string num(double v) {
+  if (std::isinf(v)) return v > 0 ? "Infinity" : "-Infinity";
   char buf[32];
-  snprintf(buf, sizeof buf, "%.17g", v);
+  for (int prec = 1; prec <= 17; ++prec) {
+    snprintf(buf, sizeof buf, "%.*g", prec, v);
+    if (strtod(buf, nullptr) == v) break;
+  }
   return buf;
 }
 
@@ -76,7 +82,6 @@ RdfProblem make_rdf(const PointsView& a, const PointsView* b, int nbuckets, doub
   double shortest = INFINITY;
   for (int k = 0; k < a.dims; ++k) {
     const double L = box ? box[k] : 0.0;
-    if (std::isnan(L)) continue;  // NULL element: not periodic
     if (!std::isfinite(L) || L < 0)
       throw Error(ErrorCode::InvalidParameter,
                   "box lengths must be 0, NULL or positive finite numbers",

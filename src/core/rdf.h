@@ -82,8 +82,8 @@ struct RdfProblem {
 // Error(InvalidParameter).
 void check_rdf_args(int nbuckets, double r_max, Precision prec);
 
-// Validates the box (`nbox` lengths, one per axis, each 0 or positive and finite; NaN in
-// `box` stands for a NULL element, not periodic), r_max against it (at most half the shortest
+// Validates the box (`nbox` lengths, one per axis, each 0 (not periodic) or positive and
+// finite; null `box`: no axis periodic), r_max against it (at most half the shortest
 // periodic side) and the points (count, equal dimensions, range). `b` null: self. Throws
 // Error(InvalidParameter) or Error(ProgramLimit).
 RdfProblem make_rdf(const PointsView& a, const PointsView* b, int nbuckets, double r_max,

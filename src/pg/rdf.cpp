@@ -38,7 +38,8 @@ PointsView view_of_points(const RelPoints& r) {
   return v;
 }
 
-// The box argument as lengths (NaN for a NULL element); a multi-dimensional array is 22023.
+// The box argument as lengths (0 for a NULL element: not periodic); a multi-dimensional array is
+// 22023.
 std::vector<double> box_lengths(ArrayType* arr) {
   std::vector<double> out;
   pg_guard([&] {
@@ -50,7 +51,7 @@ std::vector<double> box_lengths(ArrayType* arr) {
     bool* nulls;
     int n;
     deconstruct_array(arr, FLOAT8OID, 8, FLOAT8PASSBYVAL, TYPALIGN_DOUBLE, &elems, &nulls, &n);
-    for (int k = 0; k < n; ++k) out.push_back(nulls[k] ? NAN : DatumGetFloat8(elems[k]));
+    for (int k = 0; k < n; ++k) out.push_back(nulls[k] ? 0.0 : DatumGetFloat8(elems[k]));
   });
   return out;
 }
