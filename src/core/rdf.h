@@ -38,7 +38,8 @@ G2_HD double op_add(double a, double b) {
 template <typename T>
 G2_HD T periodic_delta(T a, T b, T len, T half) {
   const T d = op_sub(a, b);
-  return d > half ? op_sub(d, len) : (d < -half ? op_add(d, len) : d);
+  const T below = op_sub(d, len), above = op_add(d, len);  // both computed: selects vectorize
+  return d > half ? below : (d < -half ? above : d);
 }
 
 // Squared minimum-image distance: d2 = dx0*dx0, then d2 = fma(dxk, dxk, d2) for k = 1..D-1
@@ -62,6 +63,14 @@ G2_HD T periodic_sq_dist(const T* a, const T* b, const T* len, const T* half) {
 template <typename T>
 G2_HD int rdf_bucket(T d2, T cut2, T inv_w, T nb_t) {
   return d2 < cut2 ? sdh_bucket<T>(d2, inv_w, nb_t, T(-1)) : -1;
+}
+
+// rdf_bucket with the bucket computed for every pair and selected after (the same value; no
+// branch, so CPU compilers vectorize it).
+template <typename T>
+G2_HD int rdf_bucket_select(T d2, T cut2, T inv_w, T nb_t) {
+  const int k = sdh_bucket<T>(d2, inv_w, nb_t, T(-1));
+  return d2 < cut2 ? k : -1;
 }
 
 // An RDF call: a (and b unless self), nbuckets over [0, r_max), per-axis periodic lengths.

@@ -1,5 +1,11 @@
 // The CPU engine's RDF kernel for any x86-64 processor (128-bit vectors), and the run-time
 // choice of the variant.
+// Floating-point operations do not trap (the engine never reads FP exception flags), so the
+// compiler may evaluate both arms of a select: the distance loop vectorizes. Results are the
+// same IEEE operations either way.
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC optimize("no-trapping-math")
+#endif
 #define G2_RDF_NS rdf_generic
 #include "rdf_cpu.inc"
 
