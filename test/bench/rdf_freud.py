@@ -13,8 +13,9 @@ The coordinates are multiples of 0.01 Å, so many pairs lie exactly on a bucket 
 for r_max 15 and 500 bins), where the float32 rounding of each program decides the side: freud
 (distances of points shifted by -L/2, its own binning) and the numpy float64 reference move such
 pairs between neighbouring bins. The checks are therefore on the totals and the cumulative
-counts: exit status 1 when the totals differ or a cumulative count N(r < r_hi) differs by more
-than 1e-3 of itself (freud), or more than the pairs within 5e-5 Å of that edge (numpy: float32 rounds coordinates of up to
+counts: exit status 1 when a cumulative count N(r < r_hi) (the last one is the total) differs by
+more than 1e-3 of itself (freud; its float32 coordinates are shifted by -L/2, so pairs within
+about 1e-5 Å of an edge or of r_max may fall on the other side), or more than the pairs within 5e-5 Å of that edge (numpy: float32 rounds coordinates of up to
 220 Å by up to 7.6e-6 Å).
 """
 import subprocess
@@ -88,7 +89,7 @@ def main():
           f"largest count difference {dp.max():.0f} (bins differing: {(dp > 0).sum()})")
     print(f"cumulative counts N(r < r_hi): largest relative difference {cum_rel:.3e}")
     print(f"g(r): largest relative difference {rel.max():.3e} over {big.sum()} bins with >= 1000 pairs")
-    ok = ours_pairs.sum() == freud_pairs.sum() and cum_rel <= 1e-3
+    ok = cum_rel <= 1e-3
     # numpy float64 reference (minimum image) on a subset: g from exact pair counts.
     sub = pts[:4000]
     m = len(sub)
