@@ -126,8 +126,9 @@ RdfCells<T> build_rdf_cells(const RdfProblem& p) {
     if (per && n < 3) n = 1;
     c.ncell[k] = n;
   }
-  // At most about two cells per point: the largest axis halves until the grid fits.
-  const double cap = std::max(64.0, 2.0 * double(na + nb));
+  // At most about two cells per point (and 2^31, as cell ids are 32-bit): the largest axis
+  // halves until the grid fits.
+  const double cap = std::min(2147483648.0, std::max(64.0, 2.0 * double(na + nb)));
   for (;;) {
     double prod = 1;
     for (int k = 0; k < D; ++k) prod *= c.ncell[k];
