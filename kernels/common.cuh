@@ -172,6 +172,7 @@ void simjoin(const SimjoinProblem& p, PairSink& sink, Control& ctl);  // kernels
 // DBSCAN's passes on the device over the grid of the join (kernels/join/dbscan.cu).
 void dbscan(const SimjoinProblem& p, const int64_t* keys, int64_t minpoints, DbscanComponents& out,
             Control& ctl);
+std::vector<uint64_t> rdf(const RdfProblem& p, Control& ctl);          // rdf.cu
 
 // Resolution of cell pairs (resolve.cu): the SDH and the pair count over the density map, and
 // the cost model that chooses them (kernels/tuning.h); 2-D and 3-D only.

@@ -444,6 +444,11 @@ class CudaEngine final : public Engine {
     cuda::simjoin(p, sink, ctl);
   }
 
+  std::vector<uint64_t> rdf(const RdfProblem& p, Control& ctl) override {
+    last_run() = LastRun();
+    return cuda::rdf(p, ctl);
+  }
+
   // The pushed-down filter and reductions run in the join kernel (kernels/join/kernel.cu).
   bool applies_pair_filter() const override { return true; }
   bool reduces_pairs(PairReduce::Kind) const override { return true; }

@@ -159,6 +159,7 @@ struct DbscanComponents {
 struct PairwiseProblem;  // pairwise.h: the all-pairs matrix over float vectors
 struct PairExprProblem;  // pair_expr.h: a user-defined pair expression over two relations
 struct PairExprResult;
+struct RdfProblem;       // rdf.h: the radial distribution function over cell lists
 
 class Engine {
  public:
@@ -177,6 +178,9 @@ class Engine {
   virtual void pairwise(const PairwiseProblem& p, PairSink& sink, Control& ctl) = 0;
   // A pair expression (count, sum, histogram of its value, or the join's pairs to `sink`).
   virtual PairExprResult pair_expr(const PairExprProblem& p, PairSink* sink, Control& ctl) = 0;
+  // Pair counts per bucket of the radial distribution function (rdf.h); an engine without its
+  // own kernel (the CPU engine) runs cpu_rdf on all cores.
+  virtual std::vector<uint64_t> rdf(const RdfProblem& p, Control& ctl);
   // True when pair_expr() can run here (the GPU needs NVRTC); `why` says why not.
   virtual bool pair_expr_available(std::string* why) const {
     (void)why;

@@ -1,0 +1,223 @@
+// Radial distribution function on the GPU: the cell lists of src/core/rdf.h (built on the host,
+// the same lists the CPU engine reads) uploaded once; one block per work item (up to kRdfBlock
+// rows of one cell of a), each thread holding one row in registers and pairing it with the points
+// of the neighbour cells streamed through shared memory in tiles. Output privatization as the
+// SDH kernels (framework paper 3.3.1): one private histogram of 32-bit counters per block in
+// shared memory, merged into the uint64 counts with one global atomic per non-empty bucket at
+// the end of the block; when the histogram does not fit (or a block could count 2^32 pairs),
+// every pair goes straight to the global counts. Distances and buckets are periodic_sq_dist and
+// rdf_bucket, so the counts equal the CPU engine's bit for bit.
+#include <algorithm>
+#include <vector>
+
+#include "common.cuh"
+#include "core/rdf.h"
+
+namespace gpu2bs {
+namespace cuda {
+
+namespace {
+
+constexpr int kRdfBlock = 128;                       // threads (= rows) per block
+constexpr size_t kRdfSharedHistBytes = 160 * 1024;   // largest shared private histogram
+constexpr double kRdfSliceEvals = 4e10;              // pair evaluations per launch (~30 ms)
+
+template <typename T>
+struct RdfArgs {
+  const T* a[kMaxDims];
+  const T* b[kMaxDims];
+  const unsigned* a_start;
+  const unsigned* b_start;
+  const unsigned long long* nfirst;
+  const unsigned* ncell;
+  const unsigned long long* items;  // (cell << 32) | first row offset within the cell
+  long long item0;
+  T len[kMaxDims];
+  T half[kMaxDims];
+  T cut2, inv_w, nb_t;
+  unsigned long long* hist;
+  int nb;
+  bool self;
+};
+
+template <typename T, int D, bool SHARED>
+__global__ void __launch_bounds__(kRdfBlock) rdf_kernel(RdfArgs<T> g) {
+  extern __shared__ __align__(16) unsigned char g2_smem[];
+  T* sb = reinterpret_cast<T*>(g2_smem);  // sb[k * kRdfBlock + j]
+  unsigned* sh = reinterpret_cast<unsigned*>(g2_smem + sizeof(T) * D * kRdfBlock);
+  const int tid = threadIdx.x;
+  if constexpr (SHARED) {
+    for (int k = tid; k < g.nb; k += kRdfBlock) sh[k] = 0;
+  }
+  const unsigned long long item = g.items[g.item0 + blockIdx.x];
+  const unsigned cell = unsigned(item >> 32);
+  const unsigned a0 = g.a_start[cell] + unsigned(item & 0xffffffffu);
+  const unsigned a1 = g.a_start[cell + 1];
+  const unsigned i = a0 + unsigned(tid);
+  const bool valid = i < a1;
+  T p[D], len[D], half[D];
+#pragma unroll
+  for (int k = 0; k < D; ++k) {
+    p[k] = valid ? g.a[k][i] : T(0);
+    len[k] = g.len[k];
+    half[k] = g.half[k];
+  }
+  const T cut2 = g.cut2, inv_w = g.inv_w, nb_t = g.nb_t;
+  const unsigned long long e1 = g.nfirst[cell + 1];
+  for (unsigned long long e = g.nfirst[cell]; e < e1; ++e) {
+    const unsigned nc = g.ncell[e];
+    const bool same = g.self && nc == cell;
+    unsigned jb = g.b_start[nc];
+    const unsigned je = g.b_start[nc + 1];
+    if (same) jb = a0 + 1;  // j > i >= a0
+    for (unsigned t0 = jb; t0 < je; t0 += kRdfBlock) {
+      __syncthreads();
+      if (t0 + unsigned(tid) < je) {
+#pragma unroll
+        for (int k = 0; k < D; ++k) sb[k * kRdfBlock + tid] = g.b[k][t0 + tid];
+      }
+      __syncthreads();
+      if (!valid) continue;
+      const int m = int(min(unsigned(kRdfBlock), je - t0));
+      // Pairs with j <= i (own cell, self form) are skipped: from u0 on every j exceeds i.
+      int u0 = 0;
+      if (same && i + 1 > t0) u0 = int(min(unsigned(m), i + 1 - t0));
+#pragma unroll 4
+      for (int u = u0; u < m; ++u) {
+        T q[D];
+#pragma unroll
+        for (int k = 0; k < D; ++k) q[k] = sb[k * kRdfBlock + u];
+        const int kb = rdf_bucket<T>(periodic_sq_dist<T, D>(p, q, len, half), cut2, inv_w, nb_t);
+        if (kb >= 0) {
+          if constexpr (SHARED)
+            atomicAdd(&sh[kb], 1u);
+          else
+            atomicAdd(&g.hist[kb], 1ull);
+        }
+      }
+    }
+  }
+  if constexpr (SHARED) {
+    __syncthreads();
+    for (int k = tid; k < g.nb; k += kRdfBlock)
+      if (sh[k]) atomicAdd(&g.hist[k], (unsigned long long)sh[k]);
+  }
+}
+
+// Uploads a host vector to a new device array of the call.
+template <typename V>
+V* put(Call& call, const std::vector<V>& v, const char* what) {
+  V* d = call.alloc<V>(std::max<size_t>(v.size(), 1), what);
+  if (!v.empty()) upload_bytes(call, d, v.data(), v.size() * sizeof(V));
+  return d;
+}
+
+template <typename T, int D>
+std::vector<uint64_t> rdf_run(const RdfProblem& p, Control& ctl) {
+  Call call(ctl);
+  auto t0 = Clock::now();
+  const RdfCells<T> c = build_rdf_cells<T>(p);
+  const RdfNeighbors nbl = rdf_neighbors<T>(p, c);
+  const std::vector<uint32_t>& bs = p.self ? c.a_start : c.b_start;
+  // Work items: runs of kRdfBlock rows of one cell, with their pair evaluations.
+  std::vector<unsigned long long> items;
+  std::vector<double> evals;
+  uint64_t examined = 0, max_per_row = 0;
+  for (uint64_t q = 0; q < c.cells; ++q) {
+    const uint32_t r0 = c.a_start[q], r1 = c.a_start[q + 1];
+    if (r0 == r1) continue;
+    uint64_t per_row = 0;
+    for (uint64_t e = nbl.first[q]; e < nbl.first[q + 1]; ++e)
+      per_row += bs[nbl.cell[e] + 1] - bs[nbl.cell[e]];
+    if (per_row == 0) continue;
+    max_per_row = std::max(max_per_row, per_row);
+    examined += per_row * (r1 - r0);
+    for (uint32_t r = 0; r < r1 - r0; r += kRdfBlock) {
+      items.push_back((q << 32) | r);
+      evals.push_back(double(std::min<uint32_t>(kRdfBlock, r1 - r0 - r)) * double(per_row));
+    }
+  }
+  ctl.stats.prepare_s += seconds_since(t0);
+  const int nb = p.nbuckets;
+  unsigned long long* hist = call.alloc<unsigned long long>(size_t(nb), "histogram");
+  G2_CUDA(cudaMemsetAsync(hist, 0, size_t(nb) * 8, call.stream()));
+  std::vector<uint64_t> out(size_t(nb), 0);
+  if (items.empty()) return out;
+  RdfArgs<T> g{};
+  for (int k = 0; k < D; ++k) {
+    g.a[k] = put(call, c.a[k], "points");
+    g.b[k] = p.self ? g.a[k] : put(call, c.b[k], "points");
+    g.len[k] = c.len[k];
+    g.half[k] = c.half[k];
+  }
+  g.a_start = put(call, c.a_start, "cells");
+  g.b_start = p.self ? g.a_start : put(call, c.b_start, "cells");
+  std::vector<unsigned long long> first(nbl.first.begin(), nbl.first.end());
+  g.nfirst = put(call, first, "neighbours");
+  g.ncell = put(call, nbl.cell, "neighbours");
+  g.items = put(call, items, "work items");
+  g.cut2 = c.cut2;
+  g.inv_w = c.inv_w;
+  g.nb_t = c.nb_t;
+  g.hist = hist;
+  g.nb = nb;
+  g.self = p.self;
+  // A block's 32-bit private counters stay below 2^32: at most kRdfBlock * max_per_row pairs.
+  const size_t tile = sizeof(T) * D * kRdfBlock;
+  const bool shared = size_t(nb) * 4 <= kRdfSharedHistBytes &&
+                      double(kRdfBlock) * double(max_per_row) < 4294967295.0;
+  const size_t smem = tile + (shared ? size_t(nb) * 4 : 0);
+  auto kernel = shared ? rdf_kernel<T, D, true> : rdf_kernel<T, D, false>;
+  G2_CUDA(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
+  LastRun& lr = last_run();
+  const cudaEvent_t ev0 = call.event(true), ev1 = call.event(true);
+  auto t1 = Clock::now();
+  G2_CUDA(cudaEventRecord(ev0, call.stream()));
+  // Launches of about kRdfSliceEvals pair evaluations, polling for cancel between them.
+  size_t next = 0;
+  while (next < items.size()) {
+    double w = 0;
+    size_t end = next;
+    while (end < items.size() && (end == next || w + evals[end] <= kRdfSliceEvals) &&
+           end - next < 0x7fffffffu)
+      w += evals[end++];
+    g.item0 = (long long)next;
+    kernel<<<unsigned(end - next), kRdfBlock, smem, call.stream()>>>(g);
+    G2_CUDA_LAUNCH("rdf kernel launch");
+    ++lr.launches;
+    next = end;
+    const cudaEvent_t done = call.event();
+    G2_CUDA(cudaEventRecord(done, call.stream()));
+    call.wait(done);
+  }
+  G2_CUDA(cudaEventRecord(ev1, call.stream()));
+  call.wait(ev1);
+  float ms = 0;
+  G2_CUDA(cudaEventElapsedTime(&ms, ev0, ev1));
+  lr.kernel_ms += ms;
+  ctl.stats.kernel_s += seconds_since(t1);
+  download(call, out.data(), hist, size_t(nb) * 8);
+  ctl.stats.pairs_examined += examined;
+  return out;
+}
+
+template <typename T>
+std::vector<uint64_t> rdf_t(const RdfProblem& p, Control& ctl) {
+  switch (p.a.dims) {
+    case 2: return rdf_run<T, 2>(p, ctl);
+    case 3: return rdf_run<T, 3>(p, ctl);
+    case 4: return rdf_run<T, 4>(p, ctl);
+    case 5: return rdf_run<T, 5>(p, ctl);
+    default: return rdf_run<T, 6>(p, ctl);
+  }
+}
+
+}  // namespace
+
+std::vector<uint64_t> rdf(const RdfProblem& p, Control& ctl) {
+  if (p.a.n == 0 || p.b.n == 0) return std::vector<uint64_t>(size_t(p.nbuckets), 0);
+  return p.prec == Precision::Float32 ? rdf_t<float>(p, ctl) : rdf_t<double>(p, ctl);
+}
+
+}  // namespace cuda
+}  // namespace gpu2bs

@@ -1,0 +1,120 @@
+// gpu_rdf: the radial distribution function of one relation (self) or two, as a set-returning
+// function (r_lo, r_hi, pairs, g). The relations are read as gpu_sdh's relation form reads them
+// (read_coordinates: the calling user's query, coordinate columns, NULL rows skipped), the
+// engine chosen by gpu2bs.device counts the pairs (src/core/rdf.h) and g(r) is normalized on the
+// host.
+#include "pg.h"
+
+extern "C" {
+#include "catalog/pg_type.h"
+#include "funcapi.h"
+#include "utils/array.h"
+#include "utils/lsyscache.h"
+#include "utils/memutils.h"
+#include "utils/tuplestore.h"
+}
+
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "../core/error.h"
+#include "../core/rdf.h"
+#include "settings.h"
+#include "simjoin.h"
+
+using namespace gpu2bs;
+using namespace gpu2bs::pg;
+
+namespace {
+
+// The points of one relation read as an engine view.
+PointsView view_of_points(const RelPoints& r) {
+  PointsView v;
+  v.dims = r.dims;
+  v.n = size_t(r.n);
+  v.name = r.relname;
+  for (int k = 0; k < r.dims; ++k) v.coord[k] = r.coord[k];
+  return v;
+}
+
+// The box argument as lengths (0 for a NULL element: not periodic); a multi-dimensional array is
+// 22023.
+std::vector<double> box_lengths(ArrayType* arr) {
+  std::vector<double> out;
+  pg_guard([&] {
+    if (ARR_NDIM(arr) > 1)
+      ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+                      errmsg("box must be a one-dimensional array"),
+                      errdetail("The array has %d dimensions.", ARR_NDIM(arr))));
+    Datum* elems;
+    bool* nulls;
+    int n;
+    deconstruct_array(arr, FLOAT8OID, 8, FLOAT8PASSBYVAL, TYPALIGN_DOUBLE, &elems, &nulls, &n);
+    for (int k = 0; k < n; ++k) out.push_back(nulls[k] ? 0.0 : DatumGetFloat8(elems[k]));
+  });
+  return out;
+}
+
+}  // namespace
+
+// gpu_rdf(a, b, nbuckets, r_max, box, coords) -> (r_lo, r_hi, pairs, g): a = b is the self form
+// (unordered pairs of distinct rows). NULL a, b, nbuckets or r_max return no rows; nbuckets,
+// r_max and the shape of box are checked before reading.
+GPU2BS_FUNCTION(gpu2bs_rdf) {
+  ReturnSetInfo* rsinfo = (ReturnSetInfo*)fcinfo->resultinfo;
+  pg_guard([&] { InitMaterializedSRF(fcinfo, 0); });
+  if (PG_ARGISNULL(0) || PG_ARGISNULL(1) || PG_ARGISNULL(2) || PG_ARGISNULL(3)) return (Datum)0;
+  const Oid rel_a = PG_GETARG_OID(0), rel_b = PG_GETARG_OID(1);
+  const int32 nbuckets = PG_GETARG_INT32(2);
+  const double r_max = PG_GETARG_FLOAT8(3);
+  std::vector<double> box;
+  const bool has_box = !PG_ARGISNULL(4);
+  if (has_box) box = box_lengths(PG_GETARG_ARRAYTYPE_P(4));
+  ArrayType* coords = PG_ARGISNULL(5) ? nullptr : PG_GETARG_ARRAYTYPE_P(5);
+  const Precision prec = current_precision();
+  check_rdf_args(nbuckets, r_max, prec);
+  const bool self = rel_a == rel_b;
+  SimjoinArgs args;
+  args.nrel = self ? 1 : 2;
+  args.relids[0] = rel_a;
+  args.relids[1] = self ? InvalidOid : rel_b;
+  args.coords = coords;
+  args.keyless = true;
+  SimjoinInput in;
+  simjoin_read(args, &in);
+  const PointsView va = view_of_points(in.rels[0]);
+  const PointsView vb = self ? va : view_of_points(in.rels[1]);
+  if (!self && in.rels[0].srid_seen && in.rels[1].srid_seen && in.rels[0].srid != in.rels[1].srid)
+    throw Error(ErrorCode::InvalidParameter, "relations have different SRIDs",
+                std::string(in.rels[0].relname) + " has SRID " + std::to_string(in.rels[0].srid) +
+                    ", " + in.rels[1].relname + " has SRID " + std::to_string(in.rels[1].srid) + ".",
+                "Transform both to one SRID, for example with ST_Transform.");
+  const RdfProblem prob = make_rdf(va, self ? nullptr : &vb, nbuckets, r_max,
+                                   has_box ? box.data() : nullptr, int(box.size()), prec);
+  std::string reason;
+  Engine* eng = choose_engine(&reason);
+  PgControl ctl;
+  ctl.stats.scan_s = in.scan_s;
+  std::vector<uint64_t> counts = eng->rdf(prob, ctl);
+  uint64_t total = 0;
+  for (uint64_t c : counts) total += c;
+  ctl.stats.pairs_emitted = total;
+  record_run("gpu_rdf", eng->name(), ctl.stats);
+  const std::vector<RdfRow> rows = rdf_rows(prob, counts);
+  MemoryContext ctx = in.ctx;
+  pg_guard([&] {
+    MemoryContextDelete(ctx);
+    Datum values[4];
+    bool nulls[4] = {false, false, false, false};
+    for (const RdfRow& r : rows) {
+      values[0] = Float8GetDatum(r.r_lo);
+      values[1] = Float8GetDatum(r.r_hi);
+      values[2] = Int64GetDatum(int64(r.pairs));
+      values[3] = Float8GetDatum(r.g);
+      nulls[3] = !r.has_g;
+      tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
+    }
+  });
+  return (Datum)0;
+}
