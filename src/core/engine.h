@@ -157,6 +157,11 @@ class Engine {
   virtual bool applies_pair_stage() const { return false; }
   // True when simjoin() computes SimjoinProblem::reduce of this kind itself.
   virtual bool reduces_pairs(PairReduce::Kind) const { return false; }
+  // True when simjoin() computes SimjoinProblem::reduce of this kind in its worker threads (the
+  // CPU engine: groups and top-k reduced per worker and merged, no page handed over). Unlike
+  // reduces_pairs, it says nothing about where the engine runs (DBSCAN reads reduces_pairs
+  // to decide whether the host's cores are free).
+  virtual bool reduces_pairs_in_workers(PairReduce::Kind) const { return false; }
   // All-pairs over float vectors: kNN lists or threshold pairs (PairRecord::dist = the value).
   virtual void pairwise(const PairwiseProblem& p, PairSink& sink, Control& ctl) = 0;
   // A pair expression (count, sum, histogram of its value, or the join's pairs to `sink`).
