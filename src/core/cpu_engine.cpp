@@ -29,7 +29,8 @@ double seconds_since(Clock::time_point t0) {
   return std::chrono::duration<double>(Clock::now() - t0).count();
 }
 
-// Points converted to the engine precision, optionally reordered by `order`.
+// Points converted to the engine precision, optionally reordered by `order`; kCpuJoinPad
+// zeros follow the last axis, so every axis can be read that far past its end.
 template <typename T>
 struct TypedPoints {
   int dims = 0;
@@ -38,7 +39,7 @@ struct TypedPoints {
   const T* c[kMaxDims] = {};
 
   TypedPoints(const PointsView& v, const std::vector<uint32_t>* order = nullptr)
-      : dims(v.dims), n(v.n), data(v.n * size_t(v.dims)) {
+      : dims(v.dims), n(v.n), data(v.n * size_t(v.dims) + kCpuJoinPad) {
     for (int k = 0; k < dims; ++k) {
       T* out = data.data() + size_t(k) * n;
       const double* in = v.coord[k];
