@@ -188,15 +188,30 @@ struct JoinGrids {
   std::unique_ptr<Grid> ga, gb;  // gb: null for a self-join
   double side = 0;
 
+  // The candidates' grid is built at side ~eps first; its occupancy (grid_occupancy's value,
+  // from the cells' populations) decides the widening, and only a widened grid is built again.
   JoinGrids(const PointsView& a, const PointsView* b, const Bounds& box, double eps,
             Precision prec) {
     side = grid_cell_side(eps, box);
     const bool f32 = prec == Precision::Float32;
     const PointsView& cand = b ? *b : a;
-    side *= sparse_widening(cand.dims, cand.n,
-                            grid_occupancy(cand.dims, cand.n, cand.coord, box.lo, side, f32));
-    if (b) gb.reset(new Grid(b->dims, b->n, b->coord, box.lo, side, f32));
-    ga.reset(new Grid(a.dims, a.n, a.coord, box.lo, side, f32));
+    std::unique_ptr<Grid> g(new Grid(cand.dims, cand.n, cand.coord, box.lo, side, f32));
+    double sq = 0;
+    for (size_t c = 0; c < g->num_cells(); ++c) {
+      const double k = double(g->cell_end(c) - g->cell_begin(c));
+      sq += k * k;
+    }
+    const double widen = sparse_widening(cand.dims, cand.n, cand.n ? sq / double(cand.n) : 0.0);
+    if (widen != 1) {
+      side *= widen;
+      g.reset(new Grid(cand.dims, cand.n, cand.coord, box.lo, side, f32));
+    }
+    if (b) {
+      gb = std::move(g);
+      ga.reset(new Grid(a.dims, a.n, a.coord, box.lo, side, f32));
+    } else {
+      ga = std::move(g);
+    }
   }
 };
 
@@ -688,6 +703,8 @@ class CpuEngine final : public Engine {
         tk.consume(&m, 1);
       }
     };
+    // A top-k's pages stay small, so its bound (TopKSink::worst) tightens early.
+    const size_t worker_page = topk ? std::min(page_pairs, kCpuFirstPagePairs) : page_pairs;
     WorkerGroup group(
         nt,
         [&](int worker, WorkerGroup& g) {
@@ -718,8 +735,8 @@ class CpuEngine final : public Engine {
             return g.push_page(std::move(full));
           };
           out.flush = [&]() -> bool {
-            if (page.size() < page_pairs) {
-              page.resize(std::min(page_pairs, std::max(kCpuFirstPagePairs, page.size() * 2)));
+            if (page.size() < worker_page) {
+              page.resize(std::min(worker_page, std::max(kCpuFirstPagePairs, page.size() * 2)));
               out.buf = page.data();
               out.cap = page.size();
               return true;
@@ -732,8 +749,15 @@ class CpuEngine final : public Engine {
             size_t it = next.fetch_add(1, std::memory_order_relaxed);
             if (it >= items.size()) break;
             const JoinItem& ji = items[it];
+            // Ascending top-k: once this worker keeps k pairs, pairs farther than its k-th
+            // cannot enter, so the kernel's radius shrinks to that distance (with a margin for
+            // the rounding of sqrt; TopKSink still decides exactly).
+            T e2 = eps2;
+            double worst;
+            if (topk && !red->descending && tparts[size_t(worker)]->worst(&worst))
+              e2 = std::min(eps2, T(worst * worst * (1 + 1e-5)));
             for_each_range(ji, [&](size_t j0, size_t j1, bool diag) {
-              if (out.ok) join_kernel<T>(kern, d, pa.c, ji.r0, ji.r1, ptsb.c, j0, j1, diag, eps2, out);
+              if (out.ok) join_kernel<T>(kern, d, pa.c, ji.r0, ji.r1, ptsb.c, j0, j1, diag, e2, out);
             });
           }
           if (out.ok && out.n > 0 && !g.stopping()) hand_over(out.n);

@@ -164,6 +164,12 @@ class TopKSink final : public PairSink {
     const double worst = heap_.front().dist;
     return desc_ ? d < worst : d > worst;
   }
+  // When k rows are kept (k > 0), sets *d to the dist of the worst of them and returns true.
+  bool worst(double* d) const {
+    if (k_ == 0 || heap_.size() < k_) return false;
+    *d = heap_.front().dist;
+    return true;
+  }
   // The kept pairs (at most k, in no particular order), as the engine's records.
   std::vector<PairRecord> records() const;
   // True when a comes before b in the result order.
