@@ -285,6 +285,16 @@ class CpuEngine final : public Engine {
   }
 
   template <typename T>
+  static void group_kernel(const CpuKernels& k, int dims, const T* const* a, size_t i0, size_t i1,
+                           const T* const* b, size_t j0, size_t j1, bool diag, T eps2,
+                           const GroupCount& gc) {
+    if constexpr (sizeof(T) == 4)
+      k.group_f32(dims, a, i0, i1, b, j0, j1, diag, eps2, gc);
+    else
+      k.group_f64(dims, a, i0, i1, b, j0, j1, diag, eps2, gc);
+  }
+
+  template <typename T>
   static void agg_kernel(const CpuKernels& k, int dims, const T* const* a, size_t i0, size_t i1,
                          const T* const* b, size_t j0, size_t j1, bool diag, T eps2,
                          DistAgg& acc) {
@@ -521,7 +531,7 @@ class CpuEngine final : public Engine {
     // `offsets`, in fewer and longer runs.
     const int d = p.a.dims;
     const std::vector<int> rows = p.self ? forward_rows(d) : neighbour_offsets(d - 1, false);
-    const size_t nrows = d > 1 ? rows.size() / size_t(d - 1) : (p.self ? 0 : 1);
+    const size_t nrows = rows.size() / size_t(d - 1);  // a join has 2 to 6 dimensions
     auto for_each_range = [&](const JoinItem& ji, auto&& fn) {
       const int64_t* base = ga.cell_coord(ji.cell);
       int64_t key[kMaxDims];
@@ -703,6 +713,8 @@ class CpuEngine final : public Engine {
         tk.consume(&m, 1);
       }
     };
+    // Groups of counts alone without a predicate are counted in the kernel (GroupCount).
+    const bool count_in_kernel = grouping && !p.filter && !want_min && !want_max;
     // A top-k's pages stay small, so its bound (TopKSink::worst) tightens early.
     const size_t worker_page = topk ? std::min(page_pairs, kCpuFirstPagePairs) : page_pairs;
     WorkerGroup group(
@@ -752,6 +764,19 @@ class CpuEngine final : public Engine {
             // Ascending top-k: once this worker keeps k pairs, pairs farther than its k-th
             // cannot enter, so the kernel's radius shrinks to that distance (with a margin for
             // the rounding of sqrt; TopKSink still decides exactly).
+            if (count_in_kernel) {
+              // Counts only, no predicate: the kernel counts per point, no pair is written.
+              GroupPart& gp = gparts[size_t(worker)];
+              if (gp.cnt.empty()) gp.cnt.assign(ng, 0);
+              GroupCount gc;
+              gc.keys = p.self ? sorted_keys.data() : nullptr;
+              gc.side = gside;
+              gc.cnt = gp.cnt.data();
+              for_each_range(ji, [&](size_t j0, size_t j1, bool diag) {
+                group_kernel<T>(kern, d, pa.c, ji.r0, ji.r1, ptsb.c, j0, j1, diag, eps2, gc);
+              });
+              continue;
+            }
             T e2 = eps2;
             double worst;
             if (topk && !red->descending && tparts[size_t(worker)]->worst(&worst))

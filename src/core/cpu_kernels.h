@@ -98,6 +98,16 @@ struct DistAgg {
   void finish(uint64_t* count, double* s, double* c, double* lo_out, double* hi_out) const;
 };
 
+// Per-point pair counts of a join without writing a pair: each pair with d2 <= eps2 adds 1 to
+// cnt[g], g being the pair's point of side `side` (0: the i end, 1: the j end); with `keys`
+// (a self-join, keys by sorted position) the i end is the one with the smaller key (i when the
+// keys are equal), as GroupSink assigns a self-join's id1.
+struct GroupCount {
+  const int64_t* keys = nullptr;
+  int side = 0;
+  uint32_t* cnt = nullptr;
+};
+
 // One instruction-set variant of the kernels. Coordinates are SoA arrays of the given type.
 // Ranges: i in [i0, i1) of `a`, j in [j0, j1) of `b`; with `diag` (a == b, same range) only
 // pairs with j > i.
@@ -127,6 +137,13 @@ struct CpuKernels {
   void (*agg_f64)(int dims, const double* const* a, size_t i0, size_t i1,
                   const double* const* b, size_t j0, size_t j1, bool diag, double eps2,
                   DistAgg& acc);
+  // Join counted per point in place (GroupCount). Reads b up to kCpuJoinPad past j1.
+  void (*group_f32)(int dims, const float* const* a, size_t i0, size_t i1,
+                    const float* const* b, size_t j0, size_t j1, bool diag, float eps2,
+                    const GroupCount& gc);
+  void (*group_f64)(int dims, const double* const* a, size_t i0, size_t i1,
+                    const double* const* b, size_t j0, size_t j1, bool diag, double eps2,
+                    const GroupCount& gc);
 };
 
 // Kernels of each compiled variant.

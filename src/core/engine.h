@@ -39,7 +39,8 @@ class PairSink {
 
 // A reduction of a similarity join's kept pairs that an engine computes itself instead of
 // handing pages to the sink (the GPU engine: on the device, in the join kernel, so no pair
-// leaves it). Engine::reduces_pairs says which kinds an engine does. The pairs are those within
+// leaves it; the CPU engine: groups and top-k in its worker threads). Engine::reduces_pairs and
+// Engine::reduces_pairs_in_workers say which kinds an engine does. The pairs are those within
 // eps that SimjoinProblem::filter keeps (all of them without a filter).
 //   Aggregate: count, sum (compensated: sum + comp), min and max of dist;
 //   Group:     per point of the group side, count, min and max of dist of its pairs, the group
