@@ -87,8 +87,6 @@ struct JoinItem {
 };
 
 constexpr uint32_t kJoinRows = 256;
-// Join work items per task of the in-kernel aggregate (parallel_for).
-constexpr size_t kItemChunk = 64;
 // Largest top-k kept per worker (larger ones: every kept pair goes to the sink).
 constexpr uint64_t kWorkerTopK = 65536;
 // Points per task when per-point arrays are mapped or merged on every core.
@@ -617,11 +615,21 @@ class CpuEngine final : public Engine {
     AggregateStage* agg = dynamic_cast<AggregateStage*>(p.stage);
     if (agg && agg->dist_interval(&iv.lo, &iv.lo_incl, &iv.hi, &iv.hi_incl)) {
       std::vector<DistAgg> acc(size_t(std::max(threads(ctl), 1)), iv);
-      // Runs of kItemChunk items per task: an item holds a few points when cells are small.
-      parallel_for(ctl, (items.size() + kItemChunk - 1) / kItemChunk, [&](size_t chunk, int w) {
+      // Tasks of consecutive items with about kJoinRows rows together (an item of a small cell
+      // holds a few points; a crowded cell's items stay one per task, so cancel is polled as
+      // often as between items).
+      std::vector<size_t> task_start;
+      for (size_t it = 0, rows_in = kJoinRows; it < items.size(); ++it) {
+        if (rows_in >= kJoinRows) {
+          task_start.push_back(it);
+          rows_in = 0;
+        }
+        rows_in += items[it].r1 - items[it].r0;
+      }
+      task_start.push_back(items.size());
+      parallel_for(ctl, task_start.size() - 1, [&](size_t task, int w) {
         DistAgg& a = acc[size_t(w)];
-        const size_t e = std::min(items.size(), (chunk + 1) * kItemChunk);
-        for (size_t it = chunk * kItemChunk; it < e; ++it) {
+        for (size_t it = task_start[task]; it < task_start[task + 1]; ++it) {
           const JoinItem& ji = items[it];
           for_each_range(ji, [&](size_t j0, size_t j1, bool diag) {
             agg_kernel<T>(kern, d, pa.c, ji.r0, ji.r1, ptsb.c, j0, j1, diag, eps2, a);
