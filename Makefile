@@ -6,7 +6,7 @@ DATA        = sql/gpu2bs--0.1.sql sql/gpu2bs--0.2.sql sql/gpu2bs--0.3.sql sql/gp
               sql/gpu2bs--0.2--0.3.sql sql/gpu2bs--0.3--0.4.sql
 PGFILEDESC  = "gpu2bs - two-body statistics on the GPU or every CPU core"
 
-REGRESS      = setup sdh pair_count relation_forms simjoin errors parallel precision privileges customscan customscan_shapes pushdown cancel literals boundary postgis pairwise resolve pair_expressions dbscan dbscan_postgis
+REGRESS      = setup sdh pair_count relation_forms simjoin errors parallel precision privileges customscan customscan_shapes pushdown cancel literals boundary postgis pairwise resolve pair_expressions dbscan dbscan_postgis planner_join planner_join_postgis
 REGRESS_OPTS = --inputdir=test --load-extension=gpu2bs
 # isolationtester specs (test/specs/*.spec, expected output in test/expected): concurrent sessions
 ISOLATION      = concurrent_ddl concurrent_ddl_views
@@ -17,7 +17,7 @@ CORE_OBJS = $(patsubst %,src/core/%.o,$(CORE_SOURCES))
 PG_OBJS   = src/pg/module.o src/pg/boundary.o src/pg/settings.o src/pg/points_agg.o \
             src/pg/aggregates.o src/pg/simjoin.o src/pg/simjoin_scan.o src/pg/info.o \
             src/pg/planner/pair_quals.o src/pg/pairwise.o src/pg/relation_stats.o \
-            src/pg/pair_expr.o src/pg/dbscan.o
+            src/pg/pair_expr.o src/pg/dbscan.o src/pg/planner/join_path.o
 
 # CUDA: found on PATH or in /usr/local/cuda; empty NVCC means a CPU-only build.
 NVCC ?= $(shell command -v nvcc 2>/dev/null || ls /usr/local/cuda/bin/nvcc 2>/dev/null)

@@ -142,6 +142,9 @@ void download(Call& call, void* host, const void* dev, size_t bytes);
 std::vector<uint64_t> sdh(const SdhProblem& p, Control& ctl);
 uint64_t pair_count(const PairCountProblem& p, Control& ctl);
 void simjoin(const SimjoinProblem& p, PairSink& sink, Control& ctl);  // kernels/join/
+// DBSCAN's passes on the device over the grid of the join (kernels/join/dbscan.cu).
+void dbscan(const SimjoinProblem& p, const int64_t* keys, int64_t minpoints, DbscanComponents& out,
+            Control& ctl);
 
 // Resolution of cell pairs (resolve.cu): the SDH and the pair count over the density map, and
 // the cost model that chooses them (kernels/tuning.h); 2-D and 3-D only.

@@ -462,6 +462,15 @@ class CudaEngine final : public Engine {
 
   bool pair_expr_available(std::string* why) const override { return exprgpu::nvrtc_available(why); }
 
+  // DBSCAN on the device (kernels/join/dbscan.cu): only core flags and representatives return.
+  bool dbscan_components(const SimjoinProblem& p, const int64_t* keys, int64_t minpoints,
+                         DbscanComponents& out, Control& ctl) override {
+    last_run() = LastRun();
+    if (p.filter || p.stage || p.reduce || !p.self) return false;
+    cuda::dbscan(p, keys, minpoints, out, ctl);
+    return true;
+  }
+
   void pairwise(const PairwiseProblem& p, PairSink& sink, Control& ctl) override {
     last_run() = LastRun();
     cuda::pairwise(p, sink, ctl);

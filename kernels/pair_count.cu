@@ -144,7 +144,7 @@ __global__ void estimate_kernel(const unsigned* start, const long long* cc, unsi
       long long key[D];
 #pragma unroll
       for (int k = 0; k < D; ++k) key[k] = cc[size_t(c) * D + k] + offsets[o * D + k];
-      const int nb = find_cell<D>(cc, ncells, key);
+      const long long nb = find_cell<D>(cc, ncells, key);
       if (nb >= 0) around += start[nb + 1] - start[nb];
     }
     for (int s = 16; s > 0; s >>= 1) around += __shfl_down_sync(0xffffffffu, around, s);

@@ -3,15 +3,32 @@
 // per level, exclusive scans), then the cell pairs are walked level by level in bounded chunks:
 // each expand kernel tests the child pairs of a chunk of unresolved pairs, counts resolved ones
 // whole (n_a x n_b into a block-private histogram, or the pair count), queues the rest for the
-// next level, and hands unresolved leaf pairs (or small ones) to a work list that a warp-per-
-// pair kernel computes with the engine's per-pair arithmetic (sq_dist, sdh_bucket). Memory stays
-// bounded: the walk always expands the deepest non-empty level, so the level below it is empty
-// and a chunk's children always fit.
+// next level, and hands unresolved small pairs (or leaf pairs) to a work list together with
+// the bucket range their distance bounds allow.
+//
+// The work kernel takes one work entry (cell a, cell b) per warp. Lanes hold the points of a
+// (32 at a time, in registers); the points of b come 32 at a time, one per lane, and each is
+// first tested against a's bounding box (the bound of core/resolve.h with b's box shrunk to the
+// point): a point of b whose distance range to the whole cell a maps to one bucket (or one side
+// of r) counts n_a pairs at once. The other points of b are compacted into the warp's staging
+// area in shared memory and every lane computes its pairs with them (vector loads, 4 points per
+// load). An SDH entry whose range spans two or three buckets kb0..kb0+2 is counted against the
+// thresholds T[k] = the smallest d2 with bucket >= k (computed exactly per call by a binary
+// search over the bit patterns with sdh_bucket itself; sdh_bucket is non-decreasing in d2, so
+// d2 >= T[k] if and only if bucket(d2) >= k): each pair costs its squared distance and one or
+// two comparisons counted in registers. The expand kernel adds the entry's n_a x n_b pairs to
+// bucket kb0; the work kernel counts the pairs at or above kb0 + 1 and kb0 + 2 in an "exceed"
+// array, and the host folds it in: hist[k] += exceed[k] - exceed[k + 1]. Entries of one cell
+// with itself, and entries whose range spans more buckets, take the general path (the engine's
+// sdh_bucket per pair, shared-memory histogram). Memory stays bounded: the walk always expands
+// the deepest non-empty level, so the level below it is empty and a chunk's children always fit.
 #include <cooperative_groups.h>
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <cub/cub.cuh>
+#include <type_traits>
 #include <vector>
 
 #include "common.cuh"
@@ -268,10 +285,12 @@ struct SdhWalkOp {
   T inv_w, nbt, resolved_beyond, beyond;
   int nb;
   u64* hist;
-  __device__ int test(T lo, T hi) const { return resolve_bucket<T>(lo, hi, inv_w, nbt, resolved_beyond); }
-  __device__ bool hopeless(T lo, T hi) const {
-    return sdh_bucket<T>(hi, inv_w, nbt, resolved_beyond) -
-               sdh_bucket<T>(lo, inv_w, nbt, resolved_beyond) >= 2;
+  u64* exc;       // nb + 3: pairs of fast work entries with bucket >= k (see the file comment)
+  const T* thr;   // nb + 3: thresholds T[k] (NaN where no d2 reaches bucket k)
+  // The bucket range [k0, k1] of d2 in [lo, hi] (mapped: nb = beyond with an explicit width).
+  __device__ void range(T lo, T hi, int* k0, int* k1) const {
+    *k0 = sdh_bucket<T>(lo, inv_w, nbt, resolved_beyond);
+    *k1 = sdh_bucket<T>(hi, inv_w, nbt, resolved_beyond);
   }
 };
 
@@ -280,8 +299,18 @@ template <typename T>
 struct CountWalkOp {
   T r2;
   u64* total;
-  __device__ int test(T lo, T hi) const { return resolve_count<T>(lo, hi, r2); }
-  __device__ bool hopeless(T, T) const { return false; }
+};
+
+// What the work kernel does with an entry (WorkInfo::mode, low 8 bits; the level above them).
+enum WorkMode : uint32_t { kWorkGeneral = 0, kWorkOneEdge = 1, kWorkTwoEdges = 2, kWorkCount = 3 };
+
+// The part of a work entry besides its point ranges: the bounding box of cell a, the first
+// bucket kb0 of its distance range (SDH) and the mode with the entry's level.
+template <typename T, int D>
+struct WorkInfo {
+  T box[2 * D];
+  uint32_t kb0;
+  uint32_t mode;
 };
 
 // Appends to a list with one atomic per group of active lanes; returns the slot.
@@ -296,8 +325,9 @@ __device__ __forceinline__ u64 append_slot(u64* counter) {
 // the SDH's resolved counts go through a shared-memory histogram (nb <= the block's space).
 template <typename T, int D, bool SDH, bool SMEM>
 __global__ void expand_kernel(DevMap<T> map, int level, const uint2* in, uint32_t m, uint2* out,
-                              u64* out_n, uint4* work, u64* work_n, u64 direct_pairs,
-                              u64 min_pairs, SdhWalkOp<T> sdh, CountWalkOp<T> cnt, DevStats stats) {
+                              u64* out_n, uint4* work, WorkInfo<T, D>* info, u64* work_n,
+                              u64 direct_pairs, u64 min_pairs, SdhWalkOp<T> sdh,
+                              CountWalkOp<T> cnt, DevStats stats) {
   extern __shared__ u64 sh[];
   if (SDH && SMEM) {
     for (int k = threadIdx.x; k < sdh.nb; k += blockDim.x) sh[k] = 0;
@@ -325,7 +355,13 @@ __global__ void expand_kernel(DevMap<T> map, int level, const uint2* in, uint32_
         for (int k = 0; k < 2 * D; ++k) bb[k] = cv.box[size_t(j) * 2 * D + k];
         T lo, hi;
         d2_bounds<T, D>(ab, ab + D, bb, bb + D, &lo, &hi);
-        const int v = SDH ? sdh.test(lo, hi) : cnt.test(lo, hi);
+        int k0 = 0, k1 = 0, v;
+        if (SDH) {
+          sdh.range(lo, hi, &k0, &k1);
+          v = k0 == k1 ? k0 : -1;
+        } else {
+          v = resolve_count<T>(lo, hi, cnt.r2);
+        }
         if (v >= 0) {
           ++resolved;
           resolved_pairs += pairs;
@@ -341,10 +377,27 @@ __global__ void expand_kernel(DevMap<T> map, int level, const uint2* in, uint32_
           }
           continue;
         }
-        const bool hopeless = SDH ? sdh.hopeless(lo, hi) : cnt.hopeless(lo, hi);
+        const bool hopeless = SDH && k1 - k0 >= 2;
         if (cl == map.leaf || pairs <= min_pairs || (pairs <= direct_pairs && hopeless)) {
           examined += pairs;
-          work[append_slot(work_n)] = make_uint4(i0, i1, j0, j1);
+          const u64 slot = append_slot(work_n);
+          work[slot] = make_uint4(i0, i1, j0, j1);
+          WorkInfo<T, D> f;
+          for (int k = 0; k < 2 * D; ++k) f.box[k] = ab[k];
+          uint32_t mode = kWorkGeneral;
+          if (SDH && i != j && k1 - k0 <= 2 && k0 < sdh.nb) {
+            // fast entry: all its pairs start in bucket k0, the work kernel moves them up
+            mode = uint32_t(k1 - k0);
+            if (SMEM)
+              atomicAdd(&sh[k0], pairs);
+            else
+              atomicAdd(&sdh.hist[k0], pairs);
+          } else if (!SDH && i != j) {
+            mode = kWorkCount;
+          }
+          f.kb0 = uint32_t(k0);
+          f.mode = mode | (uint32_t(cl) << 8);
+          info[slot] = f;
         } else {
           out[append_slot(out_n)] = make_uint2(i, j);
         }
@@ -372,80 +425,286 @@ __device__ __forceinline__ void hist_add(u64* sh, u64* global, int k, u64 v) {
     atomicAdd(&global[k], v);
 }
 
-// Unresolved point ranges, one warp per entry {i0, i1, j0, j1} (i0 == j0: one cell, pairs
-// i < j): lanes take rows, every lane walks the columns.
+// The general path of a work entry {i0, i1, j0, j1} (i0 == j0: one cell, pairs i < j), for
+// one warp: lanes take rows, every lane walks the columns; the SDH bucket per pair with the
+// engine's function, 4 buckets from the row's first one counted in registers.
 template <typename T, int D, bool SDH, bool SMEM, bool NOCALL>
-__global__ void work_kernel(Coords<T> s, const uint4* work, size_t m, SdhWalkOp<T> sdh,
-                            CountWalkOp<T> cnt) {
-  extern __shared__ u64 sh[];
-  if (SDH && SMEM) {
-    for (int k = threadIdx.x; k < sdh.nb; k += blockDim.x) sh[k] = 0;
-    __syncthreads();
+__device__ void general_entry(const Coords<T>& s, uint4 w, int lane, const SdhWalkOp<T>& sdh,
+                              const CountWalkOp<T>& cnt, u64* sh, u64& counted) {
+  const bool self = w.x == w.z;
+  for (uint32_t i = w.x + lane; i < w.y; i += 32) {
+    T a[D];
+    for (int k = 0; k < D; ++k) a[k] = s.p[k][i];
+    uint32_t c = 0;
+    int base = -1;
+    uint32_t r0 = 0, r1 = 0, r2 = 0, r3 = 0;
+    for (uint32_t j = self ? i + 1 : w.z; j < w.w; ++j) {
+      T b[D];
+      for (int k = 0; k < D; ++k) b[k] = __ldg(&s.p[k][j]);
+      const T d2 = sq_dist<T, D>(a, b);
+      if (SDH) {
+        int kb;
+        if constexpr (NOCALL && sizeof(T) == 4)
+          kb = sdh_bucket_nocall(d2, sdh.inv_w, sdh.nbt, sdh.beyond);
+        else
+          kb = sdh_bucket<T>(d2, sdh.inv_w, sdh.nbt, sdh.beyond);
+        if (base < 0) base = kb > 0 ? kb - 1 : 0;
+        const int off = kb - base;
+        r0 += off == 0;
+        r1 += off == 1;
+        r2 += off == 2;
+        r3 += off == 3;
+        if (kb >= 0 && (off < 0 || off > 3)) hist_add<SMEM>(sh, sdh.hist, kb, 1);
+      } else {
+        c += d2 <= cnt.r2 ? 1u : 0u;
+      }
+    }
+    if (SDH && base >= 0) {
+      // base >= 0 and base + 3 may pass the last bucket only with zero counts there
+      if (r0) hist_add<SMEM>(sh, sdh.hist, base, r0);
+      if (r1) hist_add<SMEM>(sh, sdh.hist, base + 1, r1);
+      if (r2) hist_add<SMEM>(sh, sdh.hist, base + 2, r2);
+      if (r3) hist_add<SMEM>(sh, sdh.hist, base + 3, r3);
+    }
+    counted += c;
   }
+}
+
+// A quiet NaN of T: padding points whose every comparison is false.
+template <typename T>
+__device__ __forceinline__ T nan_of() {
+  if constexpr (sizeof(T) == 4)
+    return __int_as_float(0x7fffffff);
+  else
+    return __longlong_as_double(0x7ff8000000000000ll);
+}
+
+// Sum over the warp (full mask).
+__device__ __forceinline__ unsigned warp_sum(unsigned v) {
+#if __CUDA_ARCH__ >= 800
+  return __reduce_add_sync(0xffffffffu, v);
+#else
+  for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+  return v;
+#endif
+}
+
+// Four consecutive staged values (16-byte aligned) with vector loads.
+template <typename T>
+__device__ __forceinline__ void stage_load4(const T* p, T out[4]) {
+  if constexpr (sizeof(T) == 4) {
+    const float4 v = *reinterpret_cast<const float4*>(p);
+    out[0] = v.x;
+    out[1] = v.y;
+    out[2] = v.z;
+    out[3] = v.w;
+  } else {
+    const double2 v0 = *reinterpret_cast<const double2*>(p);
+    const double2 v1 = *reinterpret_cast<const double2*>(p + 2);
+    out[0] = v0.x;
+    out[1] = v0.y;
+    out[2] = v1.x;
+    out[3] = v1.y;
+  }
+}
+
+// The lane's pairs with the q4 staged points (SoA, 32 per coordinate, NaN past the real ones):
+// MODE 1 / 2 count d2 >= t1 (and d2 >= t2), MODE 0 counts d2 <= t1 (the pair count).
+template <typename T, int D, int MODE>
+__device__ __forceinline__ void staged_pairs(const T* stg, int q4, const T (&a)[D], T t1, T t2,
+                                             unsigned& c1, unsigned& c2) {
+  for (int j = 0; j < q4; j += 4) {
+    T q[4][D];
+#pragma unroll
+    for (int k = 0; k < D; ++k) {
+      T v[4];
+      stage_load4<T>(stg + k * 32 + j, v);
+#pragma unroll
+      for (int u = 0; u < 4; ++u) q[u][k] = v[u];
+    }
+#pragma unroll
+    for (int u = 0; u < 4; ++u) {
+      const T d2 = sq_dist<T, D>(a, q[u]);
+      if (MODE == 0) {
+        c1 += d2 <= t1 ? 1u : 0u;
+      } else {
+        c1 += d2 >= t1 ? 1u : 0u;
+        if (MODE == 2) c2 += d2 >= t2 ? 1u : 0u;
+      }
+    }
+  }
+}
+
+constexpr int kWorkThreads = 256;
+constexpr int kWorkWarps = kWorkThreads / 32;
+
+// Work entries, one warp per entry (see the file comment). Shared memory: the warps' staging
+// areas (D x 32 values each), then, with SMEM, the block's histogram and exceed counts
+// (uint64, nb and nb + 3), then per-level counts of pairs resolved point by cell.
+template <typename T, int D, bool SDH, bool SMEM, bool NOCALL>
+__global__ void __launch_bounds__(kWorkThreads)
+    work_kernel(Coords<T> s, const uint4* work, const WorkInfo<T, D>* info, size_t m,
+                SdhWalkOp<T> sdh, CountWalkOp<T> cnt, DevStats stats) {
+  extern __shared__ __align__(16) unsigned char wsm[];
+  T* stage = reinterpret_cast<T*>(wsm);
+  u64* tail = reinterpret_cast<u64*>(wsm + sizeof(T) * D * 32 * kWorkWarps);
+  u64* sh = tail;                                   // SMEM: nb
+  u64* sexc = SMEM ? tail + sdh.nb : sdh.exc;       // SMEM: nb + 3
+  u64* spb = SMEM ? tail + 2 * sdh.nb + 3 : tail;   // kResolveMaxLevels
+  if (SDH && SMEM)
+    for (int k = threadIdx.x; k < 2 * sdh.nb + 3; k += blockDim.x) tail[k] = 0;
+  for (int k = threadIdx.x; k < kResolveMaxLevels; k += blockDim.x) spb[k] = 0;
+  __syncthreads();
   const int lane = threadIdx.x & 31;
+  T* stg = stage + (threadIdx.x >> 5) * D * 32;
+  const unsigned lt = (1u << lane) - 1u;
   const size_t warp = (blockIdx.x * size_t(blockDim.x) + threadIdx.x) >> 5;
   const size_t warps = (size_t(gridDim.x) * blockDim.x) >> 5;
   u64 counted = 0;
   for (size_t e = warp; e < m; e += warps) {
     const uint4 w = work[e];
-    const bool self = w.x == w.z;
-    for (uint32_t i = w.x + lane; i < w.y; i += 32) {
+    const WorkInfo<T, D> f = info[e];
+    const uint32_t mode = f.mode & 0xffu;
+    if (mode == kWorkGeneral) {
+      general_entry<T, D, SDH, SMEM, NOCALL>(s, w, lane, sdh, cnt, sh, counted);
+      continue;
+    }
+    T t1, t2;
+    if (SDH) {
+      t1 = sdh.thr[f.kb0 + 1];
+      t2 = sdh.thr[f.kb0 + 2];
+    } else {
+      t1 = cnt.r2;
+      t2 = t1;
+    }
+    u64 acc1 = 0, acc2 = 0, pb = 0;
+    for (uint32_t ac = w.x; ac < w.y; ac += 32) {
+      const uint32_t nav = min(32u, w.y - ac);
       T a[D];
-      for (int k = 0; k < D; ++k) a[k] = s.p[k][i];
-      uint32_t c = 0;
-      // SDH: the pairs of an unresolved cell pair fall in a few adjacent buckets, so each row
-      // counts the 4 buckets from `base` in registers and adds them to the histogram once;
-      // other buckets go to it pair by pair.
-      int base = -1;
-      uint32_t r0 = 0, r1 = 0, r2 = 0, r3 = 0;
-      for (uint32_t j = self ? i + 1 : w.z; j < w.w; ++j) {
+      const bool av = uint32_t(lane) < nav;
+#pragma unroll
+      for (int k = 0; k < D; ++k) a[k] = av ? s.p[k][ac + lane] : nan_of<T>();
+      for (uint32_t bc = w.z; bc < w.w; bc += 32) {
+        const uint32_t nbv = min(32u, w.w - bc);
+        const bool bv = uint32_t(lane) < nbv;
         T b[D];
-        for (int k = 0; k < D; ++k) b[k] = __ldg(&s.p[k][j]);
-        const T d2 = sq_dist<T, D>(a, b);
+#pragma unroll
+        for (int k = 0; k < D; ++k) b[k] = bv ? s.p[k][bc + lane] : T(0);
+        // the point of b against the whole cell a
+        T lo, hi;
+        d2_bounds<T, D>(f.box, f.box + D, b, b, &lo, &hi);
+        unsigned c1 = 0, c2 = 0;
+        bool un;
         if (SDH) {
-          int kb;
-          if constexpr (NOCALL && sizeof(T) == 4)
-            kb = sdh_bucket_nocall(d2, sdh.inv_w, sdh.nbt, sdh.beyond);
-          else
-            kb = sdh_bucket<T>(d2, sdh.inv_w, sdh.nbt, sdh.beyond);
-          if (base < 0) base = kb > 0 ? kb - 1 : 0;
-          const int off = kb - base;
-          r0 += off == 0;
-          r1 += off == 1;
-          r2 += off == 2;
-          r3 += off == 3;
-          if (kb >= 0 && (off < 0 || off > 3)) hist_add<SMEM>(sh, sdh.hist, kb, 1);
+          const int k0 = (lo >= t1) + (lo >= t2), k1 = (hi >= t1) + (hi >= t2);
+          un = bv && k0 != k1;
+          if (bv && !un) {
+            c1 = k0 >= 1 ? nav : 0u;
+            c2 = k0 >= 2 ? nav : 0u;
+          }
         } else {
-          c += d2 <= cnt.r2 ? 1u : 0u;
+          const int v = resolve_count<T>(lo, hi, t1);
+          un = bv && v < 0;
+          if (bv && v == 1) c1 = nav;
         }
+        const unsigned um = __ballot_sync(0xffffffffu, un);
+        const int q = __popc(um);
+        const unsigned resolved = (bv && !un) ? nav : 0u;
+        if (un) {
+          const int pos = __popc(um & lt);
+#pragma unroll
+          for (int k = 0; k < D; ++k) stg[k * 32 + pos] = b[k];
+        }
+        const int q4 = (q + 3) & ~3;
+        if (lane >= q && lane < q4) {
+#pragma unroll
+          for (int k = 0; k < D; ++k) stg[k * 32 + lane] = nan_of<T>();
+        }
+        __syncwarp();
+        if (!SDH)
+          staged_pairs<T, D, 0>(stg, q4, a, t1, t2, c1, c2);
+        else if (mode == kWorkOneEdge)
+          staged_pairs<T, D, 1>(stg, q4, a, t1, t2, c1, c2);
+        else
+          staged_pairs<T, D, 2>(stg, q4, a, t1, t2, c1, c2);
+        __syncwarp();
+        acc1 += warp_sum(c1);
+        if (SDH) acc2 += warp_sum(c2);
+        pb += warp_sum(resolved);
       }
-      if (SDH && base >= 0) {
-        // base >= 0 and base + 3 may pass the last bucket only with zero counts there
-        if (r0) hist_add<SMEM>(sh, sdh.hist, base, r0);
-        if (r1) hist_add<SMEM>(sh, sdh.hist, base + 1, r1);
-        if (r2) hist_add<SMEM>(sh, sdh.hist, base + 2, r2);
-        if (r3) hist_add<SMEM>(sh, sdh.hist, base + 3, r3);
+    }
+    if (lane == 0) {
+      if (SDH) {
+        if (acc1) hist_add<SMEM>(sexc, sdh.exc, int(f.kb0) + 1, acc1);
+        if (acc2) hist_add<SMEM>(sexc, sdh.exc, int(f.kb0) + 2, acc2);
+      } else {
+        counted += acc1;
       }
-      counted += c;
+      if (pb) atomicAdd(&spb[f.mode >> 8], pb);
     }
   }
   if (!SDH) {
     for (int o = 16; o > 0; o >>= 1) counted += __shfl_down_sync(0xffffffffu, counted, o);
     if (lane == 0 && counted) atomicAdd(cnt.total, counted);
   }
+  __syncthreads();
   if (SDH && SMEM) {
-    __syncthreads();
     for (int k = threadIdx.x; k < sdh.nb; k += blockDim.x)
       if (sh[k]) atomicAdd(&sdh.hist[k], sh[k]);
+    for (int k = threadIdx.x; k < sdh.nb + 3; k += blockDim.x)
+      if (sexc[k]) atomicAdd(&sdh.exc[k], sexc[k]);
   }
+  for (int k = threadIdx.x; k < kResolveMaxLevels; k += blockDim.x)
+    if (spb[k]) atomicAdd(&stats.c[3 * kResolveMaxLevels + 1 + k], spb[k]);
+}
+
+// Thresholds of the fast work entries: T[k] = the smallest d2 >= +0 with
+// sdh_bucket(d2, ..., resolved_beyond) >= k, by binary search over the bit patterns of
+// [+0, +inf] (sdh_bucket is non-decreasing there); NaN when no d2 reaches k. T[0] is unused.
+template <typename T>
+__global__ void thresholds_kernel(T* thr, int entries, T inv_w, T nbt, T resolved_beyond) {
+  const int k = blockIdx.x * blockDim.x + threadIdx.x;
+  if (k >= entries) return;
+  using U = std::conditional_t<sizeof(T) == 4, unsigned, unsigned long long>;
+  auto from = [](U u) -> T {
+    if constexpr (sizeof(T) == 4)
+      return __uint_as_float(u);
+    else
+      return __longlong_as_double((long long)u);
+  };
+  const U inf = sizeof(T) == 4 ? U(0x7f800000u) : U(0x7ff0000000000000ull);
+  if (k == 0) {
+    thr[0] = T(0);
+    return;
+  }
+  if (sdh_bucket<T>(from(inf), inv_w, nbt, resolved_beyond) < k) {
+    thr[k] = nan_of<T>();
+    return;
+  }
+  U lo = 0, hi = inf;
+  while (lo < hi) {
+    const U mid = lo + (hi - lo) / 2;
+    if (sdh_bucket<T>(from(mid), inv_w, nbt, resolved_beyond) >= k)
+      hi = mid;
+    else
+      lo = mid + 1;
+  }
+  thr[k] = from(lo);
 }
 
 constexpr int kExpandThreads = 256;
-constexpr int kWorkThreads = 256;
-// Largest SDH histogram kept in shared memory by the walk kernels (64 KB of uint64).
-constexpr int kResolveSmemBuckets = 8192;
+// Largest SDH histogram kept in shared memory by the walk kernels (the work kernel keeps the
+// histogram and the exceed counts there: 64 KB of uint64 at this size).
+constexpr int kResolveSmemBuckets = 4096;
 
-// The walk: returns nothing; results accumulate in sdh.hist or cnt.total on the device.
+// Smallest unresolved cell pair (in point pairs) that the walk splits further: the tuning
+// table's value for D, or the call's override (the benchmark's sweep and the tests).
+inline unsigned long long resolve_min_pairs(int dims, unsigned long long forced = 0) {
+  return forced >= 1 ? forced : cuda_tuning::kResolveMinPairs[dims - 2];
+}
+
+// The walk: returns nothing; results accumulate in sdh.hist / sdh.exc or cnt.total on the
+// device.
 template <typename T, int D, bool SDH>
 void walk(Call& call, const DeviceMap<T, D>& m, const Coords<T>& s, SdhWalkOp<T> sdh,
           CountWalkOp<T> cnt, bool nocall, ResolveStats* rs) {
@@ -453,12 +712,17 @@ void walk(Call& call, const DeviceMap<T, D>& m, const Coords<T>& s, SdhWalkOp<T>
   const int L = m.geo.leaf;
   const bool smem = SDH && sdh.nb <= kResolveSmemBuckets;
   const size_t smem_bytes = smem ? size_t(sdh.nb) * 8 : 0;
-  DevStats stats{call.alloc<u64>(3 * kResolveMaxLevels + 1, "walk stats")};
-  G2_CUDA(cudaMemsetAsync(stats.c, 0, (3 * kResolveMaxLevels + 1) * 8, st));
+  const size_t work_smem = sizeof(T) * D * 32 * kWorkWarps +
+                           (smem ? size_t(2 * sdh.nb + 3) * 8 : 0) + kResolveMaxLevels * 8;
+  const size_t nstats = 4 * kResolveMaxLevels + 1;
+  DevStats stats{call.alloc<u64>(nstats, "walk stats")};
+  G2_CUDA(cudaMemsetAsync(stats.c, 0, nstats * 8, st));
   const size_t qcap = cuda_tuning::kResolveQueuePairs;
   const size_t wcap = cuda_tuning::kResolveWorkEntries;
   const size_t maxc = D == 2 ? 16 : 64;  // child pairs of one pair
+  const u64 min_pairs = resolve_min_pairs(D, call.ctl.overrides.resolve_min_pairs);
   uint4* work = call.alloc<uint4>(wcap, "work list");
+  WorkInfo<T, D>* info = call.alloc<WorkInfo<T, D>>(wcap, "work list");
   u64* ctr = call.alloc<u64>(2, "walk counters");  // [0] next queue, [1] work list
   G2_CUDA(cudaMemsetAsync(ctr, 0, 16, st));
   std::vector<uint2*> q(size_t(L) + 1, nullptr);
@@ -468,10 +732,10 @@ void walk(Call& call, const DeviceMap<T, D>& m, const Coords<T>& s, SdhWalkOp<T>
     if (wn == 0) return;
     const unsigned blocks = blocks_for(wn * 32, kWorkThreads);
     auto launch = [&](auto kern) {
-      if (smem_bytes > 48 * 1024)
+      if (work_smem > 48 * 1024)
         G2_CUDA(cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                     int(smem_bytes)));
-      kern<<<blocks, kWorkThreads, smem_bytes, st>>>(s, work, wn, sdh, cnt);
+                                     int(work_smem)));
+      kern<<<blocks, kWorkThreads, work_smem, st>>>(s, work, info, wn, sdh, cnt, stats);
     };
     if (smem)
       nocall ? launch(work_kernel<T, D, SDH, true, true>) : launch(work_kernel<T, D, SDH, true, false>);
@@ -511,7 +775,10 @@ void walk(Call& call, const DeviceMap<T, D>& m, const Coords<T>& s, SdhWalkOp<T>
     }
     if (L == 0) {
       const uint4 w0 = make_uint4(0, total, 0, total);
+      WorkInfo<T, D> f0{};
+      f0.mode = kWorkGeneral;
       G2_CUDA(cudaMemcpyAsync(work, &w0, sizeof w0, cudaMemcpyHostToDevice, st));
+      G2_CUDA(cudaMemcpyAsync(info, &f0, sizeof f0, cudaMemcpyHostToDevice, st));
       wn = 1;
       rs->examined[0] += pairs;
       rs->examined_pairs += pairs;
@@ -547,8 +814,7 @@ void walk(Call& call, const DeviceMap<T, D>& m, const Coords<T>& s, SdhWalkOp<T>
                                      int(smem_bytes)));
       kern<<<blocks, kExpandThreads, smem_bytes, st>>>(
           m.dev, l, q[size_t(l)] + qn[size_t(l)], uint32_t(chunk), q[size_t(l) + 1], ctr, work,
-          ctr + 1, cuda_tuning::kResolveDirectPairs[D - 2], cuda_tuning::kResolveMinPairs, sdh,
-          cnt, stats);
+          info, ctr + 1, cuda_tuning::kResolveDirectPairs[D - 2], min_pairs, sdh, cnt, stats);
     };
     smem ? launch(expand_kernel<T, D, SDH, true>) : launch(expand_kernel<T, D, SDH, false>);
     G2_CUDA_LAUNCH("resolve expand kernel");
@@ -560,14 +826,18 @@ void walk(Call& call, const DeviceMap<T, D>& m, const Coords<T>& s, SdhWalkOp<T>
     if (wn > wcap / 2) flush();
   }
   flush();
-  std::vector<u64> hs(3 * kResolveMaxLevels + 1);
+  std::vector<u64> hs(nstats);
   G2_CUDA(cudaMemcpyAsync(hs.data(), stats.c, hs.size() * 8, cudaMemcpyDeviceToHost, st));
   call.sync();
+  // Pairs of work entries that the work kernel resolved point by cell count as resolved.
   for (int l = 0; l < kResolveMaxLevels; ++l) {
+    const u64 pb = hs[size_t(3 * kResolveMaxLevels + 1 + l)];
+    const u64 ex = hs[size_t(2 * kResolveMaxLevels + l)] - pb;
     rs->visited[l] += hs[size_t(l)];
     rs->resolved[l] += hs[size_t(kResolveMaxLevels + l)];
-    rs->examined[l] += hs[size_t(2 * kResolveMaxLevels + l)];
-    rs->examined_pairs += hs[size_t(2 * kResolveMaxLevels + l)];
+    rs->examined[l] += ex;
+    rs->examined_pairs += ex;
+    rs->resolved_pairs += pb;
   }
   rs->resolved_pairs += hs[3 * kResolveMaxLevels];
 }
@@ -591,11 +861,23 @@ std::vector<uint64_t> resolve_sdh_t(const SdhProblem& p, Control& ctl, ResolveSt
   op.beyond = sdh_beyond<T>(nb, !p.params.explicit_width);
   op.nb = nb;
   op.hist = hist;
+  u64* exc = call.alloc<u64>(size_t(nb) + 3, "exceed counts");
+  G2_CUDA(cudaMemsetAsync(exc, 0, (size_t(nb) + 3) * 8, call.stream()));
+  T* thr = call.alloc<T>(size_t(nb) + 3, "bucket thresholds");
+  thresholds_kernel<T><<<unsigned((nb + 3 + 127) / 128), 128, 0, call.stream()>>>(
+      thr, nb + 3, op.inv_w, op.nbt, op.resolved_beyond);
+  G2_CUDA_LAUNCH("resolve thresholds");
+  op.exc = exc;
+  op.thr = thr;
   const bool nocall = sizeof(T) == 4 && p.params.inv_width_f >= 0.0f &&
                       p.params.inv_width_f <= 1099511627776.0f;  // 2^40 (sdh_bucket.cuh)
   walk<T, D, true>(call, m, s, op, CountWalkOp<T>{T(0), nullptr}, nocall, rs);
-  std::vector<uint64_t> out(size_t(nb), 0);
+  std::vector<uint64_t> out(size_t(nb), 0), ex(size_t(nb) + 3, 0);
   download(call, out.data(), hist, size_t(nb) * 8);
+  download(call, ex.data(), exc, (size_t(nb) + 3) * 8);
+  // Pairs of fast entries counted in kb0 move to their bucket: + exceed[k] - exceed[k + 1]
+  // (modulo 2^64, exact: every partial sum is a count of pairs).
+  for (size_t k = 0; k < size_t(nb); ++k) out[k] += ex[k] - ex[k + 1];
   const double w = seconds_since(t0);
   rs->walk_s += w;
   ctl.stats.kernel_s += w;
@@ -625,12 +907,17 @@ uint64_t resolve_count_t(const PairCountProblem& p, Control& ctl, ResolveStats* 
 
 }  // namespace
 
+// The cost model of gpu2bs.sdh_method = auto for the SDH (kernels/tuning.h): the walk stops at
+// the first level whose uniform cell pairs hold at most the stop size in point pairs; the work
+// kernel's pairs are about coef * (that level's cell side) / (bucket width) of all pairs.
 bool resolve_sdh_wins(size_t n, int dims, int nbuckets) {
   using namespace cuda_tuning;
   if ((dims != 2 && dims != 3) || n < kResolveMinPoints) return false;
-  const double s = std::pow(kResolveStopPoints / double(n), 1.0 / dims);
+  const double per_cell = std::sqrt(double(resolve_min_pairs(dims)));
+  const int level = std::max(0, int(std::ceil(std::log2(double(n) / per_cell) / dims)));
+  const double s = std::ldexp(1.0, -level);
   const double frac = kResolveUnresolvedCoef[dims - 2] * s * nbuckets / std::sqrt(double(dims));
-  return frac < kResolveWinFraction;
+  return frac < kResolveWinFraction[dims - 2];
 }
 
 bool resolve_count_wins(size_t n, int dims, double r_rel) {
@@ -639,7 +926,7 @@ bool resolve_count_wins(size_t n, int dims, double r_rel) {
   const double s = std::pow(kResolveStopPoints / double(n), 1.0 / dims);
   const double shell = (dims == 2 ? 2 * M_PI * r_rel : 4 * M_PI * r_rel * r_rel) * 2 * s;
   const double grid = std::pow(std::min(1.0, 3 * r_rel), dims);
-  return shell * kResolveUnresolvedCoef[dims - 2] < grid * kResolveWinFraction;
+  return shell * kResolveCountCoef[dims - 2] < grid * kResolveCountWinFraction;
 }
 
 std::vector<uint64_t> resolve_sdh(const SdhProblem& p, Control& ctl) {

@@ -182,29 +182,41 @@ constexpr size_t kGridCountMinPoints = 8192;
 // --- resolution of cell pairs (resolve.cu) ------------------------------------------------------
 // Points per leaf cell of the density map for uniform data (its depth): deep, so that dense
 // clusters can be split further; the walk stops splitting uniform data earlier, at
-// kResolveMinPairs point pairs (32 x 32: a pair's n_a x n_b pairs must outweigh the cost of
-// testing it, one d2_bounds and 2 x 2D box loads, many times over; one row per lane of a warp
-// in the work kernel). The CPU engine's measured optimum region (resolve_cpu.cpp) scaled to a
-// warp; to be confirmed by test/gpu/resolve_device.sh on the H100.
+// kResolveMinPairs point pairs per cell pair (2-D, 3-D): the work kernel takes one cell pair
+// per warp with the points of cell a in the lanes and tests every point of b against a's box
+// first, so its pairs cost about (range of a's box) / width, independent of b's size, and
+// cells of about 32 .. 128 points keep the lanes busy and the entries few. The value comes
+// from the sweep in test/bench/results/2026-11-24-h100-resolve.md (bench_resolve with BENCH_RESOLVE_MIN_PAIRS).
 constexpr double kResolveLeafPoints = 4.0;
 // Unresolved pairs with at most kResolveMinPairs point pairs, or at most kResolveDirectPairs
-// whose distance range spans two bucket edges, go to the work list instead of being split
-// (2-D: 16 child pairs, 3-D: 64 child pairs per split).
-constexpr unsigned long long kResolveMinPairs = 1024;
-constexpr unsigned long long kResolveDirectPairs[2] = {1ull << 16, 1ull << 16};
+// whose distance range spans two bucket edges or more, go to the work list instead of being
+// split (2-D: 16 child pairs, 3-D: 64 child pairs per split). The work kernel's fast path
+// counts ranges of up to three buckets; wider ones take its general path (a square root and a
+// shared-memory atomic per pair), so such pairs are split down to kResolveMinPairs as well.
+constexpr unsigned long long kResolveMinPairs[2] = {16384, 16384};
+constexpr unsigned long long kResolveDirectPairs[2] = {0, 0};
 // Walk buffers: cell pairs per level queue, work-list entries between work kernel launches
-// (16 bytes each: 64 MB; a launch computes a few ms of pairs, so cancel is seen promptly).
+// (16 bytes of point ranges and 24 .. 56 bytes of WorkInfo each; a launch computes well under
+// a second of pairs, so cancel is seen promptly).
 constexpr size_t kResolveQueuePairs = size_t(1) << 22;
 constexpr size_t kResolveWorkEntries = size_t(1) << 22;
-// Cost model (auto): the unresolved fraction is about coef * s * nbuckets / sqrt(d) for leaf
-// side s (unit extent); resolution is chosen when it is below kResolveWinFraction and N is at
-// least kResolveMinPoints. The work kernel computes a pair at about a third of the tile
-// kernels' rate (shared-memory 64-bit atomics, short rows), hence a win fraction near 1/3;
-// the coefficients are the CPU engine's measured ones (resolve_cpu.cpp).
-constexpr double kResolveUnresolvedCoef[2] = {1.6, 2.2};
-constexpr double kResolveWinFraction = 0.3;
-constexpr size_t kResolveMinPoints = size_t(1) << 20;
-// Side of the cells where the walk stops on uniform data, in points (for the cost model).
+// Cost model of the SDH (auto, resolve_sdh_wins): the work kernel's pair fraction is about
+// coef * s * nbuckets / sqrt(d) for the cell side s (unit extent) of the level where the walk
+// stops on uniform data (kResolveMinPairs); resolution is chosen when it is below
+// kResolveWinFraction (2-D, 3-D) and N is at least kResolveMinPoints. The coefficients are the
+// point-by-cell range (about half a cell pair's, 2.5 s in 2-D and 3 s in 3-D). The break-even
+// comes from the H100 map in test/bench/results/2026-11-24-h100-resolve.md, where the speedup
+// over brute force follows about 0.23 / (predicted fraction) in 2-D (0.0175: 12.7x, 0.07: 3.5x,
+// 0.175: 1.36x, 0.70: < 0.78x) and 0.27 .. 0.43 / fraction in 3-D (0.27: 1.00x at 1e6 and 1.58x
+// at 2,097,152 points, 0.68: slower); below 1e6 points nothing was measured.
+constexpr double kResolveUnresolvedCoef[2] = {1.27, 1.5};
+constexpr double kResolveWinFraction[2] = {0.23, 0.3};
+constexpr size_t kResolveMinPoints = size_t(1) << 19;
+// Cost model of the pair count at radius r (resolve_count_wins): the unresolved shell of cell
+// pairs (coef * shell * 2 s) against the grid path's neighbourhood; the coefficients are the
+// CPU engine's measured ones (resolve_cpu.cpp), kResolveStopPoints the stop cell in points.
+constexpr double kResolveCountCoef[2] = {1.6, 2.2};
+constexpr double kResolveCountWinFraction = 0.3;
 constexpr double kResolveStopPoints = 32.0;
 
 // --- pair expressions (kernels/expr/: NVRTC-compiled tile kernels) -------------------------
@@ -263,11 +275,59 @@ constexpr bool kSlideAtomicIds[3] = {true, true, true};
 // Most blocks of partition's append kernel (256 threads, grid-stride over 16-byte chunks).
 constexpr int kSlideAppendBlocks = 4096;
 
+// --- DBSCAN (kernels/join/dbscan.cu) -------------------------------------------------------
+// Threads per block of the neighbour passes (one thread per point, points in cell order) and
+// points per launch (the host polls for a cancel between launches; 2^18 points fill the 132
+// SMs with 1,024 blocks of 256). Set, not swept: the three passes take 4.9 ms of kernel time for
+// 1e6 points (blobs + 10 % noise, eps 0.003, minpoints 10; bench_dbscan,
+// test/bench/results/2026-11-24-h100-dbscan.md), under a quarter of the call's 22-33 ms.
+constexpr int kDbscanThreads = 256;
+constexpr size_t kDbscanLaunchPoints = size_t(1) << 18;
+// First launch of each pass and the launch time it adapts to (ranges double below a quarter of
+// it, halve above it): dense data, where each point has most of the set as neighbours, keeps
+// its launches near this length and the cancel poll between them; at the bench's 1e6 points the
+// ranges reach kDbscanLaunchPoints after two launches.
+constexpr size_t kDbscanFirstLaunchPoints = size_t(1) << 16;
+constexpr float kDbscanLaunchMs = 100.0f;
+
 // --- transfers ---------------------------------------------------------------------------------
 // Pinned staging buffer (two halves, double-buffered uploads and page drains), kept for the
 // life of the process after first use (each cudaHostAlloc of it costs several ms: bench_kernels
 // quick, simjoin N=1e4 spent 8 ms in transfer_s for 2 MB of pairs).
 constexpr size_t kStagingBytes = size_t(16) << 20;
 
+// --- all-pairs vectors (gpu_pairwise) -----------------------------------------------------------
+// "bench_pairwise sweep FILE 100000 768 10 3" (test/gpu/bench_pairwise.sh step 1b): self kNN l2,
+// n = 100,000 random normal, d = 768, k = 10, median of 3, kernel time (events) and end to end;
+// test/bench/results/2026-11-24-h100-pairwise.md.
+//
+// Tile of the register-blocked exact kNN kernels (knn_wide_kernel, knn_sym_kernel; k <= 32,
+// every metric but lp): 128 x 128 pairs per block of 256 threads, 8 x 8 accumulators per thread
+// (128 registers, 2 blocks per SM), slices of 8 dimensions double-buffered in shared memory.
+// Whole matrix: 652.1 ms kernels vs 856.9 ms for the 64 x 64 tiles of 4 x 4 per thread
+// (knn_kernel, which stays for k > 32 and lp). The l2 chain costs 2 FP32 instructions per pair
+// and dimension: 1.54e13 instructions for the whole matrix, 460 ms at 132 SMs x 128 lanes x
+// 1.98 GHz, so 652.1 ms is 71 % of that limit.
+constexpr int kPairwiseWideRows = 128;
+constexpr int kPairwiseWideCols = 128;
+constexpr bool kPairwiseWide = true;
+// Self kNN with the wide kernel computes the upper triangle of tiles only (knn_sym_kernel), in
+// launches of about kPairwiseSymBlocksPerLaunch tiles (cancel checks between launches): 321.9 ms
+// kernels, 396.3 ms end to end, vs 652.1 / 720.2 ms for the whole matrix. Tiles per launch:
+// 8192 325.3 ms, 32768 321.9 ms, 131072 322.6 ms (kernels); 32768 is about 25 ms per launch.
+constexpr bool kPairwiseSymmetric = true;
+constexpr long long kPairwiseSymBlocksPerLaunch = 32768;
+// Exact kNN of two relations (and self kNN through knn_wide_kernel): blocks wanted per launch per
+// SM (row tiles times column splits; the host merges the splits' lists) and rows per launch,
+// measured with the symmetric mode off. 4 per SM gives one split at n = 100,000 (782 row
+// tiles): 652.1 ms kernels, 720.2 ms end to end; 8 per SM (two splits) 649.3 ms kernels but
+// 798.6 ms end to end (host merge). 131072 rows per launch: 652.1 ms kernels vs 671.3 ms at
+// 16384 rows (seven launches, five splits each; 878.9 ms end to end).
+constexpr int kPairwiseKnnBlocksPerSm = 4;
+constexpr size_t kPairwiseKnnChunkRows = size_t(1) << 17;
+// Fast path: most bytes of the TF32 GEMM output per chunk of rows (also at most a quarter of
+// the memory budget). Kernels (GEMM + selection + re-rank): 256 MB 185.6 ms, 1 GB 102.8 ms, 2 GB
+// 95.1 ms, 4 GB 85.7 ms (GEMM 43.2, selection 32.4, re-rank 9.5).
+constexpr size_t kPairwiseFastChunkBytes = size_t(4) << 30;
 }  // namespace cuda_tuning
 }  // namespace gpu2bs

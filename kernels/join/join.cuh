@@ -30,8 +30,8 @@
 // Files (kernels/join/): grid.cu builds the grid index; plan.cu orders the work items, picks K
 // and cuts batches; kernel.cu holds the join kernel and its per-warp helpers; banks.cu runs the
 // launches and drains the result pool (serial path) or the banks (batched path); dispatch.cu is
-// the entry point simjoin(). The grid pair count (kernels/pair_count.cu) runs the same grid and
-// kernel in count mode.
+// the entry point simjoin(); dbscan.cu runs DBSCAN's passes over the same grid. The grid pair
+// count (kernels/pair_count.cu) runs the same grid and kernel in count mode.
 #pragma once
 
 #include <algorithm>
@@ -83,11 +83,11 @@ struct Geometry {
 
 // Cell index of integer coordinates `key` (lexicographic binary search), or -1 when empty.
 template <int D>
-__device__ __forceinline__ int find_cell(const long long* __restrict__ cc, unsigned ncells,
-                                         const long long* key) {
+__device__ __forceinline__ long long find_cell(const long long* __restrict__ cc, unsigned ncells,
+                                               const long long* key) {
   unsigned lo = 0, hi = ncells;
   while (lo < hi) {
-    const unsigned mid = (lo + hi) >> 1;
+    const unsigned mid = lo + ((hi - lo) >> 1);  // lo + hi may pass 2^32
     const long long* m = cc + size_t(mid) * D;
     int cmp = 0;
 #pragma unroll
@@ -105,7 +105,7 @@ __device__ __forceinline__ int find_cell(const long long* __restrict__ cc, unsig
 #pragma unroll
   for (int k = 0; k < D; ++k)
     if (__ldg(m + k) != key[k]) return -1;
-  return int(lo);
+  return (long long)lo;  // up to 2^32 - 1 cells: wider than int
 }
 
 // ---- the join kernel's arguments -----------------------------------------------------------------

@@ -152,7 +152,7 @@ __global__ void __launch_bounds__(kJT, (sizeof(T) * D <= 16 ? cuda_tuning::kJoin
           long long key[D];
 #pragma unroll
           for (int k = 0; k < D; ++k) key[k] = base[k] + A.offsets[o * D + k];
-          const int nc = find_cell<D>(A.ccoord_b, A.ncells_b, key);
+          const long long nc = find_cell<D>(A.ccoord_b, A.ncells_b, key);
           if (nc >= 0) {
             beg = A.start_b[nc];
             len = A.start_b[nc + 1] - beg;

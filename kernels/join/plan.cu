@@ -40,7 +40,7 @@ __global__ void plan_kernel(const unsigned* start_a, const long long* cca, unsig
         long long key[D];
 #pragma unroll
         for (int k = 0; k < D; ++k) key[k] = cca[size_t(c) * D + k] + offsets[o * D + k];
-        const int nb = find_cell<D>(ccb, ncells_b, key);
+        const long long nb = find_cell<D>(ccb, ncells_b, key);
         if (nb >= 0) len = start_b[nb + 1] - start_b[nb];
       }
       unsigned tb = len;

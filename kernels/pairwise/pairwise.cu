@@ -3,7 +3,10 @@
 // of r x c = 64 x 64 pairs, one thread block each, every thread computing a 4 x 4 subtile in
 // registers; the vectors are streamed through shared memory in slices of d' = 16 dimensions
 // (section 3.2), so any d from 1 to 65535 runs with the same kernel and the accumulators stay in
-// registers across slices. Each pair's key is accumulated in dimension order with the arithmetic
+// registers across slices. kNN with k <= 32 (every metric but lp) runs a register-blocked
+// variant instead: 128 x 128 tiles, 8 x 8 pairs per thread, d' = 8 double-buffered
+// (knn_wide_kernel), and a self kNN computes only the upper triangle of those tiles, merging
+// each into the lists of its rows and of its columns (knn_sym_kernel). Each pair's key is accumulated in dimension order with the arithmetic
 // of core/pairwise_arith.h, so the keys are the CPU engine's bits.
 //
 // kNN: a block owns 64 rows of a and walks a range of column tiles (the paper's subtiles, reused
@@ -31,7 +34,9 @@
 #include <cublas_v2.h>
 
 #include "../common.cuh"
+#include "../tuning.h"
 #include "core/pairwise.h"
+#include "core/parallel.h"
 #include "pairwise_api.h"
 
 namespace gpu2bs {
@@ -215,6 +220,266 @@ __global__ void __launch_bounds__(kThreads)
   }
 }
 
+// ---- kNN, register-blocked (SGEMM-class) kernel -----------------------------------------------
+//
+// The same decomposition with larger tiles: r x c = 128 x 128 pairs per block of 256 threads,
+// each thread holding an 8 x 8 subtile of accumulators (rows ty*4 + {0..3} and 64 + ty*4 +
+// {0..3}, columns likewise with tx), slices of d' = 8 dimensions double-buffered in shared
+// memory (the next slice is loaded into registers while the current one is consumed, one
+// barrier per slice; d' = 8 keeps the prefetch at one float4 per matrix and thread). Every
+// accumulator still runs the exact chain in dimension order, so the
+// keys are the CPU engine's bits. After the last slice the tile's keys are staged in the shared
+// memory of the slice buffers and merged into the rows' lists as in knn_kernel.
+constexpr int kWM = cuda_tuning::kPairwiseWideRows;     // tile rows (r)
+constexpr int kWN = cuda_tuning::kPairwiseWideCols;     // tile columns (c)
+constexpr int kWK = 8;                           // slice width d'
+constexpr int kWThreads = 256;                   // 16 x 16 threads, 8 x 8 pairs each
+static_assert(kWM == 128 && kWN == 128, "the thread layout assumes 128 x 128 tiles");
+
+struct WideBuf {
+  float a[2][kWK][kWM + kPad];
+  float b[2][kWK][kWN + kPad];
+};
+constexpr size_t kWStage = sizeof(float) * size_t(kWM) * (kWN + 1);
+constexpr size_t kWUnion = sizeof(WideBuf) > kWStage ? sizeof(WideBuf) : kWStage;
+
+// Shared memory of the wide kNN kernel (list capacity kCapSmall).
+constexpr size_t knn_wide_smem_bytes() {
+  return kWUnion + sizeof(KnnEntry) * kWM * kCapSmall + sizeof(int) * kWM;
+}
+
+// Loads this thread's part of slice k0 of rows [base, base + 128) of X (n rows, d dimensions)
+// into a float4 register: row tid / 2, dimensions k0 + (tid % 2) * 4 + 0..3 (a warp reads 16
+// rows' 32-byte sectors); rows past n and dimensions past d read zeros. VEC: d % 4 == 0 and X
+// 16-byte aligned.
+template <bool VEC>
+__device__ __forceinline__ float4 wide_load(const float* __restrict__ X, size_t n, int d,
+                                            size_t base, int k0) {
+  const int tid = threadIdx.x, kg = k0 + (tid & 1) * 4;
+  const size_t g = base + size_t(tid >> 1);
+  if (VEC)
+    return (g < n && kg < d) ? __ldg(reinterpret_cast<const float4*>(X + g * size_t(d) + size_t(kg)))
+                             : make_float4(0.f, 0.f, 0.f, 0.f);
+  const float* x = X + g * size_t(d);
+  const bool in = g < n;
+  float4 v;
+  v.x = (in && kg + 0 < d) ? __ldg(x + kg + 0) : 0.0f;
+  v.y = (in && kg + 1 < d) ? __ldg(x + kg + 1) : 0.0f;
+  v.z = (in && kg + 2 < d) ? __ldg(x + kg + 2) : 0.0f;
+  v.w = (in && kg + 3 < d) ? __ldg(x + kg + 3) : 0.0f;
+  return v;
+}
+
+// Stores the register of wide_load into a slice buffer, dimension-major ([k][row]); the 32
+// lanes of a warp hit 32 different banks.
+__device__ __forceinline__ void wide_store(float (*buf)[kWM + kPad], float4 v) {
+  const int tid = threadIdx.x, kg = (tid & 1) * 4, r = tid >> 1;
+  buf[kg + 0][r] = v.x;
+  buf[kg + 1][r] = v.y;
+  buf[kg + 2][r] = v.z;
+  buf[kg + 3][r] = v.w;
+}
+
+// One 128 x 128 tile of the wide kernels: the keys of rows [row0, row0 + 128) of A (na rows)
+// against columns [col0, col0 + 128) of B (nb rows), all d dimensions, staged in ks[row][col]
+// (row stride kWN + 1, aliasing the slice buffers). Starts and ends with a block-wide barrier
+// pending: the caller synchronizes before reading ks.
+template <PairMetric M, bool VEC>
+__device__ __forceinline__ void wide_tile(const float* __restrict__ A, size_t na,
+                                          const float* __restrict__ B, size_t nb, int d, double p,
+                                          size_t row0, size_t col0, unsigned char* smem_raw) {
+  WideBuf& sb = *reinterpret_cast<WideBuf*>(smem_raw);
+  float* ks = reinterpret_cast<float*>(smem_raw);
+  const int tid = threadIdx.x, tx = tid % 16, ty = tid / 16;
+  const size_t c_end = nb;
+  float acc[8][8];
+#pragma unroll
+  for (int r = 0; r < 8; ++r)
+#pragma unroll
+    for (int c = 0; c < 8; ++c) acc[r][c] = 0.0f;
+  float4 ra = wide_load<VEC>(A, na, d, row0, 0);
+  float4 rb = wide_load<VEC>(B, c_end, d, col0, 0);
+  __syncthreads();  // the previous tile's keys (aliasing the buffers) are consumed
+  wide_store(sb.a[0], ra);
+  wide_store(sb.b[0], rb);
+  __syncthreads();
+  int buf = 0;
+  for (int k0 = 0; k0 < d; k0 += kWK) {
+    const bool more = k0 + kWK < d;
+    if (more) {
+      ra = wide_load<VEC>(A, na, d, row0, k0 + kWK);
+      rb = wide_load<VEC>(B, c_end, d, col0, k0 + kWK);
+    }
+    const float(*sa)[kWM + kPad] = sb.a[buf];
+    const float(*sbb)[kWN + kPad] = sb.b[buf];
+    auto step = [&](int k) {
+      const float4 a0 = *reinterpret_cast<const float4*>(&sa[k][ty * 4]);
+      const float4 a1 = *reinterpret_cast<const float4*>(&sa[k][64 + ty * 4]);
+      const float4 b0 = *reinterpret_cast<const float4*>(&sbb[k][tx * 4]);
+      const float4 b1 = *reinterpret_cast<const float4*>(&sbb[k][64 + tx * 4]);
+      const float av[8] = {a0.x, a0.y, a0.z, a0.w, a1.x, a1.y, a1.z, a1.w};
+      const float bv[8] = {b0.x, b0.y, b0.z, b0.w, b1.x, b1.y, b1.z, b1.w};
+#pragma unroll
+      for (int r = 0; r < 8; ++r)
+#pragma unroll
+        for (int c = 0; c < 8; ++c) acc[r][c] = pw_step<M>(acc[r][c], av[r], bv[c], p);
+    };
+    const int kl = min(kWK, d - k0);
+    if (kl == kWK) {
+#pragma unroll
+      for (int k = 0; k < kWK; ++k) step(k);
+    } else {
+      for (int k = 0; k < kl; ++k) step(k);  // the last slice: only real dimensions
+    }
+    if (more) {
+      wide_store(sb.a[buf ^ 1], ra);
+      wide_store(sb.b[buf ^ 1], rb);
+      __syncthreads();
+      buf ^= 1;
+    }
+  }
+  __syncthreads();  // every thread is done with the slice buffers
+#pragma unroll
+  for (int r = 0; r < 8; ++r)
+#pragma unroll
+    for (int c = 0; c < 8; ++c) {
+      const int lr = (r < 4 ? ty * 4 + r : 64 + ty * 4 + r - 4);
+      const int lc = (c < 4 ? tx * 4 + c : 64 + tx * 4 + c - 4);
+      ks[lr * (kWN + 1) + lc] = pw_key<M>(acc[r][c]);
+    }
+}
+
+// kNN over a chunk of `na` rows of A against columns [split * cols_per_split, ...) of B, with
+// 128 x 128 tiles; the same outputs as knn_kernel with capacity kCapSmall.
+template <PairMetric M, bool VEC>
+__global__ void __launch_bounds__(kWThreads, 2)
+    knn_wide_kernel(const float* __restrict__ A, size_t na, const uint32_t* __restrict__ row_id,
+                    size_t row_base, const float* __restrict__ B, size_t nb, int d, double p,
+                    int kk, bool self, size_t cols_per_split, int splits,
+                    KnnEntry* __restrict__ out, uint32_t* __restrict__ out_len) {
+  constexpr int CAP = kCapSmall;
+  extern __shared__ __align__(16) unsigned char smem_raw[];
+  const float* ks = reinterpret_cast<const float*>(smem_raw);  // [kWM][kWN + 1], per tile
+  KnnEntry* lists = reinterpret_cast<KnnEntry*>(smem_raw + kWUnion);  // [kWM][CAP]
+  int* lens = reinterpret_cast<int*>(lists + kWM * CAP);
+  const int tid = threadIdx.x, lane = tid & 31, warp = tid / 32;
+  const size_t row0 = size_t(blockIdx.x) * kWM;
+  const int split = int(blockIdx.y);
+  const size_t c_begin = size_t(split) * cols_per_split;
+  const size_t c_end = min(nb, c_begin + cols_per_split);
+  if (tid < kWM) lens[tid] = 0;
+  for (size_t col0 = c_begin; col0 < c_end; col0 += kWN) {
+    wide_tile<M, VEC>(A, na, B, c_end, d, p, row0, col0, smem_raw);
+    __syncthreads();
+    for (int rr = 0; rr < kWM / 8; ++rr) {
+      const int r = warp * (kWM / 8) + rr;
+      const size_t lr = row0 + size_t(r);
+      if (lr >= na) break;  // warp-uniform
+      const size_t gi = row_id ? size_t(row_id[lr]) : row_base + lr;
+      KnnEntry* L = lists + r * CAP;
+      int len = lens[r];
+#pragma unroll
+      for (int h = 0; h < kWN / 32; ++h) {
+        const int c = lane + 32 * h;
+        const size_t j = col0 + size_t(c);
+        const bool ok = j < c_end && !(self && j == gi);
+        len = warp_offer<CAP>(L, len, kk, ks[r * (kWN + 1) + c], uint32_t(j), ok);
+      }
+      if (lane == 0) lens[r] = len;
+      __syncwarp();
+    }
+  }
+  __syncthreads();
+  for (int rr = 0; rr < kWM / 8; ++rr) {
+    const int r = warp * (kWM / 8) + rr;
+    const size_t lr = row0 + size_t(r);
+    if (lr >= na) break;
+    const size_t slot = lr * size_t(splits) + size_t(split);
+    const int len = lens[r];
+    for (int e = lane; e < len; e += 32) out[slot * CAP + size_t(e)] = lists[r * CAP + e];
+    if (lane == 0) out_len[slot] = uint32_t(len);
+  }
+}
+
+// Merges the keys of the staged tile (ks) into the global lists of 128 rows [s0, s0 + 128) of
+// X (n rows) under the stripe's lock: the lists are loaded into shared memory, offered the
+// tile's candidates as in knn_wide_kernel, and stored back. transposed: the rows are the tile's
+// columns (keys ks[r][c] for row s0 + c, candidate index o0 + r), else the tile's rows.
+// diag: the tile is on the diagonal (a row's pair with itself is skipped).
+template <int CAP>
+__device__ __forceinline__ void sym_merge(const float* ks, size_t n, size_t s0, size_t o0,
+                                          bool transposed, bool diag, int kk,
+                                          KnnEntry* __restrict__ glists,
+                                          uint32_t* __restrict__ glen, int* lock,
+                                          KnnEntry* lists) {
+  const int tid = threadIdx.x, lane = tid & 31, warp = tid / 32;
+  if (tid == 0) {
+    while (atomicCAS(lock, 0, 1) != 0) __nanosleep(64);
+    __threadfence();
+  }
+  __syncthreads();
+  for (int rr = 0; rr < kWM / 8; ++rr) {
+    const int r = warp * (kWM / 8) + rr;
+    const size_t g = s0 + size_t(r);
+    if (g >= n) break;  // warp-uniform
+    KnnEntry* L = lists + r * CAP;
+    int len = int(__ldcg(glen + g));
+    for (int e = lane; e < len; e += 32) {
+      const KnnEntry* src = glists + g * CAP + size_t(e);
+      L[e] = KnnEntry{__ldcg(&src->key), __ldcg(&src->j)};
+    }
+    __syncwarp();
+#pragma unroll
+    for (int h = 0; h < kWN / 32; ++h) {
+      const int c = lane + 32 * h;
+      const size_t j = o0 + size_t(c);
+      const bool ok = j < n && !(diag && j == g);
+      const float key = transposed ? ks[c * (kWN + 1) + r] : ks[r * (kWN + 1) + c];
+      len = warp_offer<CAP>(L, len, kk, key, uint32_t(j), ok);
+    }
+    for (int e = lane; e < len; e += 32) {
+      KnnEntry* dst = glists + g * CAP + size_t(e);
+      __stcg(&dst->key, L[e].key);
+      __stcg(&dst->j, L[e].j);
+    }
+    if (lane == 0) __stcg(glen + g, uint32_t(len));
+    __syncwarp();
+  }
+  __threadfence();
+  __syncthreads();
+  if (tid == 0) atomicExch(lock, 0);
+}
+
+// Self kNN over the upper triangle of 128 x 128 tiles only: key(i, j) and key(j, i) are the
+// same bits (the chain is symmetric in u and v for every metric here), so tile (I, J), J >= I,
+// is computed once and merged into the lists of its rows (stripe I) and, off the diagonal, of
+// its columns (stripe J). The lists live in global memory (glists[n][CAP], glen[n]); a stripe's
+// lists are merged under its lock, one stripe at a time per block (no lock is held while
+// waiting for another). Blocks walk the triangle by diagonals from delta0: block b is tile
+// (I, I + delta), so blocks running together rarely share a stripe.
+template <PairMetric M, bool VEC>
+__global__ void __launch_bounds__(kWThreads, 2)
+    knn_sym_kernel(const float* __restrict__ X, size_t n, int d, double p, int kk, int tiles,
+                   int delta0, KnnEntry* __restrict__ glists, uint32_t* __restrict__ glen,
+                   int* __restrict__ locks) {
+  constexpr int CAP = kCapSmall;
+  extern __shared__ __align__(16) unsigned char smem_raw[];
+  const float* ks = reinterpret_cast<const float*>(smem_raw);
+  KnnEntry* lists = reinterpret_cast<KnnEntry*>(smem_raw + kWUnion);  // [kWM][CAP]
+  long long b = blockIdx.x;
+  int delta = delta0;
+  while (b >= tiles - delta) {
+    b -= tiles - delta;
+    ++delta;
+  }
+  const int I = int(b), J = I + delta;
+  const size_t row0 = size_t(I) * kWM, col0 = size_t(J) * kWN;
+  wide_tile<M, VEC>(X, n, X, n, d, p, row0, col0, smem_raw);
+  __syncthreads();
+  sym_merge<CAP>(ks, n, row0, col0, false, delta == 0, kk, glists, glen, locks + I, lists);
+  if (delta > 0) sym_merge<CAP>(ks, n, col0, row0, true, false, kk, glists, glen, locks + J, lists);
+}
+
 // Threshold: pairs (row_base + r, j) with key <= key_max (self: j > i) of the tile
 // (blockIdx.y, blockIdx.x), appended to out[0, cap) through the counter *count.
 template <PairMetric M>
@@ -279,8 +544,10 @@ __global__ void norms_kernel(const float* __restrict__ X, size_t n, int d, float
 }
 
 // Fast path selection: one warp per row of the GEMM chunk S (rows x nb, row-major), keeping
-// the kc best approximate scores (l2, sqeuclidean: |b|^2 - 2 s; dot, cosine: -s). Writes the
-// candidates' columns, their number, and the worst kept score.
+// the kc best approximate scores (l2, sqeuclidean: |b|^2 - 2 s; dot, cosine: -s). Each lane
+// loads kSelUnroll columns before offering them (loads in flight instead of one per ballot).
+// Writes the candidates' columns, their number, and the worst kept score.
+constexpr int kSelUnroll = 8;
 __global__ void __launch_bounds__(kThreads)
     select_kernel(const float* __restrict__ S, size_t rows, size_t row_base, size_t nb,
                   const float* __restrict__ bnorm2, bool l2form, bool self, int kc,
@@ -294,13 +561,22 @@ __global__ void __launch_bounds__(kThreads)
   const float* s = S + r * nb;
   const size_t gi = row_base + r;
   int len = 0;
-  for (size_t j0 = 0; j0 < nb; j0 += 32) {
-    const size_t j = j0 + size_t(lane);
-    float sc = INFINITY;
-    bool ok = j < nb && !(self && j == gi);
-    if (ok) sc = l2form ? op_fma(-2.0f, s[j], bnorm2[j]) : -s[j];
-    if (sc != sc) sc = INFINITY;
-    len = warp_offer<kFastCap>(L, len, kc, sc, uint32_t(j), ok);
+  for (size_t j0 = 0; j0 < nb; j0 += 32 * kSelUnroll) {
+    float raw[kSelUnroll], bn[kSelUnroll];
+#pragma unroll
+    for (int u = 0; u < kSelUnroll; ++u) {
+      const size_t j = j0 + size_t(lane + 32 * u);
+      raw[u] = j < nb ? __ldcs(s + j) : 0.0f;  // read once: streaming
+      bn[u] = (l2form && j < nb) ? __ldg(bnorm2 + j) : 0.0f;
+    }
+#pragma unroll
+    for (int u = 0; u < kSelUnroll; ++u) {
+      const size_t j = j0 + size_t(lane + 32 * u);
+      const bool ok = j < nb && !(self && j == gi);
+      float sc = l2form ? op_fma(-2.0f, raw[u], bn[u]) : -raw[u];
+      if (!ok || sc != sc) sc = INFINITY;
+      len = warp_offer<kFastCap>(L, len, kc, sc, uint32_t(j), ok);
+    }
   }
   for (int e = lane; e < len; e += 32) cand[r * size_t(kc) + size_t(e)] = L[e].j;
   if (lane == 0) {
@@ -447,25 +723,164 @@ void launch_knn(PairMetric m, Call& call, dim3 grid, const float* A, size_t na,
   }
 }
 
+template <PairMetric M, bool VEC>
+void launch_wide_t(Call& call, dim3 grid, const float* A, size_t na, const uint32_t* row_id,
+                   size_t row_base, const float* B, size_t nb, int d, double p, int kk, bool self,
+                   size_t cps, int splits, KnnEntry* out, uint32_t* out_len) {
+  static bool attr_set = false;  // per instantiation, per process
+  const size_t smem = knn_wide_smem_bytes();
+  if (!attr_set) {
+    G2_CUDA(cudaFuncSetAttribute(knn_wide_kernel<M, VEC>,
+                                 cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
+    attr_set = true;
+  }
+  knn_wide_kernel<M, VEC><<<grid, kWThreads, smem, call.stream()>>>(
+      A, na, row_id, row_base, B, nb, d, p, kk, self, cps, splits, out, out_len);
+  G2_CUDA_LAUNCH("knn_wide_kernel");
+}
+
+// The wide kernel for metric m; vector loads when d is a multiple of 4 (the rows are then
+// 16-byte aligned: cudaMalloc'd bases, whole rows).
+void launch_wide(PairMetric m, Call& call, dim3 grid, const float* A, size_t na,
+                 const uint32_t* row_id, size_t row_base, const float* B, size_t nb, int d,
+                 double p, int kk, bool self, size_t cps, int splits, KnnEntry* out,
+                 uint32_t* out_len) {
+  const bool vec = d % 4 == 0 && reinterpret_cast<uintptr_t>(A) % 16 == 0 &&
+                   reinterpret_cast<uintptr_t>(B) % 16 == 0;
+  switch (m) {
+#define G2_WIDE(MM)                                                                           \
+  case MM:                                                                                    \
+    if (vec)                                                                                  \
+      launch_wide_t<MM, true>(call, grid, A, na, row_id, row_base, B, nb, d, p, kk, self, cps, \
+                              splits, out, out_len);                                          \
+    else                                                                                      \
+      launch_wide_t<MM, false>(call, grid, A, na, row_id, row_base, B, nb, d, p, kk, self, cps,\
+                               splits, out, out_len);                                         \
+    break;
+    G2_WIDE(PairMetric::L1)
+    G2_WIDE(PairMetric::L2)
+    G2_WIDE(PairMetric::SqEuclidean)
+    G2_WIDE(PairMetric::Cosine)
+    G2_WIDE(PairMetric::Dot)
+#undef G2_WIDE
+    default: throw Error(ErrorCode::Internal, "wide kNN kernel for lp");
+  }
+}
+
+template <PairMetric M, bool VEC>
+void launch_sym_t(Call& call, unsigned blocks, const float* X, size_t n, int d, double p, int kk,
+                  int tiles, int delta0, KnnEntry* glists, uint32_t* glen, int* locks) {
+  static bool attr_set = false;  // per instantiation, per process
+  const size_t smem = knn_wide_smem_bytes();
+  if (!attr_set) {
+    G2_CUDA(cudaFuncSetAttribute(knn_sym_kernel<M, VEC>,
+                                 cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
+    attr_set = true;
+  }
+  knn_sym_kernel<M, VEC><<<blocks, kWThreads, smem, call.stream()>>>(X, n, d, p, kk, tiles, delta0,
+                                                                    glists, glen, locks);
+  G2_CUDA_LAUNCH("knn_sym_kernel");
+}
+
+// Self kNN of all rows of dX through the upper triangle of tiles (knn_sym_kernel), launch by
+// launch (about sym_blocks_per_launch tiles each, so a cancel is seen between them). Writes each
+// row's best row_k (sorted) into lists[i * row_k ...], count[i].
+void exact_knn_sym(Call& call, const PairwiseProblem& p, const float* dX, KnnEntry* lists,
+                   uint32_t* count) {
+  const size_t n = p.a->n, row_k = pairwise_row_k(p);
+  const int kk = int(row_k), d = p.d;
+  const int tiles = int((n + size_t(kWM) - 1) / size_t(kWM));
+  KnnEntry* d_lists = call.alloc<KnnEntry>(n * size_t(kCapSmall), "pairwise kNN lists");
+  uint32_t* d_len = call.alloc<uint32_t>(n, "pairwise kNN lengths");
+  int* d_locks = call.alloc<int>(size_t(tiles), "pairwise stripe locks");
+  G2_CUDA(cudaMemsetAsync(d_len, 0, n * sizeof(uint32_t), call.stream()));
+  G2_CUDA(cudaMemsetAsync(d_locks, 0, size_t(tiles) * sizeof(int), call.stream()));
+  const bool vec = d % 4 == 0 && reinterpret_cast<uintptr_t>(dX) % 16 == 0;
+  const long long per_launch = std::max<long long>(1, pairwise_tuning().sym_blocks_per_launch);
+  int delta = 0;
+  while (delta < tiles) {
+    call.poll();
+    long long blocks = 0;
+    int d1 = delta;
+    while (d1 < tiles && (blocks == 0 || blocks + (tiles - d1) <= per_launch)) {
+      blocks += tiles - d1;
+      ++d1;
+    }
+    KernelTimer tm(call);
+    switch (p.metric.kind) {
+#define G2_SYM(MM)                                                                            \
+  case MM:                                                                                    \
+    if (vec)                                                                                  \
+      launch_sym_t<MM, true>(call, unsigned(blocks), dX, n, d, p.metric.p, kk, tiles, delta,  \
+                             d_lists, d_len, d_locks);                                        \
+    else                                                                                      \
+      launch_sym_t<MM, false>(call, unsigned(blocks), dX, n, d, p.metric.p, kk, tiles, delta, \
+                              d_lists, d_len, d_locks);                                       \
+    break;
+      G2_SYM(PairMetric::L1)
+      G2_SYM(PairMetric::L2)
+      G2_SYM(PairMetric::SqEuclidean)
+      G2_SYM(PairMetric::Cosine)
+      G2_SYM(PairMetric::Dot)
+#undef G2_SYM
+      default: throw Error(ErrorCode::Internal, "symmetric kNN kernel for lp");
+    }
+    const double ms = tm.stop_ms();
+    call.ctl.stats.kernel_s += ms / 1e3;
+    last_run().kernel_ms += ms;
+    last_run().launches++;
+    pairwise_last_run().exact_ms += ms;
+    delta = d1;
+  }
+  std::vector<uint32_t> h_len(n);
+  std::vector<KnnEntry> h_lists(n * size_t(kCapSmall));
+  download(call, h_len.data(), d_len, n * sizeof(uint32_t));
+  download(call, h_lists.data(), d_lists, h_lists.size() * sizeof(KnnEntry));
+  auto t0 = Clock::now();
+  for (size_t i = 0; i < n; ++i) {
+    const size_t m = std::min<size_t>(h_len[i], row_k);
+    std::copy(h_lists.begin() + long(i * kCapSmall), h_lists.begin() + long(i * kCapSmall + m),
+              lists + i * row_k);
+    count[i] = uint32_t(m);
+  }
+  call.ctl.stats.merge_s += seconds_since(t0);
+  call.ctl.stats.pairs_examined += uint64_t(n) * uint64_t(n);
+  call.free(d_lists);
+  call.free(d_len);
+  call.free(d_locks);
+}
+
 // Exact kNN of `rows` rows of dA (global index row_base + r, or row_ids[r] when given) against
 // all of dB. Writes each row's best row_k (sorted) into lists[r * row_k ...], count[r].
+// k <= 32 and every metric but lp: the 128 x 128 register-blocked kernel; else 64 x 64 tiles.
 void exact_knn(Call& call, const PairwiseProblem& p, const float* dA, size_t rows,
                const std::vector<uint32_t>* row_ids, size_t row_base, const float* dB,
                KnnEntry* lists, uint32_t* count) {
   const size_t nb = p.b->n, row_k = pairwise_row_k(p);
   const int kk = int(row_k);
   const int cap = kk <= kCapSmall ? kCapSmall : kCapLarge;
+  const PairwiseTuning& tu = pairwise_tuning();
+  const bool wide = cap == kCapSmall && p.metric.kind != PairMetric::Lp && tu.wide;
+  if (wide && tu.symmetric && p.self && !row_ids && row_base == 0 && rows == p.a->n &&
+      dA == dB) {
+    exact_knn_sym(call, p, dA, lists, count);
+    return;
+  }
+  const int bm = wide ? kWM : kBM, bn = wide ? kWN : kBN;
   const int sms = device_facts().sms > 0 ? device_facts().sms : 1;
-  const size_t col_tiles = (nb + kBN - 1) / kBN;
-  const size_t chunk = std::min<size_t>(rows, 16384);
+  const size_t col_tiles = (nb + size_t(bn) - 1) / size_t(bn);
+  // Blocks wanted per launch: blocks_per_sm per SM, from row tiles and column splits (each split
+  // keeps its own lists; the host merges them).
+  const size_t want = size_t(std::max(1, tu.blocks_per_sm)) * size_t(sms);
+  const size_t chunk = std::min<size_t>(rows, std::max<size_t>(tu.chunk_rows, size_t(bm)));
   uint32_t* d_ids = nullptr;
   if (row_ids) {
     d_ids = call.alloc<uint32_t>(rows, "pairwise row ids");
     upload_bytes(call, d_ids, row_ids->data(), rows * sizeof(uint32_t));
   }
-  const size_t max_tiles = (chunk + kBM - 1) / kBM;
+  const size_t max_tiles = (chunk + size_t(bm) - 1) / size_t(bm);
   const int max_splits =
-      int(std::min<size_t>(col_tiles, std::max<size_t>(1, (size_t(4 * sms) + max_tiles - 1) / max_tiles)));
+      int(std::min<size_t>(col_tiles, std::max<size_t>(1, (want + max_tiles - 1) / max_tiles)));
   KnnEntry* d_out = call.alloc<KnnEntry>(chunk * size_t(max_splits) * size_t(cap), "pairwise kNN lists");
   uint32_t* d_len = call.alloc<uint32_t>(chunk * size_t(max_splits), "pairwise kNN lengths");
   std::vector<KnnEntry> h_out;
@@ -474,17 +889,20 @@ void exact_knn(Call& call, const PairwiseProblem& p, const float* dA, size_t row
   for (size_t r0 = 0; r0 < rows; r0 += chunk) {
     call.poll();
     const size_t nr = std::min(chunk, rows - r0);
-    const size_t tiles = (nr + kBM - 1) / kBM;
-    // Splits for about 4 blocks per SM, within the list buffer (sized for the first chunk).
+    const size_t tiles = (nr + size_t(bm) - 1) / size_t(bm);
+    // Splits for the wanted blocks, within the list buffer (sized for the first chunk).
     const int splits = int(std::min<size_t>(
-        std::min<size_t>(col_tiles, std::max<size_t>(1, (size_t(4 * sms) + tiles - 1) / tiles)),
+        std::min<size_t>(col_tiles, std::max<size_t>(1, (want + tiles - 1) / tiles)),
         chunk * size_t(max_splits) / nr));
-    const size_t cps = (col_tiles + size_t(splits) - 1) / size_t(splits) * kBN;
+    const size_t cps = (col_tiles + size_t(splits) - 1) / size_t(splits) * size_t(bn);
     const dim3 grid{unsigned(tiles), unsigned(splits), 1u};
     KernelTimer tm(call);
     const float* A = dA + r0 * size_t(p.d);
     const uint32_t* ids = d_ids ? d_ids + r0 : nullptr;
-    if (cap == kCapSmall)
+    if (wide)
+      launch_wide(p.metric.kind, call, grid, A, nr, ids, row_base + r0, dB, nb, p.d, p.metric.p,
+                  kk, p.self, cps, splits, d_out, d_len);
+    else if (cap == kCapSmall)
       launch_knn<kCapSmall>(p.metric.kind, call, grid, A, nr, ids, row_base + r0, dB, nb, p.d,
                             p.metric.p, kk, p.self, cps, splits, d_out, d_len);
     else
@@ -494,6 +912,7 @@ void exact_knn(Call& call, const PairwiseProblem& p, const float* dA, size_t row
     call.ctl.stats.kernel_s += ms / 1e3;
     last_run().kernel_ms += ms;
     last_run().launches++;
+    pairwise_last_run().exact_ms += ms;
     h_out.resize(nr * size_t(splits) * size_t(cap));
     h_len.resize(nr * size_t(splits));
     download(call, h_len.data(), d_len, h_len.size() * sizeof(uint32_t));
@@ -544,8 +963,8 @@ bool fast_knn(Call& call, const PairwiseProblem& p, const float* dA, const float
   for (float v : bnr) bmax2 = std::max(bmax2, double(v));
   const double gam = 1.01 * double(d + 4) * std::ldexp(1.0, -24);  // float32 chain, relative
   const double bmax = std::sqrt(bmax2 * (1 + gam));
-  // Chunk of rows whose GEMM output fits a quarter of the budget (at most 1 GB).
-  const size_t budget = std::min<size_t>(call.budget_left() / 4, size_t(1) << 30);
+  // Chunk of rows whose GEMM output fits a quarter of the budget (at most fast_chunk_bytes).
+  const size_t budget = std::min<size_t>(call.budget_left() / 4, pairwise_tuning().fast_chunk_bytes);
   size_t chunk = std::max<size_t>(64, budget / (nb * sizeof(float)) / 64 * 64);
   chunk = std::min(chunk, na);
   float* d_s = call.alloc<float>(chunk * nb, "pairwise GEMM chunk");
@@ -559,21 +978,24 @@ bool fast_knn(Call& call, const PairwiseProblem& p, const float* dA, const float
   std::vector<uint32_t> h_cand, h_ncand;
   std::vector<float> h_worst, h_keys;
   std::vector<uint32_t> redo;
-  std::vector<KnnEntry> row;
+  std::vector<uint8_t> redo_flag;
   const float one = 1.0f, zero = 0.0f;
   for (size_t r0 = 0; r0 < na; r0 += chunk) {
     call.poll();
     const size_t nr = std::min(chunk, na - r0);
     KernelTimer tm(call);
+    cudaEvent_t ev_gemm = call.event(true), ev_sel = call.event(true);
     // Column-major view: C (nb x nr) = B^T(op T of the d x nb matrix) * A_chunk (d x nr).
     const cublasStatus_t st =
         bl->sgemm(bl->handle, CUBLAS_OP_T, CUBLAS_OP_N, int(nb), int(nr), d, &one, dB, d,
                   dA + r0 * size_t(d), d, &zero, d_s, int(nb));
     if (st != CUBLAS_STATUS_SUCCESS)
       throw Error(ErrorCode::DeviceError, "cublasSgemm failed with status " + std::to_string(int(st)));
+    G2_CUDA(cudaEventRecord(ev_gemm, call.stream()));
     select_kernel<<<unsigned((nr + 7) / 8), kThreads, 0, call.stream()>>>(
         d_s, nr, r0, nb, d_bn, l2form, p.self, kc, d_cand, d_ncand, d_worst);
     G2_CUDA_LAUNCH("select_kernel");
+    G2_CUDA(cudaEventRecord(ev_sel, call.stream()));
     const size_t threads = nr * size_t(kc);
     switch (p.metric.kind) {
 #define G2_RR(MM)                                                                          \
@@ -593,6 +1015,15 @@ bool fast_knn(Call& call, const PairwiseProblem& p, const float* dA, const float
     call.ctl.stats.kernel_s += ms / 1e3;
     last_run().kernel_ms += ms;
     last_run().launches++;
+    {
+      float g = 0, sl = 0;
+      G2_CUDA(cudaEventElapsedTime(&g, tm.a, ev_gemm));
+      G2_CUDA(cudaEventElapsedTime(&sl, ev_gemm, ev_sel));
+      PairwiseLastRun& lr = pairwise_last_run();
+      lr.gemm_ms += double(g);
+      lr.select_ms += double(sl);
+      lr.rerank_ms += ms - double(g) - double(sl);
+    }
     h_cand.resize(nr * size_t(kc));
     h_keys.resize(nr * size_t(kc));
     h_ncand.resize(nr);
@@ -603,40 +1034,50 @@ bool fast_knn(Call& call, const PairwiseProblem& p, const float* dA, const float
     download(call, h_keys.data(), d_keys, h_keys.size() * sizeof(float));
     auto t0 = Clock::now();
     const size_t others = p.self ? nb - 1 : nb;
-    for (size_t r = 0; r < nr; ++r) {
-      const size_t i = r0 + r;
-      const uint32_t nc = h_ncand[r];
-      row.clear();
-      for (uint32_t e = 0; e < nc; ++e)
-        row.push_back(KnnEntry{h_keys[r * size_t(kc) + e], h_cand[r * size_t(kc) + e]});
-      knn_merge(row, row_k);
-      bool certified = nc >= others;  // every column was a candidate
-      if (!certified && row.size() == row_k) {
-        // Any column outside the candidates has approximate score >= worst; its exact key is
-        // at least worst - E (TF32 inputs: relative 2^-9 per product; FP32 accumulation in any
-        // order and our own chain: gam each), so the exact top k is certain when the k-th
-        // exact key is below that bound.
-        const double na_ = std::sqrt(double(an[i]) * (1 + gam));
-        const double edot = (1.01 * std::ldexp(1.0, -9) + 2 * gam) * na_ * bmax;
-        const double kth = double(row.back().key);
-        const double w = double(h_worst[r]);
-        double lower;
-        if (l2form) {
-          const double e = 2 * edot + gam * bmax2 + gam * double(an[i]);
-          lower = (w + double(an[i]) - e) * (1 - gam) - gam * (double(an[i]) + bmax2);
-        } else {
-          lower = w - edot - gam * na_ * bmax;
+    // Merge and certify the rows on the engine's worker threads, kCertifyRows rows per item.
+    constexpr size_t kCertifyRows = 512;
+    redo_flag.assign(nr, 0);
+    parallel_for(call.ctl, (nr + kCertifyRows - 1) / kCertifyRows, [&](size_t item, int) {
+      std::vector<KnnEntry> row;
+      const size_t r_end = std::min(nr, (item + 1) * kCertifyRows);
+      for (size_t r = item * kCertifyRows; r < r_end; ++r) {
+        const size_t i = r0 + r;
+        const uint32_t nc = h_ncand[r];
+        row.clear();
+        for (uint32_t e = 0; e < nc; ++e)
+          row.push_back(KnnEntry{h_keys[r * size_t(kc) + e], h_cand[r * size_t(kc) + e]});
+        knn_merge(row, row_k);
+        bool certified = nc >= others;  // every column was a candidate
+        if (!certified && row.size() == row_k) {
+          // Any column outside the candidates has approximate score >= worst; its exact key is
+          // at least worst - E (TF32 inputs: relative 2^-9 per product; FP32 accumulation in
+          // any order and our own chain: gam each), so the exact top k is certain when the
+          // k-th exact key is below that bound.
+          const double na_ = std::sqrt(double(an[i]) * (1 + gam));
+          const double edot = (1.01 * std::ldexp(1.0, -9) + 2 * gam) * na_ * bmax;
+          const double kth = double(row.back().key);
+          const double w = double(h_worst[r]);
+          double lower;
+          if (l2form) {
+            const double e = 2 * edot + gam * bmax2 + gam * double(an[i]);
+            lower = (w + double(an[i]) - e) * (1 - gam) - gam * (double(an[i]) + bmax2);
+          } else {
+            lower = w - edot - gam * na_ * bmax;
+          }
+          certified = std::isfinite(w) && kth < lower;
         }
-        certified = std::isfinite(w) && kth < lower;
+        if (certified) {
+          std::copy(row.begin(), row.end(), lists + i * row_k);
+          count[i] = uint32_t(row.size());
+        } else {
+          redo_flag[r] = 1;
+        }
       }
-      if (certified) {
-        std::copy(row.begin(), row.end(), lists + i * row_k);
-        count[i] = uint32_t(row.size());
-      } else {
-        redo.push_back(uint32_t(i));
-      }
-    }
+    });
+    for (size_t r = 0; r < nr; ++r)
+      if (redo_flag[r]) redo.push_back(uint32_t(r0 + r));
     call.ctl.stats.merge_s += seconds_since(t0);
+    pairwise_last_run().certify_ms += seconds_since(t0) * 1e3;
   }
   call.ctl.stats.pairs_examined += uint64_t(na) * uint64_t(nb);
   pairwise_last_run().recomputed = redo.size();
@@ -755,6 +1196,11 @@ void threshold_pairs(Call& call, const PairwiseProblem& p, const float* dA, cons
 
 }  // namespace
 
+PairwiseTuning& pairwise_tuning() {
+  static PairwiseTuning t;
+  return t;
+}
+
 PairwiseLastRun& pairwise_last_run() {
   static thread_local PairwiseLastRun r;
   return r;
@@ -774,6 +1220,7 @@ void pairwise(const PairwiseProblem& p, PairSink& sink, Control& ctl) {
   }
   Call call(ctl);
   const size_t d = size_t(p.d);
+  const auto t_up = Clock::now();
   float* dA = call.alloc<float>(na * d, "pairwise vectors a");
   upload_bytes(call, dA, p.a->data, na * d * sizeof(float));
   float* dB = dA;
@@ -781,6 +1228,7 @@ void pairwise(const PairwiseProblem& p, PairSink& sink, Control& ctl) {
     dB = call.alloc<float>(nb * d, "pairwise vectors b");
     upload_bytes(call, dB, p.b->data, nb * d * sizeof(float));
   }
+  pairwise_last_run().upload_ms = seconds_since(t_up) * 1e3;
   if (!knn) {
     threshold_pairs(call, p, dA, dB, sink);
     return;

@@ -7,6 +7,7 @@
 
 #include "core/engine.h"
 #include "core/pairwise.h"
+#include "../tuning.h"
 
 namespace gpu2bs {
 namespace cuda {
@@ -18,11 +19,29 @@ void pairwise(const PairwiseProblem& p, PairSink& sink, Control& ctl);
 // The first call loads it (dlopen) and creates the handle.
 std::string pairwise_blas_status();
 
+// Launch parameters of the pairwise kernels: the defaults of kernels/tuning.h; benchmarks change
+// them to compare (process-wide, not synchronized: set them before the calls).
+struct PairwiseTuning {
+  bool wide = cuda_tuning::kPairwiseWide;                  // 128 x 128 exact kNN kernel
+  bool symmetric = cuda_tuning::kPairwiseSymmetric;        // self kNN over half the tiles
+  long long sym_blocks_per_launch = cuda_tuning::kPairwiseSymBlocksPerLaunch;
+  int blocks_per_sm = cuda_tuning::kPairwiseKnnBlocksPerSm;  // exact kNN blocks wanted per SM
+  size_t chunk_rows = cuda_tuning::kPairwiseKnnChunkRows;    // exact kNN rows per launch
+  size_t fast_chunk_bytes = cuda_tuning::kPairwiseFastChunkBytes;  // fast path GEMM output
+};
+PairwiseTuning& pairwise_tuning();
+
 // What the last pairwise call on this thread did (tests and benchmarks read it).
 struct PairwiseLastRun {
   bool fast = false;        // the TF32 path answered (cuBLAS loaded, metric with a GEMM form)
   bool cpu = false;         // k above the device list capacity: the CPU engine answered
   size_t recomputed = 0;    // fast path: rows recomputed exactly (certificate failed)
+  double upload_ms = 0;     // host to device copies of the vectors
+  double gemm_ms = 0;       // fast path: TF32 GEMM (events)
+  double select_ms = 0;     // fast path: candidate selection on the GEMM output (events)
+  double rerank_ms = 0;     // fast path: exact keys of the candidates (events)
+  double certify_ms = 0;    // fast path: host merge and certificate
+  double exact_ms = 0;      // exact kNN kernels (events; the fast path's recomputed rows)
 };
 PairwiseLastRun& pairwise_last_run();
 

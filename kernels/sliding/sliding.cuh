@@ -600,20 +600,34 @@ __global__ void append_kernel(T* d, unsigned long long n, const T* aux,
 
 // Partition's direction into flags[2]: backwards (1) when fewer than half of up to
 // kDirectionSamples elements spread evenly over d[0, n) are kept, so the smaller part goes
-// through aux. One block.
+// through aux. One block; each thread issues its loads together (one memory round trip).
 constexpr int kDirectionThreads = 256;
-constexpr int kDirectionSamples = 16 * kDirectionThreads;
+constexpr int kDirectionPerThread = 16;
+constexpr int kDirectionSamples = kDirectionPerThread * kDirectionThreads;
 template <typename T, typename F>
-__global__ void partition_direction_kernel(const T* d, unsigned long long n, F f,
-                                           unsigned long long* flags) {
+__global__ void __launch_bounds__(kDirectionThreads) partition_direction_kernel(
+    const T* d, unsigned long long n, F f, unsigned long long* flags) {
+  __shared__ int s_kept;
   const unsigned long long m = n < kDirectionSamples ? n : kDirectionSamples;
-  int kept = 0;
-  for (int k0 = 0; k0 < kDirectionSamples; k0 += kDirectionThreads) {
-    const unsigned long long k = k0 + threadIdx.x;
+  if (threadIdx.x == 0) s_kept = 0;
+  T x[kDirectionPerThread];
+#pragma unroll
+  for (int i = 0; i < kDirectionPerThread; ++i) {
+    const unsigned long long k = (unsigned long long)i * kDirectionThreads + threadIdx.x;
     // element k * n / m without overflow (k < 2^12, n < 2^62)
-    kept += __syncthreads_count(k < m && f(d[k * (n / m) + k * (n % m) / m]));
+    if (k < m) x[i] = d[k * (n / m) + k * (n % m) / m];
   }
-  if (threadIdx.x == 0) flags[2] = 2ull * (unsigned long long)kept < m ? 1ull : 0ull;
+  int kept = 0;
+#pragma unroll
+  for (int i = 0; i < kDirectionPerThread; ++i) {
+    const unsigned long long k = (unsigned long long)i * kDirectionThreads + threadIdx.x;
+    if (k < m && f(x[i])) ++kept;
+  }
+  kept = __reduce_add_sync(0xffffffffu, kept);
+  __syncthreads();  // s_kept is zeroed
+  if ((threadIdx.x & 31) == 0) atomicAdd(&s_kept, kept);
+  __syncthreads();
+  if (threadIdx.x == 0) flags[2] = 2ull * (unsigned long long)s_kept < m ? 1ull : 0ull;
 }
 
 // Negation of a predicate (remove_if).

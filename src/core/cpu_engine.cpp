@@ -8,6 +8,7 @@
 
 #include "arith.h"
 #include "cpu_kernels.h"
+#include "dbscan.h"
 #include "density_map.h"
 #include "engine.h"
 #include "error.h"
@@ -240,6 +241,14 @@ class CpuEngine final : public Engine {
 
   void pairwise(const PairwiseProblem& p, PairSink& sink, Control& ctl) override {
     cpu_pairwise(p, sink, ctl);
+  }
+
+  // DBSCAN over the grid index on all workers (dbscan.h), no pair handed over.
+  bool dbscan_components(const SimjoinProblem& p, const int64_t* keys, int64_t minpoints,
+                         DbscanComponents& out, Control& ctl) override {
+    if (p.filter || p.stage || p.reduce || !p.self) return false;
+    dbscan_components_cpu(p, keys, minpoints, out, ctl);
+    return true;
   }
 
   PairExprResult pair_expr(const PairExprProblem& p, PairSink* sink, Control& ctl) override {

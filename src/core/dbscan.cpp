@@ -1,5 +1,6 @@
 // DBSCAN over the similarity self-join (dbscan.h): neighbour counts, core flags, union-find over
-// the core-core pairs streamed from the engine, nearest core point of each border point.
+// the core-core pairs streamed from the engine, nearest core point of each border point (or all
+// of it on an engine that does it itself), cluster numbers.
 #include "dbscan.h"
 
 #include <pthread.h>
@@ -7,6 +8,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <cmath>
 #include <condition_variable>
 #include <functional>
@@ -15,7 +17,10 @@
 #include <string>
 #include <thread>
 
+#include "cpu_kernels.h"
 #include "error.h"
+#include "grid.h"
+#include "parallel.h"
 
 namespace gpu2bs {
 
@@ -275,7 +280,247 @@ class ClusterSink final : public PairSink {
   std::vector<std::atomic<uint8_t>> locks_;
 };
 
+
+// ---- DBSCAN over the grid index on the host's cores (the CPU engine's dbscan_components) -----
+
+// Points per work item of the grid passes: a run of one cell's points in cell order.
+constexpr size_t kGridItemPoints = 256;
+
+// Pairs with d2 <= eps2 between point i of `a` and the points [j0, j1) of `a`, by the CPU
+// engine's vectorized pair count (cpu_kernels.h: the arithmetic of arith.h).
+inline uint64_t count_row(const CpuKernels& K, int dims, const float* const* a, size_t i,
+                          size_t j0, size_t j1, float eps2) {
+  return K.count_f32(dims, a, i, i + 1, a, j0, j1, false, eps2);
+}
+// The same in float64.
+inline uint64_t count_row(const CpuKernels& K, int dims, const double* const* a, size_t i,
+                          size_t j0, size_t j1, double eps2) {
+  return K.count_f64(dims, a, i, i + 1, a, j0, j1, false, eps2);
+}
+// The pairs (i, j, sqrt(d2)) with d2 <= eps2 between point i and the points [j0, j1) of `a`,
+// appended to `out` by the CPU engine's join kernel.
+inline void join_row(const CpuKernels& K, int dims, const float* const* a, size_t i, size_t j0,
+                     size_t j1, float eps2, PageWriter& out) {
+  K.join_f32(dims, a, i, i + 1, a, j0, j1, false, eps2, out);
+}
+// The same in float64.
+inline void join_row(const CpuKernels& K, int dims, const double* const* a, size_t i, size_t j0,
+                     size_t j1, double eps2, PageWriter& out) {
+  K.join_f64(dims, a, i, i + 1, a, j0, j1, false, eps2, out);
+}
+
+// The grid passes for one element type: the passes of the GPU engine (kernels/join/dbscan.cu),
+// one work item a run of points of one cell whose candidate rows (3^(d-1) runs of three
+// adjacent cells, Grid::row_range) are looked up once, distances by the engine's kernels.
+template <typename T>
+void grid_dbscan(const SimjoinProblem& p, const int64_t* keys, int64_t minpoints,
+                 DbscanComponents& out, Control& ctl) {
+  const size_t n = p.a.n;
+  const int D = p.a.dims;
+  const bool f32 = sizeof(T) == 4;
+  const T eps2 = f32 ? T(p.eps2_f) : T(p.eps2);
+  const CpuKernels& K = cpu_kernels();
+  using Clock = std::chrono::steady_clock;
+  const auto t_prep = Clock::now();
+  const Grid grid(D, n, p.a.coord, p.box.lo, grid_cell_side(p.eps, p.box), f32);
+  const std::vector<uint32_t>& order = grid.order();
+  // Coordinates in T by sorted position (SoA), the work items, the row offsets.
+  std::vector<std::vector<T>> xs;
+  xs.assign(size_t(D), std::vector<T>(n));
+  const T* cols[kMaxDims] = {};
+  for (int k = 0; k < D; ++k) {
+    for (size_t s = 0; s < n; ++s) xs[size_t(k)][s] = T(p.a.coord[k][order[s]]);
+    cols[k] = xs[size_t(k)].data();
+  }
+  struct Item {
+    uint32_t cell, begin, end;
+  };
+  std::vector<Item> items;
+  for (size_t c = 0; c < grid.num_cells(); ++c)
+    for (size_t b = grid.cell_begin(c); b < grid.cell_end(c); b += kGridItemPoints)
+      items.push_back(Item{uint32_t(c), uint32_t(b),
+                           uint32_t(std::min(grid.cell_end(c), b + kGridItemPoints))});
+  const std::vector<int> rows = neighbour_offsets(D - 1, false);  // 3^(d-1) offsets of d-1 axes
+  const size_t nrows = rows.size() / size_t(D - 1);
+  constexpr size_t kMaxRows = 243;  // 3^5
+  // The candidate rows of item `it`: sorted positions [rb[r], re[r]).
+  auto rows_of = [&](const Item& it, size_t* rb, size_t* re) {
+    const int64_t* cc = grid.cell_coord(it.cell);
+    for (size_t r = 0; r < nrows; ++r) {
+      int64_t key[kMaxDims] = {};
+      for (int k = 0; k < D - 1; ++k) key[k] = cc[k] + rows[r * size_t(D - 1) + size_t(k)];
+      key[D - 1] = cc[D - 1];
+      grid.row_range(key, &rb[r], &re[r]);
+    }
+  };
+  const auto t_passes = Clock::now();
+  ctl.stats.prepare_s += std::chrono::duration<double>(t_passes - t_prep).count();
+  // Pass 1: neighbour counts (itself included) -> core flags; pairs within eps.
+  std::vector<uint8_t> core(n, 0);
+  std::vector<uint64_t> per_worker(size_t(std::max(1, ctl.threads)), 0);
+  parallel_for(ctl, items.size(), [&](size_t i, int w) {
+    const Item& it = items[i];
+    size_t rb[kMaxRows], re[kMaxRows];
+    rows_of(it, rb, re);
+    uint64_t extra = 0;
+    for (uint32_t s = it.begin; s < it.end; ++s) {
+      uint64_t cnt = 0;
+      for (size_t r = 0; r < nrows; ++r)
+        if (rb[r] < re[r]) cnt += count_row(K, D, cols, s, rb[r], re[r], eps2);
+      core[s] = cnt >= uint64_t(minpoints);
+      extra += cnt - 1;
+    }
+    per_worker[size_t(w)] += extra;
+  });
+  uint64_t pairs2 = 0;
+  for (uint64_t v : per_worker) pairs2 += v;
+  // Pass 2: union-find of the core points (larger root under the smaller by compare-and-swap,
+  // path halving) over core neighbours of larger sorted position; nearest core point of the rest.
+  std::vector<std::atomic<uint32_t>> parent(n);
+  for (size_t s = 0; s < n; ++s) parent[s].store(core[s] ? uint32_t(s) : kNone, std::memory_order_relaxed);
+  std::vector<uint32_t> near(n, kNone);
+  auto find = [&](uint32_t x) {
+    for (;;) {
+      uint32_t q = parent[x].load(std::memory_order_relaxed);
+      if (q == x) return x;
+      const uint32_t g = parent[q].load(std::memory_order_relaxed);
+      if (g != q) parent[x].compare_exchange_weak(q, g, std::memory_order_relaxed);
+      x = g;
+    }
+  };
+  parallel_for(ctl, items.size(), [&](size_t i, int) {
+    const Item& it = items[i];
+    size_t rb[kMaxRows], re[kMaxRows];
+    rows_of(it, rb, re);
+    std::vector<PairRecord> buf(1024);
+    PageWriter pw;
+    pw.buf = buf.data();
+    pw.cap = buf.size();
+    bool cs = false;
+    // a core point's neighbours hooked into the union-find (the buffer is then reused)
+    auto hook = [&](uint32_t s) {
+      for (size_t k = 0; k < pw.n; ++k) {
+        const uint32_t j = pw.buf[k].j;
+        if (!core[j]) continue;
+        uint32_t a = find(s), b = find(j);
+        while (a != b) {
+          if (a < b) std::swap(a, b);  // a, the larger root, goes under b
+          uint32_t expect = a;
+          if (parent[a].compare_exchange_strong(expect, b, std::memory_order_relaxed)) break;
+          a = find(a);
+          b = find(b);
+        }
+      }
+      pw.n = 0;
+    };
+    uint32_t s = it.begin;
+    pw.flush = [&] {
+      if (cs) {  // a core point's pairs are hooked as they come: memory bounded by the buffer
+        hook(s);
+        return true;
+      }
+      // grows the buffer: a non-core point has fewer than minpoints neighbours
+      buf.resize(buf.size() * 2);
+      pw.buf = buf.data();
+      pw.cap = buf.size();
+      return true;
+    };
+    for (; s < it.end; ++s) {
+      pw.n = 0;
+      cs = core[s];
+      for (size_t r = 0; r < nrows; ++r) {
+        const size_t j0 = cs ? std::max<size_t>(rb[r], size_t(s) + 1) : rb[r];
+        if (j0 < re[r]) join_row(K, D, cols, s, j0, re[r], eps2, pw);
+      }
+      if (cs) {
+        hook(s);
+        continue;
+      }
+      uint32_t best = kNone, best_in = 0;
+      double best_d = 0;
+      int64_t best_key = 0;
+      for (size_t k = 0; k < pw.n; ++k) {
+        const uint32_t j = pw.buf[k].j;
+        if (!core[j]) continue;
+        const double d = pw.buf[k].dist;
+        const uint32_t jin = order[j];
+        const int64_t kj = keys[jin];
+        if (best == kNone || d < best_d ||
+            (d == best_d && (kj < best_key || (kj == best_key && jin < best_in)))) {
+          best = j;
+          best_in = jin;
+          best_d = d;
+          best_key = kj;
+        }
+      }
+      near[s] = best;
+    }
+  });
+  // Representatives by input index.
+  out.core.assign(n, 0);
+  out.root.assign(n, kNone);
+  parallel_for(ctl, (n + 65535) / 65536, [&](size_t b, int) {
+    for (size_t s = b * 65536; s < std::min(n, (b + 1) * 65536); ++s) {
+      const uint32_t x = core[s] ? uint32_t(s) : near[s];
+      const uint32_t in = order[s];
+      out.core[in] = core[s];
+      out.root[in] = x == kNone ? kNone : find(x);
+    }
+  });
+  out.neighbour_pairs = pairs2 / 2;
+  ctl.stats.kernel_s += std::chrono::duration<double>(Clock::now() - t_passes).count();
+}
+
+// Numbers the sets of `root` (per point its set's representative, an index below n, or kNone
+// for noise) 0, 1, ... in ascending order of their smallest (key, index) member and fills
+// res.cluster and the border and noise counts (res.core is set).
+void number_clusters(const std::vector<uint32_t>& root, const int64_t* keys, DbscanResult& res) {
+  const size_t n = root.size();
+  const std::vector<uint8_t>& core = res.core;
+  std::vector<uint32_t> first(n, kNone);  // per root: its member with the smallest (key, index)
+  for (size_t g = 0; g < n; ++g) {
+    const uint32_t r = root[g];
+    if (r == kNone) continue;
+    const uint32_t f = first[r];
+    if (f == kNone || keys[g] < keys[f]) first[r] = uint32_t(g);  // g ascends: ties keep f
+  }
+  std::vector<uint32_t> roots;
+  for (size_t g = 0; g < n; ++g)
+    if (first[g] != kNone) roots.push_back(uint32_t(g));
+  if (roots.size() > size_t(std::numeric_limits<int32_t>::max()))
+    throw Error(ErrorCode::ProgramLimit, "too many clusters",
+                std::to_string(roots.size()) + " clusters; cluster numbers are integers up to 2147483647.");
+  std::sort(roots.begin(), roots.end(), [&](uint32_t a, uint32_t b) {
+    const uint32_t fa = first[a], fb = first[b];
+    if (keys[fa] != keys[fb]) return keys[fa] < keys[fb];
+    return fa < fb;
+  });
+  std::vector<int32_t> number(n, -1);  // per root
+  for (size_t c = 0; c < roots.size(); ++c) number[roots[c]] = int32_t(c);
+  for (size_t g = 0; g < n; ++g) {
+    if (root[g] == kNone) {
+      ++res.noise_points;
+      continue;
+    }
+    res.cluster[g] = number[root[g]];
+    if (!core[g]) ++res.border_points;
+  }
+  res.clusters = roots.size();
+}
+
 }  // namespace
+
+void dbscan_components_cpu(const SimjoinProblem& p, const int64_t* keys, int64_t minpoints,
+                           DbscanComponents& out, Control& ctl) {
+  out = DbscanComponents();
+  if (p.a.n == 0) return;
+  if (p.a.dims < 2 || p.a.dims > 6)
+    throw Error(ErrorCode::InvalidParameter, "points must have 2 to 6 coordinates");
+  if (p.prec == Precision::Float32)
+    grid_dbscan<float>(p, keys, minpoints, out, ctl);
+  else
+    grid_dbscan<double>(p, keys, minpoints, out, ctl);
+}
 
 DbscanResult dbscan(Engine& eng, const SimjoinProblem& p, const int64_t* keys, int64_t minpoints,
                     Control& ctl) {
@@ -290,6 +535,28 @@ DbscanResult dbscan(Engine& eng, const SimjoinProblem& p, const int64_t* keys, i
   res.cluster.assign(n, -1);
   res.core.assign(n, 0);
   if (n == 0) return res;
+  if (uint64_t(minpoints) > uint64_t(n)) {  // no point can be core: all noise, no join
+    res.noise_points = n;
+    return res;
+  }
+
+  // An engine that runs every pass itself hands back core flags and representatives only.
+  {
+    DbscanComponents dc;
+    if (eng.dbscan_components(p, keys, minpoints, dc, ctl)) {
+      if (dc.core.size() != n || dc.root.size() != n)
+        throw Error(ErrorCode::Internal, "engine did not compute the clusters");
+      res.core = std::move(dc.core);
+      res.neighbour_pairs = dc.neighbour_pairs;
+      for (size_t g = 0; g < n; ++g) {
+        res.core_points += res.core[g];
+        if (dc.root[g] != kNone && dc.root[g] >= n)
+          throw Error(ErrorCode::Internal, "engine gave a cluster representative out of range");
+      }
+      number_clusters(dc.root, keys, res);
+      return res;
+    }
+  }
 
   // Helpers for long calls: the host's other cores.
   const bool own_device = eng.reduces_pairs(PairReduce::Group);
@@ -338,7 +605,7 @@ DbscanResult dbscan(Engine& eng, const SimjoinProblem& p, const int64_t* keys, i
   eng.simjoin(p, cs, ctl);
   res.pairs_seen += cs.seen;
 
-  // Each point's set (kNone: noise) and, per set, its smallest (key, index) member.
+  // Each point's set (kNone: noise).
   std::vector<uint32_t> root(n, kNone);
   for (size_t g = 0; g < n; ++g) {
     if (core[g]) {
@@ -348,35 +615,7 @@ DbscanResult dbscan(Engine& eng, const SimjoinProblem& p, const int64_t* keys, i
       if (c != kNone) root[g] = cs.find(c);
     }
   }
-  std::vector<uint32_t> first(n, kNone);  // per root: its member with the smallest (key, index)
-  for (size_t g = 0; g < n; ++g) {
-    const uint32_t r = root[g];
-    if (r == kNone) continue;
-    const uint32_t f = first[r];
-    if (f == kNone || keys[g] < keys[f]) first[r] = uint32_t(g);  // g ascends: ties keep f
-  }
-  std::vector<uint32_t> roots;
-  for (size_t g = 0; g < n; ++g)
-    if (first[g] != kNone) roots.push_back(uint32_t(g));
-  if (roots.size() > size_t(std::numeric_limits<int32_t>::max()))
-    throw Error(ErrorCode::ProgramLimit, "too many clusters",
-                std::to_string(roots.size()) + " clusters; cluster numbers are integers up to 2147483647.");
-  std::sort(roots.begin(), roots.end(), [&](uint32_t a, uint32_t b) {
-    const uint32_t fa = first[a], fb = first[b];
-    if (keys[fa] != keys[fb]) return keys[fa] < keys[fb];
-    return fa < fb;
-  });
-  std::vector<int32_t> number(n, -1);  // per root
-  for (size_t c = 0; c < roots.size(); ++c) number[roots[c]] = int32_t(c);
-  for (size_t g = 0; g < n; ++g) {
-    if (root[g] == kNone) {
-      ++res.noise_points;
-      continue;
-    }
-    res.cluster[g] = number[root[g]];
-    if (!core[g]) ++res.border_points;
-  }
-  res.clusters = roots.size();
+  number_clusters(root, keys, res);
   return res;
 }
 

@@ -29,10 +29,16 @@ struct DbscanResult {
   uint64_t border_points = 0;
   uint64_t noise_points = 0;
   uint64_t pairs_seen = 0;       // pairs within eps handed to the host (both passes)
+  uint64_t neighbour_pairs = 0;  // pairs within eps counted by an engine that runs every pass
+                                 // itself (Engine::dbscan_components), else 0
 };
 
 // Runs DBSCAN over the self-join problem `p` (p.self, no filter, stage or reduce set) whose
-// points have keys `keys` (one per point of p.a). Pass 1 counts the neighbours of every point:
+// points have keys `keys` (one per point of p.a). An engine whose dbscan_components() runs the
+// passes itself (both built-in engines: the GPU on the device over the join's grid, the CPU
+// over its grid on all workers; no pair is handed over) gives back the core flags and one
+// representative per cluster, numbered here as below; minpoints above the number of points
+// gives all noise at once. Otherwise pass 1 counts the neighbours of every point:
 // on an engine that reduces Group on its own, as two per-point counts (the id1 and the id2 end
 // of each pair) that never leave it; otherwise from the pair pages, both ends of each pair.
 // Pass 2 reads the pair pages again into a union-find over the core points (roots linked by
@@ -42,6 +48,15 @@ struct DbscanResult {
 // from 65,536 on the CPU engine, whose pages its own workers make). No pair is stored, so
 // memory is O(n) beside the engine's pages. Throws Error(InvalidParameter) for minpoints < 1,
 // Error(ProgramLimit) past 2^31 - 1 clusters, and what the engine throws (Interrupted).
+// The CPU engine's Engine::dbscan_components: the passes of the GPU engine
+// (kernels/join/dbscan.cu) over gpu2bs::Grid on ctl.threads workers: per point of a run of one
+// cell, its neighbours in the 3^(d-1) candidate rows (runs of three adjacent cells) counted,
+// then core points united with every core neighbour of larger sorted position (union-find,
+// compare-and-swap, path halving) and every other point given its nearest core neighbour by
+// (dist, key, input index); no pair is stored. Throws Error(Interrupted) on a cancel.
+void dbscan_components_cpu(const SimjoinProblem& p, const int64_t* keys, int64_t minpoints,
+                           DbscanComponents& out, Control& ctl);
+
 DbscanResult dbscan(Engine& eng, const SimjoinProblem& p, const int64_t* keys, int64_t minpoints,
                     Control& ctl);
 

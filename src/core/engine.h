@@ -114,6 +114,8 @@ struct EngineOverrides {
   int join_streams = 0;      // GPU join result banks (streams): 0 tuning.h, 1..3 forced
   bool join_serial_drain = false;  // GPU join: one pool drained between launches, no batching
   double join_estimate_scale = 1.0;  // GPU join: factor on the sampled result-size estimate
+  unsigned long long resolve_min_pairs = 0;  // GPU resolution: the walk's stop size in point
+                                             // pairs (0: tuning.h)
 };
 
 // What the caller lends the engine: an interrupt probe, thread count and buffer sizes.
@@ -139,6 +141,18 @@ class Control {
   // When set, a resolution run adds its per-level counters here (benchmarks, tests).
   ResolveStats* resolve_stats = nullptr;
   RunStats stats;
+};
+
+// DBSCAN's per-point passes computed by an engine itself (Engine::dbscan_components): the
+// neighbour counts, the core flags, the connected components of the core points and the
+// nearest core point of every other point, with only the per-point answer handed back.
+struct DbscanComponents {
+  std::vector<uint8_t> core;   // per input point: 1 when it is a core point
+  // Per input point: its cluster's representative (an index in [0, n) shared by every point of
+  // the cluster and by no other), the representative of its nearest core point's cluster for a
+  // border point, or UINT32_MAX for noise.
+  std::vector<uint32_t> root;
+  uint64_t neighbour_pairs = 0;  // pairs within eps (each unordered pair of distinct points once)
 };
 
 struct PairwiseProblem;  // pairwise.h: the all-pairs matrix over float vectors
@@ -171,6 +185,16 @@ class Engine {
   virtual bool pair_expr_available(std::string* why) const {
     (void)why;
     return true;
+  }
+  // DBSCAN over the plain self-join problem `p` (dbscan.h gives the meaning: a point is core
+  // with at least `minpoints` points within eps, itself included; a point that is not core
+  // takes its nearest core point by (dist, key, input index)) computed without handing pairs
+  // over; `keys` has one key per point. False when the engine does not do it (the caller then
+  // streams the join's pairs); minpoints >= 1 is checked by the caller.
+  virtual bool dbscan_components(const SimjoinProblem& p, const int64_t* keys, int64_t minpoints,
+                                 DbscanComponents& out, Control& ctl) {
+    (void)p, (void)keys, (void)minpoints, (void)out, (void)ctl;
+    return false;
   }
 };
 

@@ -18,6 +18,7 @@ void _PG_init(void);
 void _PG_init(void) {
   gpu2bs::pg::define_settings();
   gpu2bs::pg::register_simjoin_scan();
+  gpu2bs::pg::register_join_path();
   // Last: every gpu2bs.* setting is defined, so placeholders set before the load are kept.
   MarkGUCPrefixReserved("gpu2bs");
 }

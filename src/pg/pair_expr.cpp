@@ -37,6 +37,7 @@ extern "C" {
 
 #include "../core/error.h"
 #include "../core/pair_expr.h"
+#include "pair_expr_sql.h"
 #include "settings.h"
 #include "simjoin.h"
 
@@ -747,3 +748,142 @@ GPU2BS_FUNCTION(gpu2bs_pair_expr_join) {
   run_call(a, &p, nullptr, rsinfo);
   return (Datum)0;
 }
+
+// ------------------------------------------------------------------------------------------
+// The planner's entry points (pair_expr_sql.h): the same allow-list, checked without errors.
+// ------------------------------------------------------------------------------------------
+
+namespace {
+
+bool bool_ok(Node* node, Index ra, Index rb);
+
+// True when translate_num accepts `node` with Vars of ra / rb as sides a / b.
+bool num_ok(Node* node, Index ra, Index rb) {
+  if (!node || stack_is_too_deep()) return false;
+  switch (nodeTag(node)) {
+    case T_Var: {
+      Var* v = (Var*)node;
+      return v->varlevelsup == 0 && (Index(v->varno) == ra || Index(v->varno) == rb) && v->varattno > 0 &&
+             number_type(v->vartype);
+    }
+    case T_Const: return number_type(((Const*)node)->consttype);
+    case T_Param: {
+      // a parameter the executor supplies (a prepared statement's, an outer query's): a
+      // constant of the join, bound to its value before translation
+      Param* p = (Param*)node;
+      return (p->paramkind == PARAM_EXTERN || p->paramkind == PARAM_EXEC) && number_type(p->paramtype);
+    }
+    case T_RelabelType:
+      return number_type(((RelabelType*)node)->resulttype) && num_ok((Node*)((RelabelType*)node)->arg, ra, rb);
+    case T_FuncExpr:
+    case T_OpExpr: {
+      List* fargs;
+      const AllowedFn* a = called_fn(node, &fargs);
+      if (!a || a->kind == FN_CMP) return false;
+      if (a->op == ExprOp::Pow && a->kind == FN_NUM && !IsA(lsecond(fargs), Const)) return false;
+      ListCell* lc;
+      foreach (lc, fargs)
+        if (!num_ok((Node*)lfirst(lc), ra, rb)) return false;
+      return true;
+    }
+    case T_MinMaxExpr: {
+      MinMaxExpr* m = (MinMaxExpr*)node;
+      if (!number_type(m->minmaxtype)) return false;
+      ListCell* lc;
+      foreach (lc, m->args)
+        if (!num_ok((Node*)lfirst(lc), ra, rb)) return false;
+      return true;
+    }
+    case T_CaseExpr: {
+      CaseExpr* c = (CaseExpr*)node;
+      if (c->arg || !number_type(c->casetype) || !c->defresult || !num_ok((Node*)c->defresult, ra, rb)) return false;
+      ListCell* lc;
+      foreach (lc, c->args) {
+        CaseWhen* w = (CaseWhen*)lfirst(lc);
+        if (!bool_ok((Node*)w->expr, ra, rb) || !num_ok((Node*)w->result, ra, rb)) return false;
+      }
+      return true;
+    }
+    default: return false;
+  }
+}
+
+// True when translate_bool accepts `node`.
+bool bool_ok(Node* node, Index ra, Index rb) {
+  if (!node || stack_is_too_deep()) return false;
+  switch (nodeTag(node)) {
+    case T_Const: return getBaseType(((Const*)node)->consttype) == BOOLOID;
+    case T_FuncExpr:
+    case T_OpExpr: {
+      List* fargs;
+      const AllowedFn* a = called_fn(node, &fargs);
+      return a && a->kind == FN_CMP && list_length(fargs) == 2 && num_ok((Node*)linitial(fargs), ra, rb) &&
+             num_ok((Node*)lsecond(fargs), ra, rb);
+    }
+    case T_BoolExpr: {
+      ListCell* lc;
+      foreach (lc, ((BoolExpr*)node)->args)
+        if (!bool_ok((Node*)lfirst(lc), ra, rb)) return false;
+      return true;
+    }
+    case T_NullTest: {
+      NullTest* t = (NullTest*)node;
+      return !t->argisrow && number_type(exprType((Node*)t->arg)) && num_ok((Node*)t->arg, ra, rb);
+    }
+    case T_CaseExpr: {
+      CaseExpr* c = (CaseExpr*)node;
+      if (c->arg || getBaseType(c->casetype) != BOOLOID || !c->defresult || !bool_ok((Node*)c->defresult, ra, rb))
+        return false;
+      ListCell* lc;
+      foreach (lc, c->args) {
+        CaseWhen* w = (CaseWhen*)lfirst(lc);
+        if (!bool_ok((Node*)w->expr, ra, rb) || !bool_ok((Node*)w->result, ra, rb)) return false;
+      }
+      return true;
+    }
+    default: return false;
+  }
+}
+
+// Copies `node` with the Vars of rel_a / rel_b renumbered to 1 / 2 (translate_num's sides).
+Node* remap_sides(Node* node, void* ctx) {
+  if (!node) return nullptr;
+  if (IsA(node, Var)) {
+    const Index* r = (const Index*)ctx;
+    Var* v = (Var*)copyObjectImpl(node);
+    if (v->varlevelsup == 0) v->varno = Index(v->varno) == r[0] ? 1 : Index(v->varno) == r[1] ? 2 : 0;
+    return (Node*)v;
+  }
+  return expression_tree_mutator(node, reinterpret_cast<Node* (*)()>(reinterpret_cast<void*>(remap_sides)), ctx);
+}
+
+}  // namespace
+
+namespace gpu2bs {
+namespace pg {
+
+bool pair_expr_clause_ok(Node* clause, Index rel_a, Index rel_b) {
+  return rel_a != rel_b && bool_ok(clause, rel_a, rel_b);
+}
+
+void pair_expr_translate_clauses(List* clauses, Index rel_a, Index rel_b, PairExprClauses* out) {
+  Builder b;
+  builder_init(&b, false, 8, 8);
+  const Index r[2] = {rel_a, rel_b};
+  out->nroots = list_length(clauses);
+  out->roots = (int*)palloc(sizeof(int) * Max(out->nroots, 1));
+  int k = 0;
+  ListCell* lc;
+  foreach (lc, clauses) out->roots[k++] = translate_bool(&b, remap_sides((Node*)lfirst(lc), (void*)r));
+  out->nodes = b.nodes;
+  out->nnodes = b.nnodes;
+  out->args = b.args;
+  out->nargs = b.nargs;
+  for (int s = 0; s < 2; ++s) {
+    out->cols[s] = b.cols[s];
+    out->ncols[s] = b.ncols[s];
+  }
+}
+
+}  // namespace pg
+}  // namespace gpu2bs

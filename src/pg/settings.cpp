@@ -33,6 +33,7 @@ int join_balance_setting = int(JoinBalance::Auto);
 int join_threads_per_point_setting = 0;
 int pairwise_precision_setting = 0;
 int sdh_method_setting = int(SdhMethod::Auto);
+bool enable_join_setting = true;
 
 namespace {
 
@@ -192,6 +193,12 @@ void define_settings() {
                           "Pairs per result page of the similarity join (bounds buffered results).",
                           nullptr, &result_page_setting, 16384, 64, 1 << 24, PGC_USERSET, 0,
                           nullptr, nullptr, nullptr);
+  DefineCustomBoolVariable("gpu2bs.enable_join",
+                           "Offers the planner a gpu2bs join for inner joins of two tables whose join "
+                           "quals are all pair expressions (distance predicates by the grid-indexed "
+                           "similarity join).",
+                           "Off: PostgreSQL plans such joins as it does without gpu2bs.",
+                           &enable_join_setting, true, PGC_USERSET, 0, nullptr, nullptr, nullptr);
 }
 
 Precision current_precision() {

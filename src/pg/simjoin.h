@@ -104,6 +104,8 @@ void run_plan_into(SPIPlanPtr plan, DestReceiver* recv,
 
 // Registers gpu2bs.enable_customscan and the planner hook of the custom scan (_PG_init).
 void register_simjoin_scan();
+// Registers the planner's join path for pair-expression joins (planner/join_path.cpp).
+void register_join_path();
 
 // Writes result pages into an SRF's tuplestore as (id1, id2, dist), or (id1, id2) when its
 // descriptor has two columns: keys by input index, in a self-join ordered so that id1 <= id2.

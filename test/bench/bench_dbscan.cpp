@@ -8,13 +8,18 @@
 //           the GPU engine's Group reduction does, on the device): the time left is the host's
 //           share of the GPU path (the union-find and nearest-core pass over every pair, shared
 //           among `threads` threads, and the labels), in CPU time of the process and in wall
-//           time, median of 3.
-// Usage: bench_dbscan N [eps] [minpoints] [threads] [seed]
+//           time, median of 3;
+//   gpu:    (built with -DG2_BENCH_CUDA, test/gpu: make -C test/gpu bench) dbscan() on the CUDA
+//           engine, every pass on the device, float32 and float64, median of 3 with the split of
+//           the last run (prepare, transfer, kernel), its labels checked against the CPU engine's.
+// PARTS: a comma-separated subset of cpu,replay,gpu (default: all that are built).
+// Usage: bench_dbscan N [eps] [minpoints] [threads] [seed] [PARTS]
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <random>
+#include <string>
 #include <vector>
 
 #include <time.h>
@@ -107,6 +112,8 @@ int main(int argc, char** argv) {
   const int64_t minpoints = argc > 3 ? std::atoll(argv[3]) : 10;
   const int threads = argc > 4 ? std::atoi(argv[4]) : 2;
   const unsigned seed = argc > 5 ? unsigned(std::atoi(argv[5])) : 1;
+  const std::string parts = argc > 6 ? argv[6] : "cpu,replay,gpu";
+  auto want = [&](const char* part) { return parts.find(part) != std::string::npos; };
   std::mt19937_64 rng(seed);
   std::uniform_real_distribution<double> u(0, 1);
   std::normal_distribution<double> g(0, 1);
@@ -140,55 +147,90 @@ int main(int argc, char** argv) {
   Control ctl;
   ctl.threads = threads;
 
-  std::vector<double> t_cpu, t_replay, w_replay;
+  std::vector<double> t_cpu;
   DbscanResult res;
   for (int r = 0; r < 3; ++r) {
     auto t0 = Clock::now();
     res = dbscan(*cpu, prob, keys.data(), minpoints, ctl);
     t_cpu.push_back(std::chrono::duration<double>(Clock::now() - t0).count());
   }
-  Store store;
-  cpu->simjoin(prob, store, ctl);
-  uint64_t pairs = 0;
-  for (const auto& pg : store.pages) pairs += pg.size();
-  ReplayEngine replay(store);
-  for (int r = 0; r < 3; ++r) {
-    const double t0 = process_cpu_s();
-    const auto w0 = Clock::now();
-    DbscanResult rr = dbscan(replay, prob, keys.data(), minpoints, ctl);
-    t_replay.push_back(process_cpu_s() - t0);
-    w_replay.push_back(std::chrono::duration<double>(Clock::now() - w0).count());
-    if (rr.cluster != res.cluster) {
-      std::fprintf(stderr, "replay result differs\n");
+  std::printf("points %zu eps %g minpoints %lld threads %d: clusters %llu, core %llu, border %llu, noise %llu\n",
+              n, eps, (long long)minpoints, threads, (unsigned long long)res.clusters,
+              (unsigned long long)res.core_points, (unsigned long long)res.border_points,
+              (unsigned long long)res.noise_points);
+  if (want("cpu")) std::printf("cpu engine dbscan float32 (wall, median of 3): %.1f ms\n", median3(t_cpu) * 1e3);
+  if (want("replay")) {
+    std::vector<double> t_replay, w_replay;
+    Store store;
+    cpu->simjoin(prob, store, ctl);
+    uint64_t pairs = 0;
+    for (const auto& pg : store.pages) pairs += pg.size();
+    ReplayEngine replay(store);
+    for (int r = 0; r < 3; ++r) {
+      const double t0 = process_cpu_s();
+      const auto w0 = Clock::now();
+      DbscanResult rr = dbscan(replay, prob, keys.data(), minpoints, ctl);
+      t_replay.push_back(process_cpu_s() - t0);
+      w_replay.push_back(std::chrono::duration<double>(Clock::now() - w0).count());
+      if (rr.cluster != res.cluster) {
+        std::fprintf(stderr, "replay result differs\n");
+        return 1;
+      }
+    }
+    // The Group reduction's own time (done on the device in the GPU path), to subtract.
+    std::vector<double> t_group, w_group;
+    for (int r = 0; r < 3; ++r) {
+      PairReduce red;
+      red.kind = PairReduce::Group;
+      red.keys_a = red.keys_b = keys.data();
+      SimjoinProblem q = prob;
+      q.reduce = &red;
+      Store none;
+      const double t0 = process_cpu_s();
+      const auto w0 = Clock::now();
+      replay.simjoin(q, none, ctl);
+      red.side = 1;
+      replay.simjoin(q, none, ctl);
+      t_group.push_back(process_cpu_s() - t0);
+      w_group.push_back(std::chrono::duration<double>(Clock::now() - w0).count());
+    }
+    std::printf("pairs within eps %llu; host share of a pair-streaming GPU path (replayed runs of %zu pairs, median of 3): "
+                "%.1f ms CPU (%.1f M pairs per CPU second), %.1f ms wall on %d threads\n",
+                (unsigned long long)pairs, size_t(kReplayRun), (median3(t_replay) - median3(t_group)) * 1e3,
+                double(pairs) / (median3(t_replay) - median3(t_group)) / 1e6,
+                (median3(w_replay) - median3(w_group)) * 1e3, threads);
+  }
+#ifdef G2_BENCH_CUDA
+  if (want("gpu")) {
+    std::string why;
+    Engine* gpu = cuda_engine(&why);
+    if (!gpu) {
+      std::printf("gpu: no usable GPU (%s)\n", why.c_str());
       return 1;
     }
+    for (Precision prec : {Precision::Float32, Precision::Float64}) {
+      SimjoinProblem pp = make_simjoin(v, nullptr, eps, prec, 0);
+      const DbscanResult want_res = prec == Precision::Float32 ? res : dbscan(*cpu, pp, keys.data(), minpoints, ctl);
+      std::vector<double> t_gpu;
+      DbscanResult gr;
+      Control gctl;
+      gctl.threads = threads;
+      for (int r = 0; r < 4; ++r) {  // the first call (CUDA start, pinned buffers) is not timed
+        gctl.stats = RunStats();
+        auto t0 = Clock::now();
+        gr = dbscan(*gpu, pp, keys.data(), minpoints, gctl);
+        if (r > 0) t_gpu.push_back(std::chrono::duration<double>(Clock::now() - t0).count());
+      }
+      const bool same = gr.cluster == want_res.cluster && gr.core == want_res.core;
+      std::printf("gpu engine dbscan %s (wall, median of 3): %.1f ms [last: prepare %.1f, transfer %.1f, kernel %.1f ms]; "
+                  "pairs within eps %llu, clusters %llu, noise %llu; labels %s the cpu engine's\n",
+                  prec == Precision::Float32 ? "float32" : "float64", median3(t_gpu) * 1e3,
+                  gctl.stats.prepare_s * 1e3, gctl.stats.transfer_s * 1e3, gctl.stats.kernel_s * 1e3,
+                  (unsigned long long)gr.neighbour_pairs, (unsigned long long)gr.clusters,
+                  (unsigned long long)gr.noise_points, same ? "equal to" : "DIFFER FROM");
+      if (!same) return 1;
+    }
   }
-  // The Group reduction's own time (done on the device in the GPU path), to subtract.
-  std::vector<double> t_group, w_group;
-  for (int r = 0; r < 3; ++r) {
-    PairReduce red;
-    red.kind = PairReduce::Group;
-    red.keys_a = red.keys_b = keys.data();
-    SimjoinProblem q = prob;
-    q.reduce = &red;
-    Store none;
-    const double t0 = process_cpu_s();
-    const auto w0 = Clock::now();
-    replay.simjoin(q, none, ctl);
-    red.side = 1;
-    replay.simjoin(q, none, ctl);
-    t_group.push_back(process_cpu_s() - t0);
-    w_group.push_back(std::chrono::duration<double>(Clock::now() - w0).count());
-  }
-  std::printf("points %zu eps %g minpoints %lld threads %d: pairs %llu, clusters %llu, core %llu, border %llu, noise %llu\n",
-              n, eps, (long long)minpoints, threads, (unsigned long long)pairs,
-              (unsigned long long)res.clusters, (unsigned long long)res.core_points,
-              (unsigned long long)res.border_points, (unsigned long long)res.noise_points);
-  std::printf("cpu engine dbscan (wall, median of 3): %.1f ms\n", median3(t_cpu) * 1e3);
-  std::printf("host share of the GPU path (replayed runs of %zu pairs, median of 3): %.1f ms CPU (%.1f M pairs per CPU second), "
-              "%.1f ms wall on %d threads\n",
-              size_t(kReplayRun), (median3(t_replay) - median3(t_group)) * 1e3,
-              double(pairs) / (median3(t_replay) - median3(t_group)) / 1e6,
-              (median3(w_replay) - median3(w_group)) * 1e3, threads);
+#endif
   return 0;
 }

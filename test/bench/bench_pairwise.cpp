@@ -4,6 +4,9 @@
 //       self kNN over N x D float32 vectors (raw little-endian file); median of REPS runs of
 //       exact (and fast on the GPU); writes each run's lists as int32 (N x K) to OUT.exact.i32
 //       and OUT.fast.i32.
+//   bench_pairwise sweep FILE N D K REPS
+//       GPU only: self kNN l2 under the launch parameters of kernels/tuning.h and alternatives
+//       (tile shape, rows per launch, blocks per SM, fast path GEMM chunk), with the time split.
 //   bench_pairwise l1thr N D REPS [cpu|gpu]
 //       self l1 threshold join of N x D uniform [0, 1) vectors (generated here), threshold at the
 //       mean minus 4 standard deviations of the pair distance; pairs/s and dimension-terms/s.
@@ -66,6 +69,89 @@ Engine* engine(const char* which) {
   return g;
 }
 
+#ifdef G2_BENCH_CUDA
+// Where the last GPU run's time went (host clock for uploads and host work, events for kernels).
+void print_breakdown(PairwisePrecision prec) {
+  const cuda::PairwiseLastRun& r = cuda::pairwise_last_run();
+  if (prec == PairwisePrecision::Exact)
+    printf("      last run: upload %.1f ms, exact kNN kernels %.1f ms\n", r.upload_ms, r.exact_ms);
+  else
+    printf("      last run: upload %.1f ms, TF32 GEMM %.1f ms, selection %.1f ms, exact re-rank "
+           "%.1f ms, host merge+certificate %.1f ms, exact recompute %.1f ms (%zu rows)\n",
+           r.upload_ms, r.gemm_ms, r.select_ms, r.rerank_ms, r.certify_ms, r.exact_ms,
+           r.recomputed);
+}
+
+// Reads N x D float32 from a raw file into v; false when it cannot.
+bool read_vectors(const char* file, size_t n, int d, VectorSet* v) {
+  v->n = n;
+  v->d = d;
+  v->storage.resize(n * size_t(d));
+  v->data = v->storage.data();
+  FILE* f = fopen(file, "rb");
+  const bool ok = f && fread(v->data, sizeof(float), v->storage.size(), f) == v->storage.size();
+  if (f) fclose(f);
+  if (!ok) fprintf(stderr, "cannot read %zu x %d float32 from %s\n", n, d, file);
+  return ok;
+}
+
+// The launch parameters of kernels/tuning.h against alternatives, self kNN l2 on the GPU:
+// median of REPS end-to-end and kernel times per configuration.
+int sweep(int argc, char** argv) {
+  if (argc < 7) return 1;
+  const size_t n = size_t(atoll(argv[3]));
+  const int d = atoi(argv[4]), k = atoi(argv[5]), reps = atoi(argv[6]);
+  VectorSet v;
+  if (!read_vectors(argv[2], n, d, &v)) return 2;
+  Engine* eng = engine("gpu");
+  const PairwiseMetric m = parse_pairwise_metric("l2");
+  const cuda::PairwiseTuning def = cuda::pairwise_tuning();
+  struct Conf {
+    const char* name;
+    PairwisePrecision prec;
+    cuda::PairwiseTuning t;
+  };
+  std::vector<Conf> confs;
+  auto add = [&](const char* name, PairwisePrecision prec, auto change) {
+    cuda::PairwiseTuning t = def;
+    change(t);
+    confs.push_back(Conf{name, prec, t});
+  };
+  using T = cuda::PairwiseTuning;
+  const auto E = PairwisePrecision::Exact, F = PairwisePrecision::Fast;
+  add("exact 64x64 tiles (4x4/thread), 16384 rows/launch, 4 blocks/SM", E, [](T& t) { t.wide = false; t.chunk_rows = 16384; });
+  add("exact 128x128 tiles (8x8/thread), defaults (upper triangle)", E, [](T&) {});
+  add("exact 128x128, whole matrix (not symmetric)", E, [](T& t) { t.symmetric = false; });
+  add("exact 128x128 upper triangle, 8192 tiles/launch", E, [](T& t) { t.sym_blocks_per_launch = 8192; });
+  add("exact 128x128 upper triangle, 131072 tiles/launch", E, [](T& t) { t.sym_blocks_per_launch = 131072; });
+  add("exact 128x128 whole matrix, 16384 rows/launch", E, [](T& t) { t.symmetric = false; t.chunk_rows = 16384; });
+  add("exact 128x128 whole matrix, 2 blocks/SM wanted", E, [](T& t) { t.symmetric = false; t.blocks_per_sm = 2; });
+  add("exact 128x128 whole matrix, 8 blocks/SM wanted", E, [](T& t) { t.symmetric = false; t.blocks_per_sm = 8; });
+  add("fast, GEMM chunk 1 GB", F, [](T& t) { t.fast_chunk_bytes = size_t(1) << 30; });
+  add("fast, GEMM chunk 4 GB", F, [](T& t) { t.fast_chunk_bytes = size_t(4) << 30; });
+  printf("sweep: self kNN l2, n = %zu, d = %d, k = %d, median of %d (defaults: wide %d, %d "
+         "blocks/SM, %zu rows/launch, fast chunk %zu MB)\n", n, d, k, reps, int(def.wide),
+         def.blocks_per_sm, def.chunk_rows, def.fast_chunk_bytes >> 20);
+  for (const Conf& c : confs) {
+    cuda::pairwise_tuning() = c.t;
+    PairwiseProblem p = make_pairwise(m, v, nullptr, k, true, 0, false, c.prec, 0);
+    std::vector<double> wall, kern;
+    for (int r = 0; r < reps; ++r) {
+      Ctl ctl;
+      Sink s;
+      auto t0 = Clock::now();
+      eng->pairwise(p, s, ctl);
+      wall.push_back(std::chrono::duration<double>(Clock::now() - t0).count() * 1e3);
+      kern.push_back(ctl.stats.kernel_s * 1e3);
+    }
+    printf("  %-62s %8.1f ms end to end, %8.1f ms kernels\n", c.name, median(wall), median(kern));
+    print_breakdown(c.prec);
+  }
+  cuda::pairwise_tuning() = def;
+  return 0;
+}
+#endif
+
 int knn(int argc, char** argv) {
   if (argc < 8) return 1;
   const char* file = argv[2];
@@ -124,6 +210,9 @@ int knn(int argc, char** argv) {
     printf("  [runs:");
     for (double w : wall) printf(" %.1f", w);
     printf("]\n");
+#ifdef G2_BENCH_CUDA
+    if (gpu) print_breakdown(prec);
+#endif
     const std::string path = out + "." + name + ".i32";
     FILE* o = fopen(path.c_str(), "wb");
     if (o) {
@@ -189,9 +278,13 @@ int main(int argc, char** argv) {
   int rc = 1;
   if (mode == "knn") rc = knn(argc, argv);
   if (mode == "l1thr") rc = l1thr(argc, argv);
+#ifdef G2_BENCH_CUDA
+  if (mode == "sweep") rc = sweep(argc, argv);
+#endif
   if (rc == 1)
     fprintf(stderr,
             "usage: bench_pairwise knn FILE N D K REPS OUT [cpu|gpu] [metric]\n"
-            "       bench_pairwise l1thr N D REPS [cpu|gpu]\n");
+            "       bench_pairwise l1thr N D REPS [cpu|gpu]\n"
+            "       bench_pairwise sweep FILE N D K REPS   (GPU: launch parameters)\n");
   return rc;
 }

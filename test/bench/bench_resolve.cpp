@@ -11,6 +11,11 @@
 // Brute force runs on the whole set when N <= BRUTE_MAX (default 2^22); otherwise on the first
 // BRUTE_MAX points, where it must equal resolve on the same subset (checked), and its time at
 // N is extrapolated as t(BRUTE_MAX) * (N / BRUTE_MAX)^2 (all-pairs work). Prints Markdown rows.
+// BENCH_RESOLVE_CAP=F stops a resolution run after F times the brute-force time (at N) and
+// prints "> t (stopped)": the map's cells where resolution loses by far cost little device
+// time. The "auto" column is the engine's cost model's choice and "ok" when its method is
+// within 10% of the faster one (or the slower one is stopped past 1.1x the faster one).
+// BENCH_RESOLVE_MIN_PAIRS=K sets the GPU walk's stop size (EngineOverrides::resolve_min_pairs).
 // Built by test/unit (CPU: test/unit/build/bench_resolve) and test/gpu (make -C test/gpu bench).
 #include <sys/resource.h>
 
@@ -29,6 +34,15 @@
 #include "core/engine.h"
 #include "core/error.h"
 #include "core/resolve.h"
+#include "core/resolve_cpu.h"
+
+#ifdef G2_BENCH_CUDA
+namespace gpu2bs {
+namespace cuda {
+bool resolve_sdh_wins(size_t n, int dims, int nbuckets);  // kernels/resolve.cu
+}  // namespace cuda
+}  // namespace gpu2bs
+#endif
 
 using namespace gpu2bs;
 
@@ -63,25 +77,55 @@ struct Run {
   std::vector<uint64_t> out;
   double seconds = 0;
   double cpu = 0;
+  bool stopped = false;
   ResolveStats st;
 };
 
-Run run(const ref::Points& pts, bool sdh, int nb, double r_rel, SdhMethod m) {
+// A Control that asks the engine to stop after `cap_s` seconds (0: never).
+class CapControl final : public Control {
+ public:
+  explicit CapControl(double cap_s) : cap_s_(cap_s), t0_(Clock::now()) {}
+  bool interrupt_pending() override {
+    return cap_s_ > 0 && std::chrono::duration<double>(Clock::now() - t0_).count() > cap_s_;
+  }
+
+ private:
+  double cap_s_;
+  Clock::time_point t0_;
+};
+
+// The engine's own choice for an SDH of n points (the cost model of gpu2bs.sdh_method = auto).
+bool auto_resolves(size_t n, int dims, int nb) {
+#ifdef G2_BENCH_CUDA
+  if (g_engine->name().rfind("cuda", 0) == 0) return cuda::resolve_sdh_wins(n, dims, nb);
+#endif
+  return cpu_resolve_sdh_wins(n, dims, nb);
+}
+
+Run run(const ref::Points& pts, bool sdh, int nb, double r_rel, SdhMethod m, double cap_s = 0) {
   Run res;
-  Control ctl;
+  CapControl ctl(cap_s);
   ctl.threads = int(std::max(1u, std::thread::hardware_concurrency()));
   ctl.sdh_method = m;
   ctl.resolve_stats = &res.st;
+  if (const char* mp = getenv("BENCH_RESOLVE_MIN_PAIRS"))
+    ctl.overrides.resolve_min_pairs = strtoull(mp, nullptr, 10);
   auto t0 = Clock::now();
   const double c0 = cpu_seconds();
-  if (sdh) {
-    SdhProblem p;
-    p.pts = pts.view();
-    p.prec = Precision::Float32;
-    p.params = make_sdh_params(nb, 0, false, compute_bounds(p.pts), p.prec);
-    res.out = g_engine->sdh(p, ctl);
-  } else {
-    res.out = {g_engine->pair_count(make_pair_count(pts.view(), r_rel, Precision::Float32), ctl)};
+  try {
+    if (sdh) {
+      SdhProblem p;
+      p.pts = pts.view();
+      p.prec = Precision::Float32;
+      p.params = make_sdh_params(nb, 0, false, compute_bounds(p.pts), p.prec);
+      res.out = g_engine->sdh(p, ctl);
+    } else {
+      res.out = {
+          g_engine->pair_count(make_pair_count(pts.view(), r_rel, Precision::Float32), ctl)};
+    }
+  } catch (const Error& e) {
+    if (e.code() != ErrorCode::Interrupted) throw;
+    res.stopped = true;
   }
   res.seconds = std::chrono::duration<double>(Clock::now() - t0).count();
   res.cpu = cpu_seconds() - c0;
@@ -124,7 +168,7 @@ void one(int dims, const std::string& dist, size_t n, bool sdh, int nb, double r
     Run rs = run(sub, sdh, nb, r_rel, SdhMethod::Resolve);
     equal = b.out == rs.out;
     printf("| %s | %d-D | %s | %zu (subset) | %s | %.3f | %.3f (measured) | %.2fx | %.2f | %.2f | "
-           "%.2fx | %s | %.4f | %.3f | %.3f | %s |\n",
+           "%.2fx | %s | %.4f | %.3f | %.3f | - | %s |\n",
            g_engine->name().c_str(), dims, dist.c_str(), brute_max,
            sdh ? std::to_string(nb).c_str() : ("r=" + std::to_string(r_rel)).c_str(),
            rs.seconds, b.seconds, b.seconds / rs.seconds, rs.cpu, b.cpu,
@@ -133,23 +177,36 @@ void one(int dims, const std::string& dist, size_t n, bool sdh, int nb, double r
     fflush(stdout);
     how = "extrapolated";
   }
-  Run r = run(pts, sdh, nb, r_rel, SdhMethod::Resolve);
   if (n <= brute_max) {
     brute_s = b.seconds;
     brute_cpu = b.cpu;
-    equal = b.out == r.out;
   } else {
     const double f = double(n) / double(brute_max);
     brute_s = b.seconds * f * f;
     brute_cpu = b.cpu * f * f;
   }
-  printf("| %s | %d-D | %s | %zu | %s | %.3f | %.3f (%s) | %.2fx | %.2f | %.2f | %.2fx | %s | "
-         "%.4f | %.3f | %.3f | %s |\n",
+  const char* capf = getenv("BENCH_RESOLVE_CAP");
+  const double cap = capf ? atof(capf) * brute_s : 0.0;
+  Run r = run(pts, sdh, nb, r_rel, SdhMethod::Resolve, cap);
+  if (n <= brute_max) equal = !r.stopped && b.out == r.out;
+  // The cost model's choice, and whether its method is within 10% of the faster one.
+  std::string pick = "-";
+  if (sdh) {
+    const bool res = auto_resolves(n, dims, nb);
+    const double mine = res ? r.seconds : brute_s, other = res ? brute_s : r.seconds;
+    const bool ok = r.stopped ? !res : mine <= 1.1 * other;
+    pick = std::string(res ? "resolve" : "brute") + (ok ? " ok" : " MISS");
+  }
+  char rsec[48];
+  snprintf(rsec, sizeof rsec, r.stopped ? "> %.3f (stopped)" : "%.3f", r.seconds);
+  printf("| %s | %d-D | %s | %zu | %s | %s | %.3f (%s) | %s%.2fx | %.2f | %.2f | %.2fx | %s | "
+         "%.4f | %.3f | %.3f | %s | %s |\n",
          g_engine->name().c_str(), dims, dist.c_str(), n,
-         sdh ? std::to_string(nb).c_str() : ("r=" + std::to_string(r_rel)).c_str(), r.seconds,
-         brute_s, how, brute_s / r.seconds, r.cpu, brute_cpu, brute_cpu / std::max(r.cpu, 1e-9),
-         equal ? "equal" : "DIFFERENT",
-         r.st.resolved_fraction(), r.st.build_s, r.st.walk_s, levels(r.st).c_str());
+         sdh ? std::to_string(nb).c_str() : ("r=" + std::to_string(r_rel)).c_str(), rsec,
+         brute_s, how, r.stopped ? "< " : "", brute_s / r.seconds, r.cpu, brute_cpu,
+         brute_cpu / std::max(r.cpu, 1e-9), r.stopped ? "-" : (equal ? "equal" : "DIFFERENT"),
+         r.st.resolved_fraction(), r.st.build_s, r.st.walk_s, pick.c_str(),
+         levels(r.st).c_str());
   fflush(stdout);
 }
 
@@ -187,8 +244,8 @@ int main(int argc, char** argv) {
   const size_t brute_max = argc > 7 ? size_t(atof(argv[7])) : size_t(1) << 22;
   printf("| engine | dims | points | N | buckets | resolve s | brute s | speedup | resolve cpu s | "
          "brute cpu s | cpu speedup | histograms | resolved fraction | build s | walk s | "
-         "per level: visited/resolved/examined |\n");
-  printf("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
+         "auto | per level: visited/resolved/examined |\n");
+  printf("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
   try {
     if (mode == "sdh") {
       one(dims, dist, size_t(atof(argv[5])), true, atoi(argv[6]), 0, brute_max);

@@ -3,14 +3,20 @@
 # PostGIS ST_ClusterDBSCAN (a window function over the whole table: SELECT id,
 # ST_ClusterDBSCAN(geom, eps, minpoints) OVER () FROM t; it builds its own tree, the GiST index
 # on geom is there for a fair setting but is not used by it), on the same data in the same
-# server, median of 3 runs each (client wall time: psql start to last row).
+# server, median of 3 runs each (psql \timing in one session, after a warm-up run for gpu_dbscan).
 # Data (numpy default_rng(seed)): 90 % of the points in N/500 Gaussian blobs (centres uniform in
 # [0.02, 0.98]^2, sigma uniform in [0.0015, 0.003]), 10 % uniform noise in [0, 1]^2; eps = 0.003,
 # minpoints = 10 by default. Also checks that both give the same noise points and the same
 # number of clusters, and prints how the clusters of the non-noise points correspond.
 # Needs a running server with gpu2bs and postgis (PGHOST/PGPORT set) and python ($PYTHON, else
 # python3) with numpy; without numpy the same construction uses Python's random module (other
-# numbers; the generator is printed). Usage: test/bench/dbscan.sh [N] [EPS] [MINPOINTS] [SEED]
+# numbers; the generator is printed). ENGINES (default: the server's gpu2bs.device) lists the
+# values of gpu2bs.device to time, e.g. ENGINES="gpu cpu": each runs both precisions, its last
+# run's time split (gpu2bs_info) is printed, and every engine's labels are compared with the
+# first engine's, point for point, in each precision.
+# PG_RUNS (default 3) sets the number of ST_ClusterDBSCAN runs (median), AGREE=0 skips the
+# comparison with ST_ClusterDBSCAN's labels (one more run of it).
+# Usage: test/bench/dbscan.sh [N] [EPS] [MINPOINTS] [SEED]
 set -euo pipefail
 n=${1:-1000000}; eps=${2:-0.003}; minpoints=${3:-10}; seed=${4:-1}
 py=${PYTHON:-python3}
@@ -65,39 +71,62 @@ UPDATE bench_dbscan SET geom = ST_MakePoint(x, y);
 CREATE INDEX ON bench_dbscan USING gist (geom);
 VACUUM ANALYZE bench_dbscan;
 SQL
-# Runs query $1 three times; sets $out (its last result line) and $med (median milliseconds).
+# Runs query $2 three times (or $4 times) in ONE session (psql \timing: server round trip of each statement)
+# after setup statements $1 and, with $3 = 1, one untimed warm-up run (a backend initializes CUDA
+# once, about 0.2 s, as a real connection pays it once); sets $out (its last result line), $med
+# (median milliseconds), $all (the three) and $split (gpu2bs_info() of the last run).
 median3() {
-  local ts=() t0 t1
-  for r in 1 2 3; do
-    t0=$(date +%s%N); out=$(q -c "$1" | tail -1); t1=$(date +%s%N)
-    ts+=($(( (t1 - t0) / 1000000 )))
-  done
-  med=$(printf '%s\n' "${ts[@]}" | sort -n | sed -n 2p); all="${ts[*]}"
+  local text warm="" runs=${4:-3}
+  [ "${3:-0}" = 1 ] && warm="$2;"
+  text=$( { echo "$1"; echo "$warm"; echo '\timing on'; for ((r = 0; r < runs; r++)); do echo "$2;"; done; echo '\timing off'
+            echo "SELECT 'split ' || string_agg(name || ' ' || value, ', ' ORDER BY name) FROM gpu2bs_info() WHERE name IN ('last_engine', 'cpu_threads', 'last_scan_ms', 'last_prepare_ms', 'last_transfer_ms', 'last_kernel_ms', 'last_merge_ms');"; } | q 2>&1 || true)
+  local ts; ts=$(grep -oE '^Time: [0-9.]+' <<<"$text" | awk '{print $2}' || true)
+  med=$(sort -n <<<"$ts" | sed -n "$(( (runs + 1) / 2 ))p"); all=$(tr '\n' ' ' <<<"$ts")
+  out=$(grep -vE '^(Time:|split)' <<<"$text" | tail -1 || true)
+  split=$(grep -E '^split' <<<"$text" | cut -c7- || true)
+  [ -n "$med" ] || { echo "run failed: $text" >&2; med=0; }
 }
 summary="count(*) || ' rows, ' || count(DISTINCT c) || ' clusters, ' || (count(*) - count(c)) || ' noise'"
-echo "| method | engine | points | eps | minpoints | result | median ms (3 runs) | runs ms |"
+echo "| method | engine (gpu2bs_info of the last run) | points | eps | minpoints | result | median ms (3 runs) | runs ms |"
 echo "|---|---|---|---|---|---|---|---|"
-median3 "SELECT $summary FROM (SELECT ST_ClusterDBSCAN(geom, $eps, $minpoints) OVER () AS c FROM bench_dbscan) s"
+median3 "" "SELECT $summary FROM (SELECT ST_ClusterDBSCAN(geom, $eps, $minpoints) OVER () AS c FROM bench_dbscan) s" 0 "${PG_RUNS:-3}"
 pg_ms=$med
 echo "| ST_ClusterDBSCAN | PostGIS $(q -c 'SELECT postgis_lib_version()') | $n | $eps | $minpoints | $out | $med | $all |"
-for prec in float4 float8; do
-  median3 "SET gpu2bs.precision = $prec; SELECT $summary FROM (SELECT cluster AS c FROM gpu_dbscan('bench_dbscan', $eps, $minpoints, '{x,y}')) s"
-  eng=$(q -c "SET gpu2bs.precision = $prec; SELECT count(*) FROM gpu_dbscan('bench_dbscan', $eps, $minpoints, '{x,y}')" \
-          -c "SELECT string_agg(name || ' ' || value, ', ' ORDER BY name) FROM gpu2bs_info() WHERE name IN ('last_engine', 'cpu_threads')" | tail -1)
-  echo "| gpu_dbscan ($prec) | $eng | $n | $eps | $minpoints | $out | $med | $all | "
-  echo "speedup over ST_ClusterDBSCAN ($prec): $(awk -v a="$pg_ms" -v b="$med" 'BEGIN { printf "%.1fx", a / b }')" >&2
+engines=${ENGINES:-default}
+for engine in $engines; do
+  set_dev=""; [ "$engine" = default ] || set_dev="SET gpu2bs.device = $engine;"
+  for prec in float4 float8; do
+    median3 "$set_dev SET gpu2bs.precision = $prec;" "SELECT $summary FROM (SELECT cluster AS c FROM gpu_dbscan('bench_dbscan', $eps, $minpoints, '{x,y}')) s" 1
+    echo "| gpu_dbscan ($prec) | $split | $n | $eps | $minpoints | $out | $med | $all |"
+    echo "speedup over ST_ClusterDBSCAN ($engine, $prec): $(awk -v a="$pg_ms" -v b="$med" 'BEGIN { printf "%.1fx", a / b }')" >&2
+    if [ "$prec" = float4 ]; then  # the lean form: the rows counted, no sort of the labels
+      median3 "$set_dev SET gpu2bs.precision = $prec;" "SELECT count(*) || ' rows, ' || count(cluster) || ' clustered' FROM gpu_dbscan('bench_dbscan', $eps, $minpoints, '{x,y}')" 1
+      echo "| gpu_dbscan ($prec), count(cluster) | $split | $n | $eps | $minpoints | $out | $med | $all |"
+    fi
+    q -c "SET client_min_messages = warning; $set_dev SET gpu2bs.precision = $prec; DROP TABLE IF EXISTS lab_${engine}_$prec; CREATE TABLE lab_${engine}_$prec AS SELECT * FROM gpu_dbscan('bench_dbscan', $eps, $minpoints, '{x,y}')"
+  done
 done
-# Agreement in float8: noise points that differ, clusters on each side, and distinct (gpu, postgis)
-# cluster pairs over the non-noise points (equal to the cluster count when the partitions agree;
-# border points that ST_ClusterDBSCAN gave another adjacent cluster add to it).
-q <<SQL
-SET gpu2bs.precision = float8;
+first=${engines%% *}
+for engine in $engines; do
+  [ "$engine" = "$first" ] && continue
+  for prec in float4 float8; do
+    q -c "SELECT 'labels $engine vs $first ($prec): ' || count(*) || ' points compared, ' ||
+                 count(*) FILTER (WHERE a.cluster IS DISTINCT FROM b.cluster) || ' differ'
+          FROM lab_${engine}_$prec a FULL JOIN lab_${first}_$prec b USING (id)"
+  done
+done
+# Agreement in float8 (the first engine's labels): noise points that differ, clusters on each
+# side, and distinct (gpu2bs, postgis) cluster pairs over the non-noise points (equal to both
+# cluster counts when the partitions agree; border points that ST_ClusterDBSCAN gave another
+# adjacent cluster add to it).
+if [ "${AGREE:-1}" = 1 ]; then q <<SQL
 CREATE TEMP TABLE cmp AS
   SELECT g.id, g.cluster AS gc, p.c AS pc
-  FROM gpu_dbscan('bench_dbscan', $eps, $minpoints, '{x,y}') g
+  FROM lab_${first}_float8 g
   JOIN (SELECT id, ST_ClusterDBSCAN(geom, $eps, $minpoints) OVER () AS c FROM bench_dbscan) p USING (id);
-SELECT 'agreement (float8): noise differs ' || count(*) FILTER (WHERE (gc IS NULL) <> (pc IS NULL))
-       || ', clusters gpu ' || count(DISTINCT gc) || ' postgis ' || count(DISTINCT pc)
-       || ', distinct (gpu, postgis) cluster pairs ' || count(DISTINCT (gc, pc)) FILTER (WHERE gc IS NOT NULL AND pc IS NOT NULL)
+SELECT 'agreement ($first, float8): noise differs ' || count(*) FILTER (WHERE (gc IS NULL) <> (pc IS NULL))
+       || ', clusters gpu2bs ' || count(DISTINCT gc) || ' postgis ' || count(DISTINCT pc)
+       || ', distinct (gpu2bs, postgis) cluster pairs ' || count(DISTINCT (gc, pc)) FILTER (WHERE gc IS NOT NULL AND pc IS NOT NULL)
 FROM cmp;
 SQL
+fi

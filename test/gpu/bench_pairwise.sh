@@ -5,9 +5,12 @@
 #   1. exact self kNN, n = 100,000, d = 768, k = 10, random normal: gpu2bs exact and fast (engine
 #      level, median of 3) beside PyTorch in batches of 8,192 (cdist + topk FP32, matmul form FP32
 #      and TF32), every neighbour list compared with a float64 reference (near-ties counted);
+#      the same for cosine; 1b: the launch parameters of kernels/tuning.h against alternatives,
+#      with the time split (upload, GEMM, selection, re-rank, host);
 #   2. l1 self threshold join, n = 20,000, d = 40,000: dimension terms/s vs the FP32 limit;
 #   3. through SQL: 1,000 query vectors x 1,000,000 stored (N_STORED), d = 768, k = 10.
-# Environment: N_KNN (100000), N_L1 (20000), D_L1 (40000), N_STORED (1000000), SKIP_SQL=1.
+# Environment: N_KNN (100000), N_L1 (20000), D_L1 (40000), N_STORED (1000000), SKIP_SQL=1,
+# SKIP_SWEEP=1.
 set -uo pipefail
 B=test/gpu/build
 W=${PW_TMP:-/tmp/pw}
@@ -24,6 +27,13 @@ timeout 200 $B/bench_pairwise knn "$W/x.f32" "$N" $D $K 3 "$W/ours" gpu l2
 timeout 200 $PY test/gpu/bench_pairwise.py peers "$W/x.f32" "$N" $D $K
 timeout 200 $PY test/gpu/bench_pairwise.py compare "$W/x.f32" "$N" $D $K "$W/ours.exact.i32" "$W/ours.fast.i32" \
   "$W/x.f32.torch_cdist_fp32.i32" "$W/x.f32.torch_matmul_fp32.i32" "$W/x.f32.torch_matmul_tf32.i32"
+echo "cosine (one FP32 instruction per dimension term, l2 two):"
+timeout 100 $B/bench_pairwise knn "$W/x.f32" "$N" $D $K 3 "$W/cos" gpu cosine
+if [ "${SKIP_SWEEP:-0}" != 1 ]; then
+  echo
+  echo "== 1b. launch parameters (kernels/tuning.h) and where the time goes"
+  timeout 200 $B/bench_pairwise sweep "$W/x.f32" "$N" $D $K 3
+fi
 rm -f "$W"/x.f32*
 echo
 echo "== 2. l1 self threshold join, n = ${N_L1:-20000}, d = ${D_L1:-40000}"

@@ -1,42 +1,42 @@
 #!/usr/bin/env bash
-# Resolution of cell pairs on the H100 (device_suite.sh step `resolve`), engine level, about 5
-# minutes of GPU time in all (each run has its own time limit; a run that hits it is reported
-# as such and the next one starts):
-#   1. test_gpu Resolve.*: GPU resolve = GPU brute = CPU resolve (small shapes), and GPU resolve
-#      = GPU brute at N = 4,194,304 (2-D uniform 100 buckets, 3-D clustered 50, 3-D lattice
-#      width 1, pair counts)                                                      <= 90 s
-#   2. 2-D uniform 100 buckets: N = 1e7, then N = 1e8 (brute on a 4,194,304 subset with
-#      equality, its time extrapolated by (N / 4194304)^2)                       <= 40 + 100 s
-#   (every run at N > 4,194,304 prints its subset row first: resolve vs brute with equality,
-#   resolved fraction and per-level counts on the subset, so a run stopped at its limit still
-#   reports them)
-#   3. 3-D uniform and clustered, 50 buckets, N = 1e8 (same)                     <= 2 x 40 s
-#   4. pair count at r = 1% of the box, 3-D uniform N = 1e8: resolve vs today's grid path
-#      (brute = the engine's pair count without resolution, on the 4,194,304 subset) <= 40 s
-#   5. the N x buckets map, 2-D and 3-D uniform, N = 1e6, 1e7 x buckets 10, 100, 1000, 5000
-#      (brute on 1e6-point subsets)                                              <= 2 x 25 s
-# Needs test/gpu built: make -C test/gpu -j16 all bench. Output: $OUT/resolve-*.txt / .md.
+# Resolution of cell pairs on the H100 (device_suite.sh step `resolve`), engine level:
+#   1. test_gpu Resolve.*: GPU resolve = GPU brute = CPU resolve on small shapes and every stop
+#      size, GPU resolve = GPU brute at N = 4,194,304 (2-D uniform, 3-D clustered, 3-D lattice)
+#   2. bench_resolve: 2-D 100 buckets and 3-D 50 buckets at N = 1e7 (with the stop sizes of the
+#      sweep), 2-D at 3e7, 3-D clustered at 1e7, the map at N = 1e6 (10 .. 5,000 buckets) and
+#      1e7 (10 buckets). Each run at N > BRUTE_MAX prints its subset row first (resolve ==
+#      brute on the subset, brute's time extrapolated by N^2). Resolution runs are stopped at
+#      BENCH_RESOLVE_CAP x brute's time.
+#   bash test/gpu/resolve_device.sh [BIN_DIR]     (BIN_DIR: test_gpu and bench_resolve; default
+#   test/gpu/build, built when missing). Output: $OUT/resolve-*.txt / .md.
 set -uo pipefail
 OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
-B=test/gpu/build
+B=${1:-test/gpu/build}
 [ -x $B/test_gpu ] && [ -x $B/bench_resolve ] || make -C test/gpu -j16 all bench > "$OUT/resolve-build.log" 2>&1
-run() {  # run LIMIT_S FILE CMD...: appends the output, notes a timeout
+run() {  # run LIMIT_S FILE CMD...: appends the output, notes a timeout and the wall time
   local lim=$1 file=$2; shift 2
-  echo "\$ $*" >> "$file"
+  echo "\$ ${PRE:-}$*" >> "$file"
+  local t0=$(date +%s%N)
   timeout "$lim" "$@" >> "$file" 2>&1
   local rc=$?
   [ $rc = 124 ] && echo "(stopped after $lim s)" >> "$file"
+  echo "(rc=$rc, $(( ($(date +%s%N) - t0) / 1000000 )) ms)" >> "$file"
   return 0
 }
-nvidia-smi --query-gpu=name,clocks.sm,clocks.max.sm --format=csv,noheader > "$OUT/resolve-gpu.txt"
-run 90 "$OUT/resolve-test_gpu.txt" $B/test_gpu --gtest_filter='Resolve.*'
+nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm --format=csv,noheader > "$OUT/resolve-gpu.txt"
 M="$OUT/resolve-bench.md"
-run 40 "$M" $B/bench_resolve gpu sdh 2 uniform 1e7 100
-run 100 "$M" $B/bench_resolve gpu sdh 2 uniform 1e8 100
-run 40 "$M" $B/bench_resolve gpu sdh 3 uniform 1e8 50
-run 40 "$M" $B/bench_resolve gpu sdh 3 clustered 1e8 50
-run 40 "$M" $B/bench_resolve gpu count 3 uniform 1e8 0.01
-run 25 "$M" $B/bench_resolve gpu map 2 uniform 1e6,1e7 10,100,1000,5000 1e6
-run 25 "$M" $B/bench_resolve gpu map 3 uniform 1e6,1e7 10,100,1000,5000 1e6
-grep -E "PASSED|FAILED|OK \]" "$OUT/resolve-test_gpu.txt" | tail -5
-grep -E "^\| |stopped" "$M" | grep -v "^| engine\|^|---"
+run 100 "$OUT/resolve-test_gpu.txt" $B/test_gpu --gtest_filter='Resolve.*'
+export BENCH_RESOLVE_CAP=1.2
+run 30 "$M" $B/bench_resolve gpu sdh 2 uniform 1e7 100 2097152
+run 30 "$M" $B/bench_resolve gpu sdh 3 uniform 1e7 50 2097152
+run 20 "$M" $B/bench_resolve gpu map 2 uniform 1e6 10,100,1000,5000
+run 20 "$M" $B/bench_resolve gpu map 3 uniform 1e6 10,100,1000,5000
+run 30 "$M" $B/bench_resolve gpu sdh 3 clustered 1e7 50 2097152
+export BENCH_RESOLVE_CAP=0.5
+run 30 "$M" $B/bench_resolve gpu sdh 2 uniform 3e7 100 2097152
+PRE="BENCH_RESOLVE_MIN_PAIRS=1024 " BENCH_RESOLVE_MIN_PAIRS=1024 run 20 "$M" $B/bench_resolve gpu sdh 2 uniform 1e7 100 2097152
+PRE="BENCH_RESOLVE_MIN_PAIRS=65536 " BENCH_RESOLVE_MIN_PAIRS=65536 run 20 "$M" $B/bench_resolve gpu sdh 3 uniform 1e7 50 2097152
+run 20 "$M" $B/bench_resolve gpu map 2 uniform 1e7 10 2097152
+run 20 "$M" $B/bench_resolve gpu map 3 uniform 1e7 10 2097152
+grep -E "PASSED|FAILED|OK \]" "$OUT/resolve-test_gpu.txt" | tail -6
+grep -E "^\| |stopped|^\\$|rc=" "$M" | grep -v "^| engine\|^|---"

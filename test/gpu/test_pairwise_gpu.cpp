@@ -270,3 +270,90 @@ TEST(PairwiseGpu, Cancel) {
     EXPECT_EQ(e.code(), ErrorCode::Interrupted);
   }
 }
+
+// Restores the pairwise launch parameters when a test changes them.
+struct TuningGuard {
+  cuda::PairwiseTuning saved = cuda::pairwise_tuning();
+  ~TuningGuard() { cuda::pairwise_tuning() = saved; }
+};
+
+TEST(PairwiseGpu, WideKernelMatchesTiledKernelAndCpu) {
+  REQUIRE_GPU_PW();
+  TuningGuard guard;
+  // d not a multiple of 4 (scalar loads) or of the slice width, several launches (chunk_rows),
+  // few or many column splits (blocks_per_sm), self joins over the upper triangle of tiles or
+  // the whole matrix, against the CPU engine and the 64 x 64 kernel.
+  for (int d : {5, 13, 40, 771}) {
+    const size_t na = d > 100 ? 600 : 1100, nb = d > 100 ? 700 : 2500;
+    auto a = normal(na, d, 41 + d), b = lattice(nb, d, 42 + d);
+    for (const char* metric : {"l1", "l2", "sqeuclidean", "cosine", "dot"}) {
+      for (bool self : {true, false}) {
+        SCOPED_TRACE(std::string(metric) + " d=" + std::to_string(d) + (self ? " self" : " two"));
+        Case c;
+        setup(c, metric, a, na, self ? nullptr : &b, nb, d);
+        const auto cpu = run(cpu_pw(), c, 12, 0);
+        cuda::pairwise_tuning().wide = false;
+        expect_identical(cpu, run(gpu_pw(), c, 12, 0), false);
+        cuda::pairwise_tuning().wide = true;
+        expect_identical(cpu, run(gpu_pw(), c, 12, 0), false);  // self: upper triangle only
+        cuda::pairwise_tuning().symmetric = false;
+        for (int bps : {1, 16}) {
+          cuda::pairwise_tuning().blocks_per_sm = bps;
+          cuda::pairwise_tuning().chunk_rows = 256;
+          expect_identical(cpu, run(gpu_pw(), c, 12, 0), false);
+        }
+        cuda::pairwise_tuning() = guard.saved;
+        cuda::pairwise_tuning().sym_blocks_per_launch = 7;  // many launches of the triangle
+        expect_identical(cpu, run(gpu_pw(), c, 12, 0), false);
+        cuda::pairwise_tuning() = guard.saved;
+      }
+    }
+  }
+}
+
+TEST(PairwiseGpu, KnnListsNearFloat64) {
+  REQUIRE_GPU_PW();
+  // Every listed neighbour's float64 distance is within the float32 chain's error bound of the
+  // float64 k-th distance (lists equal a float64 reference except near-ties), both precisions.
+  const int d = 768, k = 10;
+  const size_t n = 1000;
+  auto a = normal(n, d, 51);
+  for (const char* metric : {"l2", "l1", "dot"}) {
+    const int kind = metric[1] == '2' ? 0 : metric[1] == '1' ? 1 : 2;
+    std::vector<double> key(n * n), kth(n), tol(n);
+    for (size_t i = 0; i < n; ++i) {
+      double bound = 0;
+      for (size_t j = 0; j < n; ++j) {
+        double s = 0, sa = 0;
+        for (int t = 0; t < d; ++t) {
+          const double u = a[i * d + t], v = a[j * d + t];
+          const double x = kind == 0 ? (u - v) * (u - v) : kind == 1 ? std::fabs(u - v) : -u * v;
+          s += x;
+          sa += std::fabs(x);
+        }
+        key[i * n + j] = j == i ? INFINITY : s;
+        bound = std::max(bound, sa);
+      }
+      std::vector<double> srt(key.begin() + long(i * n), key.begin() + long(i * n + n));
+      std::nth_element(srt.begin(), srt.begin() + (k - 1), srt.end());
+      kth[i] = srt[k - 1];
+      tol[i] = 2.0 * (d + 4) * std::ldexp(1.0, -24) * bound;
+    }
+    Case c;
+    setup(c, metric, a, n, nullptr, 0, d);
+    for (PairwisePrecision prec : {PairwisePrecision::Exact, PairwisePrecision::Fast}) {
+      SCOPED_TRACE(std::string(metric) + (prec == PairwisePrecision::Fast ? " fast" : " exact"));
+      auto rec = run(gpu_pw(), c, k, 0, prec);
+      ASSERT_EQ(rec.size(), n * size_t(k));
+      size_t bad = 0;
+      for (size_t t = 0; t < rec.size(); ++t) {
+        const PairRecord& r = rec[t];
+        EXPECT_EQ(r.i, t / size_t(k));
+        if (key[r.i * n + r.j] > kth[r.i] + tol[r.i] && bad++ < 5)
+          ADD_FAILURE() << "row " << r.i << " neighbour " << r.j << " float64 key "
+                        << key[r.i * n + r.j] << " beyond the k-th " << kth[r.i] << " + " << tol[r.i];
+      }
+      EXPECT_EQ(bad, 0u);
+    }
+  }
+}

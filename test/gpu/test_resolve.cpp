@@ -9,10 +9,14 @@ using namespace gpu2bs::gputest;
 
 namespace {
 
+// The walk's stop size of the GPU calls below (0: the tuning table's).
+unsigned long long g_min_pairs = 0;
+
 std::vector<uint64_t> sdh_with(Engine* e, const ref::Points& pts, Precision prec, int nb,
                                double width, SdhMethod m, ResolveStats* st = nullptr) {
   const SdhProblem p = make_sdh(pts.view(), nb, width, width > 0, prec);
   Ctl ctl;
+  ctl.overrides.resolve_min_pairs = g_min_pairs;
   ctl.sdh_method = m;
   ctl.resolve_stats = st;
   return e->sdh(p, ctl);
@@ -22,6 +26,7 @@ uint64_t count_with(Engine* e, const ref::Points& pts, Precision prec, double r,
                     ResolveStats* st = nullptr) {
   auto p = make_pair_count(pts.view(), r, prec);
   Ctl ctl;
+  ctl.overrides.resolve_min_pairs = g_min_pairs;
   ctl.sdh_method = m;
   ctl.resolve_stats = st;
   return e->pair_count(p, ctl);
@@ -67,6 +72,30 @@ TEST(Resolve, SmallEveryShape) {
         resolve_count_case(ref::lattice(n, dims, n + 8, 12), prec, 2.0, true, what);
         resolve_count_case(same_point(n, dims), prec, 0.0, true, what);
       }
+}
+
+// The walk's stop size (EngineOverrides::resolve_min_pairs) moves the work entries between levels: tiny
+// cells (lanes mostly padding), cells of about 32 points, and cells of hundreds of points (cell
+// a in several chunks of 32 lanes); every one must give the brute-force answer.
+TEST(Resolve, StopSizes) {
+  REQUIRE_GPU();
+  for (unsigned long long mp : {16ull, 1024ull, 300000ull}) {
+    g_min_pairs = mp;
+    for (Precision prec : {Precision::Float32, Precision::Float64})
+      for (int dims : {2, 3}) {
+        char what[96];
+        snprintf(what, sizeof what, "min_pairs=%llu d=%d %s", mp, dims, pname(prec));
+        const size_t n = 20000;
+        resolve_sdh_case(ref::uniform(n, dims, 11), prec, 100, 0, false, what);
+        resolve_sdh_case(ref::uniform(n, dims, 12), prec, 7, 0, false, what);
+        resolve_sdh_case(ref::clustered(n, dims, 13), prec, 50, 0, false, what);
+        resolve_sdh_case(ref::clustered(n, dims, 14), prec, 40, 0.02, false, what);
+        resolve_sdh_case(ref::lattice(n, dims, 15, 24), prec, 30, 1.0, false, what);
+        resolve_count_case(ref::uniform(n, dims, 16), prec, 0.03, false, what);
+        resolve_count_case(ref::lattice(n, dims, 17, 24), prec, 3.0, false, what);
+      }
+  }
+  g_min_pairs = 0;
 }
 
 TEST(Resolve, MillionsBitIdenticalToBrute) {

@@ -2,7 +2,8 @@
 // with the same rules (core: >= minpoints points within eps, itself included; clusters:
 // components of core points; border: nearest core point, ties by key then index; numbering by
 // the smallest (key, index) member), on lattices with ties and duplicates and on random blobs,
-// through both neighbour-count paths: pair pages, and an engine that reduces Group itself.
+// through both neighbour-count paths: pair pages, and an engine that reduces Group itself; and
+// the CPU engine's own grid passes against the pair-streaming path in 2-D to 6-D.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -266,4 +267,46 @@ TEST(Dbscan, EmptyAndErrors) {
   } catch (const Error& e) {
     EXPECT_EQ(e.code(), ErrorCode::InvalidParameter);
   }
+}
+
+TEST(Dbscan, GridPassesEqualStreamedPairs) {
+  // The CPU engine's own passes over the grid (dbscan_components) against the pair-streaming
+  // path (GroupingEngine, which does not run them), 2-D to 6-D, both precisions, duplicates,
+  // repeated keys and eps = infinity: every core flag and cluster equal.
+  std::unique_ptr<Engine> cpu = make_cpu_engine();
+  GroupingEngine streamed;
+  std::mt19937_64 rng(21);
+  std::uniform_real_distribution<double> u(0, 1);
+  for (int dims = 2; dims <= 6; ++dims)
+    for (Precision prec : {Precision::Float32, Precision::Float64}) {
+      const size_t n = 2500;
+      std::vector<std::vector<double>> c(static_cast<size_t>(dims), std::vector<double>(n, 0.0));
+      for (size_t i = 0; i < n; ++i)
+        for (int k = 0; k < dims; ++k)  // every fifth point repeats the one before
+          c[size_t(k)][i] = (i % 5 == 4) ? c[size_t(k)][i - 1] : u(rng);
+      std::vector<int64_t> keys(n);
+      for (size_t i = 0; i < n; ++i) keys[i] = int64_t(i % 1700);  // some keys repeat
+      PointsView v;
+      v.dims = dims;
+      v.n = n;
+      for (int k = 0; k < dims; ++k) v.coord[k] = c[size_t(k)].data();
+      const double eps = 0.6 * std::pow(8.0 / double(n), 1.0 / dims);
+      for (auto [e, mp] : std::vector<std::pair<double, int64_t>>{{eps, 3}, {eps, 8}, {eps / 3, 2}, {HUGE_VAL, 2500}, {eps, 1}}) {
+        Control ctl;
+        ctl.threads = 3;
+        SimjoinProblem prob = make_simjoin(v, nullptr, e, prec, 0);
+        const DbscanResult g = dbscan(*cpu, prob, keys.data(), mp, ctl);
+        const DbscanResult s = dbscan(streamed, prob, keys.data(), mp, ctl);
+        EXPECT_TRUE(g.cluster == s.cluster && g.core == s.core)
+            << "d=" << dims << " eps=" << e << " minpoints=" << mp << " f32=" << (prec == Precision::Float32);
+        EXPECT_EQ(g.clusters, s.clusters);
+        EXPECT_EQ(g.pairs_seen, 0u);
+        if (mp == 1) {
+          EXPECT_EQ(g.core_points, uint64_t(n));
+        }
+        if (std::isinf(e)) {
+          EXPECT_EQ(g.clusters, 1u);
+        }
+      }
+    }
 }
