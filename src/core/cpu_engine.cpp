@@ -291,6 +291,7 @@ class CpuEngine final : public Engine {
       k.join_f64(dims, a, i0, i1, b, j0, j1, diag, eps2, out);
   }
 
+  // The per-point count kernel (GroupCount) of precision T.
   template <typename T>
   static void group_kernel(const CpuKernels& k, int dims, const T* const* a, size_t i0, size_t i1,
                            const T* const* b, size_t j0, size_t j1, bool diag, T eps2,
