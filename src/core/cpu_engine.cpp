@@ -30,7 +30,8 @@ double seconds_since(Clock::time_point t0) {
   return std::chrono::duration<double>(Clock::now() - t0).count();
 }
 
-// Points converted to the engine precision, optionally reordered by `order`.
+// Points converted to the engine precision, optionally reordered by `order`; kCpuJoinPad
+// zeros follow the last axis, so every axis can be read that far past its end.
 template <typename T>
 struct TypedPoints {
   int dims = 0;
@@ -39,7 +40,7 @@ struct TypedPoints {
   const T* c[kMaxDims] = {};
 
   TypedPoints(const PointsView& v, const std::vector<uint32_t>* order = nullptr)
-      : dims(v.dims), n(v.n), data(v.n * size_t(v.dims)) {
+      : dims(v.dims), n(v.n), data(v.n * size_t(v.dims) + kCpuJoinPad) {
     for (int k = 0; k < dims; ++k) {
       T* out = data.data() + size_t(k) * n;
       const double* in = v.coord[k];
@@ -87,6 +88,10 @@ struct JoinItem {
 };
 
 constexpr uint32_t kJoinRows = 256;
+// Largest top-k kept per worker (larger ones: every kept pair goes to the sink).
+constexpr uint64_t kWorkerTopK = 65536;
+// Points per task when per-point arrays are mapped or merged on every core.
+constexpr size_t kMapChunk = size_t(1) << 14;
 // Sparse grids (join): below this mean cell population seen by a point (itself included), cells
 // are widened so that it reaches about the target, at most by the given factor per axis.
 // 2-core dev machine, 1e6 uniform 3-D points, eps 0.004 (population 1.06 at side eps), 2
@@ -182,15 +187,30 @@ struct JoinGrids {
   std::unique_ptr<Grid> ga, gb;  // gb: null for a self-join
   double side = 0;
 
+  // The candidates' grid is built at side ~eps first; its occupancy (grid_occupancy's value,
+  // from the cells' populations) decides the widening, and only a widened grid is built again.
   JoinGrids(const PointsView& a, const PointsView* b, const Bounds& box, double eps,
             Precision prec) {
     side = grid_cell_side(eps, box);
     const bool f32 = prec == Precision::Float32;
     const PointsView& cand = b ? *b : a;
-    side *= sparse_widening(cand.dims, cand.n,
-                            grid_occupancy(cand.dims, cand.n, cand.coord, box.lo, side, f32));
-    if (b) gb.reset(new Grid(b->dims, b->n, b->coord, box.lo, side, f32));
-    ga.reset(new Grid(a.dims, a.n, a.coord, box.lo, side, f32));
+    std::unique_ptr<Grid> g(new Grid(cand.dims, cand.n, cand.coord, box.lo, side, f32));
+    double sq = 0;
+    for (size_t c = 0; c < g->num_cells(); ++c) {
+      const double k = double(g->cell_end(c) - g->cell_begin(c));
+      sq += k * k;
+    }
+    const double widen = sparse_widening(cand.dims, cand.n, cand.n ? sq / double(cand.n) : 0.0);
+    if (widen != 1) {
+      side *= widen;
+      g.reset(new Grid(cand.dims, cand.n, cand.coord, box.lo, side, f32));
+    }
+    if (b) {
+      gb = std::move(g);
+      ga.reset(new Grid(a.dims, a.n, a.coord, box.lo, side, f32));
+    } else {
+      ga = std::move(g);
+    }
   }
 };
 
@@ -209,6 +229,9 @@ class CpuEngine final : public Engine {
 
   bool applies_pair_filter() const override { return true; }
   bool applies_pair_stage() const override { return true; }
+  bool reduces_pairs_in_workers(PairReduce::Kind k) const override {
+    return k == PairReduce::Group || k == PairReduce::TopK;
+  }
   void simjoin(const SimjoinProblem& p, PairSink& sink, Control& ctl) override {
     if (p.prec == Precision::Float32)
       join_t<float>(p, p.eps2_f, sink, ctl);
@@ -266,6 +289,17 @@ class CpuEngine final : public Engine {
       k.join_f32(dims, a, i0, i1, b, j0, j1, diag, eps2, out);
     else
       k.join_f64(dims, a, i0, i1, b, j0, j1, diag, eps2, out);
+  }
+
+  // The per-point count kernel (GroupCount) of precision T.
+  template <typename T>
+  static void group_kernel(const CpuKernels& k, int dims, const T* const* a, size_t i0, size_t i1,
+                           const T* const* b, size_t j0, size_t j1, bool diag, T eps2,
+                           const GroupCount& gc) {
+    if constexpr (sizeof(T) == 4)
+      k.group_f32(dims, a, i0, i1, b, j0, j1, diag, eps2, gc);
+    else
+      k.group_f64(dims, a, i0, i1, b, j0, j1, diag, eps2, gc);
   }
 
   template <typename T>
@@ -472,7 +506,21 @@ class CpuEngine final : public Engine {
   void join_t(const SimjoinProblem& p, T eps2, PairSink& sink, Control& ctl) {
     const auto& kern = cpu_kernels();
     auto t0 = Clock::now();
-    if (p.a.n == 0 || p.b.n == 0) return;
+    // Group and top-k reduced in the workers (reduces_pairs_in_workers); other kinds are not
+    // asked of this engine.
+    PairReduce* red = p.reduce;
+    if (red && red->kind != PairReduce::Group && red->kind != PairReduce::TopK)
+      throw Error(ErrorCode::Internal, "the cpu engine does not reduce this kind of pairs");
+    if (p.a.n == 0 || p.b.n == 0) {
+      if (red && red->kind == PairReduce::Group) {
+        const size_t n = p.self || red->side == 0 ? p.a.n : p.b.n;
+        red->group_count.assign(n, 0);
+        red->group_min.assign(n, 0.0);
+        red->group_max.assign(n, 0.0);
+      }
+      if (red) red->done = true;
+      return;
+    }
     JoinGrids jg(p.a, p.self ? nullptr : &p.b, p.box, p.eps, p.prec);
     std::unique_ptr<Grid>& gb = jg.gb;
     std::unique_ptr<Grid>& ga_ptr = jg.ga;
@@ -483,6 +531,34 @@ class CpuEngine final : public Engine {
     const Grid& gridb = p.self ? ga : *gb;
     const TypedPoints<T>& ptsb = p.self ? pa : *pb;
     const auto offsets = neighbour_offsets(p.a.dims, p.self);
+    // Candidates of a work item as contiguous ranges of grid b's sorted points: cells are sorted
+    // with the last axis fastest, so a row of three cells along it is one range
+    // (Grid::row_range). Self-join: the item's rows against themselves, then the rest of its
+    // cell and the next cell on the last axis (one range), then the forward rows; two
+    // relations: the 3^(d-1) rows around the cell. The same candidates as the cells at
+    // `offsets`, in fewer and longer runs.
+    const int d = p.a.dims;
+    const std::vector<int> rows = p.self ? forward_rows(d) : neighbour_offsets(d - 1, false);
+    const size_t nrows = rows.size() / size_t(d - 1);  // a join has 2 to 6 dimensions
+    auto for_each_range = [&](const JoinItem& ji, auto&& fn) {
+      const int64_t* base = ga.cell_coord(ji.cell);
+      int64_t key[kMaxDims];
+      for (int k = 0; k < d; ++k) key[k] = base[k];
+      if (p.self) {
+        fn(size_t(ji.r0), size_t(ji.r1), true);
+        key[d - 1] += 1;
+        const int64_t nx = ga.find(key);
+        const size_t own_end = nx >= 0 ? ga.cell_end(size_t(nx)) : ga.cell_end(ji.cell);
+        if (ji.r1 < own_end) fn(size_t(ji.r1), own_end, false);
+        key[d - 1] = base[d - 1];
+      }
+      for (size_t r = 0; r < nrows; ++r) {
+        for (int k = 0; k < d - 1; ++k) key[k] = base[k] + rows[r * size_t(d - 1) + size_t(k)];
+        size_t b, e;
+        gridb.row_range(key, &b, &e);
+        if (b < e) fn(b, e, false);
+      }
+    };
     // Auto: work items of at most kJoinRows rows from one queue (a crowded cell is shared).
     const JoinBalance balance =
         ctl.join_balance == JoinBalance::Auto ? JoinBalance::WorkQueue : ctl.join_balance;
@@ -528,14 +604,8 @@ class CpuEngine final : public Engine {
         parallel_for(ctl, items.size(), [&](size_t it, int w) {
           const JoinItem& ji = items[it];
           uint64_t c = 0;
-          if (p.self) {
-            const size_t ce = ga.cell_end(ji.cell);
-            c += count_kernel<T>(kern, pa.dims, pa.c, ji.r0, ji.r1, pa.c, ji.r0, ji.r1, true, eps2);
-            c += count_kernel<T>(kern, pa.dims, pa.c, ji.r0, ji.r1, pa.c, ji.r1, ce, false, eps2);
-          }
-          for_each_cell_around(ga, ji.cell, gridb, offsets, [&](size_t nc) {
-            c += count_kernel<T>(kern, pa.dims, pa.c, ji.r0, ji.r1, ptsb.c, gridb.cell_begin(nc),
-                                 gridb.cell_end(nc), false, eps2);
+          for_each_range(ji, [&](size_t j0, size_t j1, bool diag) {
+            c += count_kernel<T>(kern, d, pa.c, ji.r0, ji.r1, ptsb.c, j0, j1, diag, eps2);
           });
           partial[w] += c;
         });
@@ -555,18 +625,26 @@ class CpuEngine final : public Engine {
     AggregateStage* agg = dynamic_cast<AggregateStage*>(p.stage);
     if (agg && agg->dist_interval(&iv.lo, &iv.lo_incl, &iv.hi, &iv.hi_incl)) {
       std::vector<DistAgg> acc(size_t(std::max(threads(ctl), 1)), iv);
-      parallel_for(ctl, items.size(), [&](size_t it, int w) {
-        const JoinItem& ji = items[it];
-        DistAgg& a = acc[size_t(w)];
-        if (p.self) {
-          const size_t ce = ga.cell_end(ji.cell);
-          agg_kernel<T>(kern, pa.dims, pa.c, ji.r0, ji.r1, pa.c, ji.r0, ji.r1, true, eps2, a);
-          agg_kernel<T>(kern, pa.dims, pa.c, ji.r0, ji.r1, pa.c, ji.r1, ce, false, eps2, a);
+      // Tasks of consecutive items with about kJoinRows rows together (an item of a small cell
+      // holds a few points; a crowded cell's items stay one per task, so cancel is polled as
+      // often as between items).
+      std::vector<size_t> task_start;
+      for (size_t it = 0, rows_in = kJoinRows; it < items.size(); ++it) {
+        if (rows_in >= kJoinRows) {
+          task_start.push_back(it);
+          rows_in = 0;
         }
-        for_each_cell_around(ga, ji.cell, gridb, offsets, [&](size_t nc) {
-          agg_kernel<T>(kern, pa.dims, pa.c, ji.r0, ji.r1, ptsb.c, gridb.cell_begin(nc),
-                        gridb.cell_end(nc), false, eps2, a);
-        });
+        rows_in += items[it].r1 - items[it].r0;
+      }
+      task_start.push_back(items.size());
+      parallel_for(ctl, task_start.size() - 1, [&](size_t task, int w) {
+        DistAgg& a = acc[size_t(w)];
+        for (size_t it = task_start[task]; it < task_start[task + 1]; ++it) {
+          const JoinItem& ji = items[it];
+          for_each_range(ji, [&](size_t j0, size_t j1, bool diag) {
+            agg_kernel<T>(kern, d, pa.c, ji.r0, ji.r1, ptsb.c, j0, j1, diag, eps2, a);
+          });
+        }
       });
       for (const DistAgg& a : acc) {
         uint64_t c;
@@ -577,6 +655,86 @@ class CpuEngine final : public Engine {
       ctl.stats.kernel_s += seconds_since(t0);
       return;
     }
+    // Groups: per-worker counters (and minima, maxima when read) of the group side's points,
+    // indexed by sorted position (the accesses stay near the item's rows) or, when a filter
+    // reads the mapped pairs, by input index; summed on every core at the end. Top-k: a
+    // per-worker TopKSink; a pair worse than a worker's k-th is dropped before its keys are
+    // looked up.
+    const bool grouping = red && red->kind == PairReduce::Group;
+    // A top-k of more than kWorkerTopK rows goes through the pages to the sink (a TopKSink)
+    // instead: per-worker heaps of that size would hold several times the answer.
+    const bool topk = red && red->kind == PairReduce::TopK && red->k <= kWorkerTopK;
+    if (topk && (!red->keys_a || !red->keys_b))
+      throw Error(ErrorCode::Internal, "top-k reduction without keys");
+    const int gside = grouping ? red->side : 0;
+    const std::vector<uint32_t>& order_g = !p.self && gside == 1 ? order_b : order_a;
+    const size_t ng = order_g.size();
+    const bool want_min = grouping && red->want_min, want_max = grouping && red->want_max;
+    struct GroupPart {
+      std::vector<uint32_t> cnt;  // a point has fewer than 2^32 partners
+      std::vector<double> mn, mx;
+    };
+    std::vector<GroupPart> gparts(grouping ? size_t(nt) : 0);
+    std::vector<int64_t> sorted_keys;  // self-join keys by sorted position (which end is id1)
+    if (grouping && p.self) {
+      if (!red->keys_a) throw Error(ErrorCode::Internal, "group reduction of a self-join without keys");
+      if (!p.filter) {
+        sorted_keys.resize(order_a.size());
+        const size_t n = order_a.size();
+        parallel_for(ctl, (n + kMapChunk - 1) / kMapChunk, [&](size_t c, int) {
+          const size_t e = std::min(n, (c + 1) * kMapChunk);
+          for (size_t s = c * kMapChunk; s < e; ++s) sorted_keys[s] = red->keys_a[order_a[s]];
+        });
+      }
+    }
+    std::vector<std::unique_ptr<TopKSink>> tparts(topk ? size_t(nt) : 0);
+    for (auto& t : tparts)
+      t.reset(new TopKSink(PairKeys{red->keys_a, red->keys_b, p.self}, size_t(red->k), red->descending));
+    // One kept pair to worker w's counters (indices as gkeys indexes them).
+    auto group_add = [&](GroupPart& gp, const int64_t* gkeys, const PairRecord& r) {
+      uint32_t g;
+      if (p.self) {
+        // id1 is the smaller key of the pair (either point when the keys are equal).
+        const bool i_small = gkeys[r.i] <= gkeys[r.j];
+        g = (gside == 0) == i_small ? r.i : r.j;
+      } else {
+        g = gside == 0 ? r.i : r.j;
+      }
+      gp.cnt[g]++;
+      if (want_min) gp.mn[g] = std::min(gp.mn[g], r.dist);
+      if (want_max) gp.mx[g] = std::max(gp.mx[g], r.dist);
+    };
+    // A page of worker w (sorted positions) into its group counters or top-k.
+    auto reduce_page = [&](int w, const PairRecord* recs, size_t n) {
+      if (grouping) {
+        GroupPart& gp = gparts[size_t(w)];
+        if (gp.cnt.empty()) {
+          gp.cnt.assign(ng, 0);
+          if (want_min) gp.mn.assign(ng, HUGE_VAL);
+          if (want_max) gp.mx.assign(ng, -HUGE_VAL);
+        }
+        if (!p.filter) {
+          for (size_t q = 0; q < n; ++q) group_add(gp, sorted_keys.data(), recs[q]);
+          return;
+        }
+        for (size_t q = 0; q < n; ++q) {
+          PairRecord m{order_a[recs[q].i], order_b[recs[q].j], recs[q].dist};
+          if (p.filter->select(&m, 1)) group_add(gp, red->keys_a, m);
+        }
+        return;
+      }
+      TopKSink& tk = *tparts[size_t(w)];
+      for (size_t q = 0; q < n; ++q) {
+        if (tk.rejects(recs[q].dist)) continue;
+        PairRecord m{order_a[recs[q].i], order_b[recs[q].j], recs[q].dist};
+        if (p.filter && !p.filter->select(&m, 1)) continue;
+        tk.consume(&m, 1);
+      }
+    };
+    // Groups of counts alone without a predicate are counted in the kernel (GroupCount).
+    const bool count_in_kernel = grouping && !p.filter && !want_min && !want_max;
+    // A top-k's pages stay small, so its bound (TopKSink::worst) tightens early.
+    const size_t worker_page = topk ? std::min(page_pairs, kCpuFirstPagePairs) : page_pairs;
     WorkerGroup group(
         nt,
         [&](int worker, WorkerGroup& g) {
@@ -591,6 +749,10 @@ class CpuEngine final : public Engine {
               p.stage->consume(page.data(), n, worker);
               return true;
             }
+            if (grouping || topk) {
+              reduce_page(worker, page.data(), n);
+              return true;
+            }
             WorkerGroup::Page full(page.begin(), page.begin() + long(n));
             for (auto& r : full) {
               r.i = order_a[r.i];
@@ -603,8 +765,8 @@ class CpuEngine final : public Engine {
             return g.push_page(std::move(full));
           };
           out.flush = [&]() -> bool {
-            if (page.size() < page_pairs) {
-              page.resize(std::min(page_pairs, std::max(kCpuFirstPagePairs, page.size() * 2)));
+            if (page.size() < worker_page) {
+              page.resize(std::min(worker_page, std::max(kCpuFirstPagePairs, page.size() * 2)));
               out.buf = page.data();
               out.cap = page.size();
               return true;
@@ -617,18 +779,28 @@ class CpuEngine final : public Engine {
             size_t it = next.fetch_add(1, std::memory_order_relaxed);
             if (it >= items.size()) break;
             const JoinItem& ji = items[it];
-            if (p.self) {
-              const size_t ce = ga.cell_end(ji.cell);
-              join_kernel<T>(kern, pa.dims, pa.c, ji.r0, ji.r1, pa.c, ji.r0, ji.r1, true, eps2,
-                             out);
-              join_kernel<T>(kern, pa.dims, pa.c, ji.r0, ji.r1, pa.c, ji.r1, ce, false, eps2,
-                             out);
+            // Ascending top-k: once this worker keeps k pairs, pairs farther than its k-th
+            // cannot enter, so the kernel's radius shrinks to that distance (with a margin for
+            // the rounding of sqrt; TopKSink still decides exactly).
+            if (count_in_kernel) {
+              // Counts only, no predicate: the kernel counts per point, no pair is written.
+              GroupPart& gp = gparts[size_t(worker)];
+              if (gp.cnt.empty()) gp.cnt.assign(ng, 0);
+              GroupCount gc;
+              gc.keys = p.self ? sorted_keys.data() : nullptr;
+              gc.side = gside;
+              gc.cnt = gp.cnt.data();
+              for_each_range(ji, [&](size_t j0, size_t j1, bool diag) {
+                group_kernel<T>(kern, d, pa.c, ji.r0, ji.r1, ptsb.c, j0, j1, diag, eps2, gc);
+              });
+              continue;
             }
-            // Neighbour cells of this cell in grid b (the same grid for a self-join).
-            for_each_cell_around(ga, ji.cell, gridb, offsets, [&](size_t nc) {
-              if (out.ok)
-                join_kernel<T>(kern, pa.dims, pa.c, ji.r0, ji.r1, ptsb.c, gridb.cell_begin(nc),
-                               gridb.cell_end(nc), false, eps2, out);
+            T e2 = eps2;
+            double worst;
+            if (topk && !red->descending && tparts[size_t(worker)]->worst(&worst))
+              e2 = std::min(eps2, T(worst * worst * (1 + 1e-5)));
+            for_each_range(ji, [&](size_t j0, size_t j1, bool diag) {
+              if (out.ok) join_kernel<T>(kern, d, pa.c, ji.r0, ji.r1, ptsb.c, j0, j1, diag, e2, out);
             });
           }
           if (out.ok && out.n > 0 && !g.stopping()) hand_over(out.n);
@@ -643,6 +815,36 @@ class CpuEngine final : public Engine {
     });
     ctl.stats.kernel_s += seconds_since(t0);
     ctl.stats.pairs_emitted += emitted;
+    if (!red) return;
+    t0 = Clock::now();
+    if (grouping) {
+      // Every core sums the workers' counters of a range of points; sorted positions map back
+      // to input indices (a filter's counters are by input index already).
+      red->group_count.assign(ng, 0);
+      red->group_min.assign(ng, want_min ? HUGE_VAL : 0.0);
+      red->group_max.assign(ng, want_max ? -HUGE_VAL : 0.0);
+      parallel_for(ctl, (ng + kMapChunk - 1) / kMapChunk, [&](size_t c, int) {
+        const size_t e = std::min(ng, (c + 1) * kMapChunk);
+        for (const GroupPart& gp : gparts) {
+          if (gp.cnt.empty()) continue;
+          for (size_t s = c * kMapChunk; s < e; ++s) {
+            if (!gp.cnt[s]) continue;
+            const size_t g = p.filter ? s : order_g[s];
+            red->group_count[g] += gp.cnt[s];
+            if (want_min) red->group_min[g] = std::min(red->group_min[g], gp.mn[s]);
+            if (want_max) red->group_max[g] = std::max(red->group_max[g], gp.mx[s]);
+          }
+        }
+      });
+    } else if (topk) {
+      // The union of the workers' k best holds the k best; the sink picks them.
+      for (const auto& t : tparts) {
+        const std::vector<PairRecord> recs = t->records();
+        if (!recs.empty()) sink.consume(recs.data(), recs.size());
+      }
+    }
+    red->done = true;
+    ctl.stats.merge_s += seconds_since(t0);
   }
 };
 

@@ -49,6 +49,14 @@ constexpr size_t kCpuFirstPagePairs = 1024;
 // a requested page size of `page_pairs` (at least 64, at most within kCpuResultBytes).
 size_t join_page_pairs(size_t page_pairs, int workers, size_t queue_pages);
 
+// Candidates per block of the join and aggregate kernels: one vector of float32 lanes (AVX2).
+constexpr size_t kCpuJoinBlock = 8;
+// The join and aggregate kernels read candidate coordinates b[k][j] for j up to
+// j1 + kCpuJoinPad - 1 (a range's last block, whose lanes past j1 are ignored): callers give
+// arrays with that many readable elements past every range's end (the CPU engine pads its
+// coordinate arrays).
+constexpr size_t kCpuJoinPad = kCpuJoinBlock;
+
 // Collects join results into a page; when the page is full (or not allocated yet), `flush`
 // makes room: it grows the page or hands it on (and may stop the worker by returning false).
 struct PageWriter {
@@ -68,10 +76,10 @@ struct PageWriter {
 
 // A join's pairs reduced without leaving the kernel: those with d2 <= eps2 whose distance
 // sqrt(d2) (widened to float64) lies in [lo, hi] (bounds open unless *_incl) are counted, summed
-// (Neumaier per lane) and their minimum and maximum kept, in kLanes independent lanes merged by
-// finish(). One per worker.
+// (Neumaier per lane) and their minimum and maximum kept, in kLanes independent lanes (one per
+// position in the kernel's candidate block) merged by finish(). One per worker.
 struct DistAgg {
-  static constexpr int kLanes = 16;
+  static constexpr int kLanes = int(kCpuJoinBlock);
   double lo = -HUGE_VAL, hi = HUGE_VAL;
   bool lo_incl = true, hi_incl = true;
   alignas(64) uint64_t cnt[kLanes] = {};
@@ -90,6 +98,16 @@ struct DistAgg {
   void finish(uint64_t* count, double* s, double* c, double* lo_out, double* hi_out) const;
 };
 
+// Per-point pair counts of a join without writing a pair: each pair with d2 <= eps2 adds 1 to
+// cnt[g], g being the pair's point of side `side` (0: the i end, 1: the j end); with `keys`
+// (a self-join, keys by sorted position) the i end is the one with the smaller key (i when the
+// keys are equal), as GroupSink assigns a self-join's id1.
+struct GroupCount {
+  const int64_t* keys = nullptr;
+  int side = 0;
+  uint32_t* cnt = nullptr;
+};
+
 // One instruction-set variant of the kernels. Coordinates are SoA arrays of the given type.
 // Ranges: i in [i0, i1) of `a`, j in [j0, j1) of `b`; with `diag` (a == b, same range) only
 // pairs with j > i.
@@ -106,18 +124,26 @@ struct CpuKernels {
                         const float* const* b, size_t j0, size_t j1, bool diag, float r2);
   uint64_t (*count_f64)(int dims, const double* const* a, size_t i0, size_t i1,
                         const double* const* b, size_t j0, size_t j1, bool diag, double r2);
-  // Join: writes (i, j, sqrt(d2)) for d2 <= eps2.
+  // Join: writes (i, j, sqrt(d2)) for d2 <= eps2. Reads b up to kCpuJoinPad past j1.
   void (*join_f32)(int dims, const float* const* a, size_t i0, size_t i1, const float* const* b,
                    size_t j0, size_t j1, bool diag, float eps2, PageWriter& out);
   void (*join_f64)(int dims, const double* const* a, size_t i0, size_t i1,
                    const double* const* b, size_t j0, size_t j1, bool diag, double eps2,
                    PageWriter& out);
-  // Join reduced in place (DistAgg): the pairs the join would write, aggregated.
+  // Join reduced in place (DistAgg): the pairs the join would write, aggregated. Reads b up to
+  // kCpuJoinPad past j1.
   void (*agg_f32)(int dims, const float* const* a, size_t i0, size_t i1, const float* const* b,
                   size_t j0, size_t j1, bool diag, float eps2, DistAgg& acc);
   void (*agg_f64)(int dims, const double* const* a, size_t i0, size_t i1,
                   const double* const* b, size_t j0, size_t j1, bool diag, double eps2,
                   DistAgg& acc);
+  // Join counted per point in place (GroupCount). Reads b up to kCpuJoinPad past j1.
+  void (*group_f32)(int dims, const float* const* a, size_t i0, size_t i1,
+                    const float* const* b, size_t j0, size_t j1, bool diag, float eps2,
+                    const GroupCount& gc);
+  void (*group_f64)(int dims, const double* const* a, size_t i0, size_t i1,
+                    const double* const* b, size_t j0, size_t j1, bool diag, double eps2,
+                    const GroupCount& gc);
 };
 
 // Kernels of each compiled variant.

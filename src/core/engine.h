@@ -39,7 +39,8 @@ class PairSink {
 
 // A reduction of a similarity join's kept pairs that an engine computes itself instead of
 // handing pages to the sink (the GPU engine: on the device, in the join kernel, so no pair
-// leaves it). Engine::reduces_pairs says which kinds an engine does. The pairs are those within
+// leaves it; the CPU engine: groups and top-k in its worker threads). Engine::reduces_pairs and
+// Engine::reduces_pairs_in_workers say which kinds an engine does. The pairs are those within
 // eps that SimjoinProblem::filter keeps (all of them without a filter).
 //   Aggregate: count, sum (compensated: sum + comp), min and max of dist;
 //   Group:     per point of the group side, count, min and max of dist of its pairs, the group
@@ -174,6 +175,11 @@ class Engine {
   virtual bool applies_pair_stage() const { return false; }
   // True when simjoin() computes SimjoinProblem::reduce of this kind itself.
   virtual bool reduces_pairs(PairReduce::Kind) const { return false; }
+  // True when simjoin() computes SimjoinProblem::reduce of this kind in its worker threads (the
+  // CPU engine: groups and top-k reduced per worker and merged, no page handed over). Unlike
+  // reduces_pairs, it says nothing about where the engine runs (DBSCAN reads reduces_pairs
+  // to decide whether the host's cores are free).
+  virtual bool reduces_pairs_in_workers(PairReduce::Kind) const { return false; }
   // All-pairs over float vectors: kNN lists or threshold pairs (PairRecord::dist = the value).
   virtual void pairwise(const PairwiseProblem& p, PairSink& sink, Control& ctl) = 0;
   // A pair expression (count, sum, histogram of its value, or the join's pairs to `sink`).

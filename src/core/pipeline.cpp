@@ -210,6 +210,8 @@ void TopKSink::consume(const PairRecord* pairs, size_t n) {
     }
     TopRow row;
     row.dist = d;
+    row.i = pairs[p].i;
+    row.j = pairs[p].j;
     keys_.get(pairs[p], &row.id1, &row.id2);
     if (heap_.size() < k_) {
       heap_.push_back(row);
@@ -220,6 +222,13 @@ void TopKSink::consume(const PairRecord* pairs, size_t n) {
       std::push_heap(heap_.begin(), heap_.end(), cmp);
     }
   }
+}
+
+std::vector<PairRecord> TopKSink::records() const {
+  std::vector<PairRecord> out;
+  out.reserve(heap_.size());
+  for (const TopRow& r : heap_) out.push_back(PairRecord{r.i, r.j, r.dist});
+  return out;
 }
 
 std::vector<TopRow> TopKSink::finish() {

@@ -146,6 +146,7 @@ class GroupSink final : public PairSink {
 struct TopRow {
   double dist;
   int64_t id1, id2;
+  uint32_t i = 0, j = 0;  // the pair's input indices (PairRecord::i, j)
 };
 
 // The k best pairs: smallest (or, descending, largest) dist, ties by ascending (id1, id2).
@@ -155,6 +156,22 @@ class TopKSink final : public PairSink {
   void consume(const PairRecord* pairs, size_t n) override;
   // The rows in order, best first.
   std::vector<TopRow> finish();
+  // True when a pair at distance d cannot enter the kept rows: k rows are kept and d is worse
+  // than the worst of them (a tie on dist may still enter, by its keys).
+  bool rejects(double d) const {
+    if (k_ == 0) return true;
+    if (heap_.size() < k_) return false;
+    const double worst = heap_.front().dist;
+    return desc_ ? d < worst : d > worst;
+  }
+  // When k rows are kept (k > 0), sets *d to the dist of the worst of them and returns true.
+  bool worst(double* d) const {
+    if (k_ == 0 || heap_.size() < k_) return false;
+    *d = heap_.front().dist;
+    return true;
+  }
+  // The kept pairs (at most k, in no particular order), as the engine's records.
+  std::vector<PairRecord> records() const;
   // True when a comes before b in the result order.
   bool before(const TopRow& a, const TopRow& b) const {
     if (a.dist != b.dist) return desc_ ? a.dist > b.dist : a.dist < b.dist;

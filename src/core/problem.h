@@ -129,7 +129,8 @@ struct SimjoinProblem {
   // result page to it on the worker that made it (pair indices are then the engine's own, not
   // input indices) and hand no pairs to the sink.
   PairStage* stage = nullptr;
-  // Pushed-down reduction (engine.h) computed by engines whose reduces_pairs(kind) is true;
+  // Pushed-down reduction (engine.h) computed by engines whose reduces_pairs(kind) or
+  // reduces_pairs_in_workers(kind) is true;
   // applies `filter` to the pairs first.
   PairReduce* reduce = nullptr;
 };

@@ -649,7 +649,7 @@ bool simjoin_run(const SimjoinArgs& a, SimjoinInput* in, PairSink& sink, const P
                  PairReduce* reduce) {
   SimjoinPrepared prep = simjoin_prepare(a, in);
   Engine* eng = prep.engine;
-  if (reduce && eng->reduces_pairs(reduce->kind)) {
+  if (reduce && (eng->reduces_pairs(reduce->kind) || eng->reduces_pairs_in_workers(reduce->kind))) {
     prep.prob.reduce = reduce;
     prep.prob.filter = filter;
     PgControl ctl;
