@@ -77,7 +77,6 @@ struct BlockPlan {
   double d2max = 0;                  // bound of every float32 squared distance (SDH fast path)
   long long pairs_run = 0;           // block pairs run
   long long uploads = 0;             // block uploads
-  RectArgs rect_host = {};           // source of the last copy to the RECT kernels' constant
 };
 
 // Owns everything one engine call allocates: a stream, device and pinned buffers, events. The

@@ -35,12 +35,12 @@ struct TileArgs {
   long long item0;       // first tile pair of this launch (linear index in the upper triangle)
   long long count;       // tile pairs in this launch
   long long per_block;   // consecutive tile pairs per block
+  // The column block of the RECT kernels (block pairs i < j of run_block_pairs); read by RECT
+  // instances only, so the triangle kernels' code does not change. A kernel parameter rather
+  // than a __constant__ symbol: the per-file statics of relocatable device code are not found
+  // by cudaMemcpyToSymbol in every file.
+  RectArgs rect;
 };
-
-// The column block of the RECT kernels (RectArgs, common.cuh), in constant memory: set on the
-// stream before each block pair's launches, so TileArgs and the triangle kernels stay as they
-// are. One copy per translation unit.
-static __constant__ RectArgs g_rect;
 
 // Items before row a of the upper triangle of an M x M tile matrix (row a holds M - a items).
 __device__ __forceinline__ long long tile_row_start(long long a, long long M) {
@@ -106,8 +106,8 @@ __global__ void __launch_bounds__(B) tile_kernel(TileArgs<T> args, typename Op::
   long long it = args.item0 + (long long)blockIdx.x * args.per_block;
   long long end = it + args.per_block;
   if (end > args.item0 + args.count) end = args.item0 + args.count;
-  const long long M2 = RECT ? g_rect.tiles2 : 0;  // > 0: rectangle mode
-  const long long nb2 = RECT ? (long long)g_rect.n2 : n;  // points of the column set
+  const long long M2 = RECT ? args.rect.tiles2 : 0;  // > 0: rectangle mode
+  const long long nb2 = RECT ? (long long)args.rect.n2 : n;  // points of the column set
   long long a = 0, b = 0, cur_a = -1;
   if (it < end) {
     if constexpr (RECT) {
@@ -139,7 +139,7 @@ __global__ void __launch_bounds__(B) tile_kernel(TileArgs<T> args, typename Op::
 #pragma unroll
       for (int k = 0; k < D; ++k)
         sc[k * TILE + j] =
-            idx < nb2 ? (RECT ? static_cast<const T*>(g_rect.c2[k])[idx] : args.c[k][idx]) : T(0);
+            idx < nb2 ? (RECT ? static_cast<const T*>(args.rect.c2[k])[idx] : args.c[k][idx]) : T(0);
     }
     __syncthreads();
     const int nr = int(nb2 - j0 < TILE ? nb2 - j0 : TILE);
@@ -211,7 +211,7 @@ __global__ void __launch_bounds__(B) tile_kernel(TileArgs<T> args, typename Op::
 // slices), polling for cancel between launches. `pairs_per_item` = TILE^2; a block's work per
 // slice stays below 2^32 pairs so 32-bit private counters cannot overflow. The Op's outputs
 // are global atomics, so overlapping slices are safe.
-// `rect_tiles2` > 0: `kernel` is a RECT instance over that many column tiles (g_rect).
+// `rect_tiles2` > 0: `kernel` is a RECT instance over that many column tiles (args.rect).
 template <typename T, typename P>
 void run_tiles_one(Call& call, void (*kernel)(TileArgs<T>, P), int threads, int tile, size_t smem,
                    TileArgs<T> args, const P& prm, double guess_pairs_per_s,
@@ -407,16 +407,12 @@ void run_block_pairs(Call& call, void (*kernel)(TileArgs<T>, P), void (*rect_ker
     a.n = unsigned(count(i));
     a.tiles = (long long)((count(i) + tile - 1) / tile);
     if (i != j) {
-      // The column block for the RECT kernel, ordered before its launches on both streams
-      // (run_tiles_one starts the second stream after the first); the previous pair's kernels
-      // have finished, so none reads the old values.
+      // The column block for the RECT kernel, passed with its launch arguments.
       RectArgs r{};
       for (int k = 0; k < bp.dims; ++k) r.c2[k] = bp.slot[sb][k];
       r.n2 = unsigned(count(j));
       r.tiles2 = (long long)((count(j) + tile - 1) / tile);
-      bp.rect_host = r;
-      G2_CUDA(cudaMemcpyToSymbolAsync(g_rect, &bp.rect_host, sizeof(RectArgs), 0,
-                                      cudaMemcpyHostToDevice, call.stream()));
+      a.rect = r;
     }
     run_tiles_one<T>(call, i == j ? kernel : rect_kernel, threads, tile, smem, a, prm,
                      guess_pairs_per_s, i == j ? 0 : (long long)((count(j) + tile - 1) / tile));

@@ -72,7 +72,7 @@ SELECT shape, c.* FROM (VALUES
   ('pair expression, self', $$SELECT a.id, b.id AS bid FROM pj_a a JOIN pj_a b ON a.x < b.x AND b.y - a.y BETWEEN 0 AND 0.05$$),
   ('empty side', $$SELECT a.id, b.id AS bid FROM pj_a a JOIN pj_empty b ON (a.x-b.x)^2 + (a.y-b.y)^2 <= 0.01$$),
   ('three tables', $$SELECT a.id, b.id AS bid, c.id AS cid FROM pj_a a JOIN pj_b b ON (a.x-b.x)^2 + (a.y-b.y)^2 <= 0.0025 JOIN pj_tiny c ON c.id = b.i$$)
-) s(shape, q), LATERAL pj_check(q) c ORDER BY shape;
+) s(shape, q), LATERAL pj_check(q) c ORDER BY shape COLLATE "C";
 
 -- count(*) over the join is computed by the scan
 SELECT shape, c.* FROM (VALUES
@@ -80,7 +80,7 @@ SELECT shape, c.* FROM (VALUES
   ('count, two relations', $$SELECT count(*), count(*) + 1 AS m FROM pj_a a, pj_b b WHERE sqrt((a.x-b.x)^2 + (a.y-b.y)^2) < 0.06$$),
   ('count, pair expression', $$SELECT count(*) FROM pj_a a JOIN pj_b b ON abs(a.x - b.x) <= 0.05 AND a.t > b.t$$),
   ('count, empty', $$SELECT count(*) FROM pj_empty a JOIN pj_a b ON (a.x-b.x)^2 + (a.y-b.y)^2 <= 0.01$$)
-) s(shape, q), LATERAL pj_check(q) c ORDER BY shape;
+) s(shape, q), LATERAL pj_check(q) c ORDER BY shape COLLATE "C";
 
 -- not fired: outer joins, volatile functions, other types, equi-joins, tiny inputs, row locks
 SELECT shape, c.* FROM (VALUES
@@ -92,7 +92,7 @@ SELECT shape, c.* FROM (VALUES
   ('equi-join', $$SELECT a.id, b.id AS bid FROM pj_a a JOIN pj_b b ON a.i = b.i AND (a.x-b.x)^2 + (a.y-b.y)^2 <= 0.01$$),
   ('tiny inputs', $$SELECT a.id, b.id AS bid FROM pj_tiny a JOIN pj_tiny b ON (a.x-b.x)^2 + (a.y-b.y)^2 <= 0.05$$),
   ('for update', $$SELECT a.id, b.id AS bid FROM pj_a a JOIN pj_b b ON (a.x-b.x)^2 + (a.y-b.y)^2 <= 0.01 FOR UPDATE$$)
-) s(shape, q), LATERAL pj_check(q) c ORDER BY shape;
+) s(shape, q), LATERAL pj_check(q) c ORDER BY shape COLLATE "C";
 
 -- parameters are constants of the join, read when it starts: a generic plan of a prepared
 -- statement (PARAM_EXTERN) runs the gpu2bs join with the value of each execution; a bound that
@@ -217,7 +217,7 @@ SELECT shape, c.* FROM (VALUES
   -- a correlated subquery over the partitions that run-time pruning picks per outer row
   ('partitioned, correlated count', $$SELECT o.k, (SELECT count(*) FROM pj_part a JOIN pj_part b ON (a.x-b.x)^2 + (a.y-b.y)^2 <= 0.01 AND a.id < b.id WHERE a.id < o.k AND b.id < o.k) AS c FROM (VALUES (150), (500), (100000), (100)) o(k)$$),
   ('partitioned, correlated rows', $$SELECT o.k, s.* FROM (VALUES (150), (500), (100)) o(k), LATERAL (SELECT a.id, b.id AS bid FROM pj_part a JOIN pj_part b ON (a.x-b.x)^2 + (a.y-b.y)^2 <= 0.01 AND a.id < b.id WHERE a.id < o.k AND b.id < o.k OFFSET 0) s$$)
-) s(shape, q), LATERAL pj_check(q) c ORDER BY shape;
+) s(shape, q), LATERAL pj_check(q) c ORDER BY shape COLLATE "C";
 -- a statement that can recheck rows by EvalPlanQual (UPDATE, DELETE, row locks) gets no gpu2bs
 -- join at any level: the recheck of a scan without a scan relation returns no rows
 EXPLAIN (COSTS OFF) UPDATE pj_tiny t SET x = (SELECT count(*) FROM pj_a a JOIN pj_a b ON (a.x-b.x)^2 + (a.y-b.y)^2 <= 0.01 AND a.id < b.id WHERE a.id <> t.id) WHERE t.id = 1;

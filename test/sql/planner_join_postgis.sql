@@ -64,7 +64,7 @@ SELECT shape, c.* FROM (VALUES
   ('count', $$SELECT count(*) FROM pjg_a a JOIN pjg_b b ON gis.st_dwithin(a.g, b.g, 0.1)$$),
   ('any geometry (not fired)', $$SELECT a.id, b.id AS bid FROM pjg_a a JOIN pjg_a b ON gis.st_dwithin(a.ga, b.ga, 0.1) AND a.id < b.id$$),
   ('left join (not fired)', $$SELECT a.id, b.id AS bid FROM pjg_a a LEFT JOIN pjg_b b ON gis.st_dwithin(a.g, b.g, 0.06)$$)
-) s(shape, q), LATERAL pjg_check(q) c ORDER BY shape;
+) s(shape, q), LATERAL pjg_check(q) c ORDER BY shape COLLATE "C";
 
 EXPLAIN (COSTS OFF) SELECT a.id, b.id FROM pjg_a a JOIN pjg_b b ON gis.st_dwithin(a.g, b.g, 0.06) AND a.id < b.id;
 
