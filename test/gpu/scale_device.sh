@@ -154,7 +154,7 @@ wait
 te=$(date +%s.%N)
 same=0; for i in 1 2 3 4 5 6 7 8; do [ "$(cat "$OUT/conc.$i")" = "$serial" ] && same=$((same + 1)); done
 { echo; echo "## 4. 8 concurrent gpu_sdh(x, y, z, 500) over 1,000,000 points, gpu2bs.gpu_memory_total = 100MB"; echo
-  echo "* results equal to the serial one: $same of 8; wall $(echo "$te - $ts" | bc) s"
+  echo "* results equal to the serial one: $same of 8; wall $(awk -v a="$ts" -v b="$te" 'BEGIN { printf "%.2f", b - a }') s"
   q -c "SELECT '* ' || string_agg(name || ' = ' || value, ', ') FROM gpu2bs_info() WHERE name IN ('admission_total_mb', 'admission_peak_mb', 'admission_grants', 'admission_waits', 'admission_block_grants')"; } >> "$R" 2>&1
 echo "all done at $(( $(date +%s) - t0 )) s" | tee -a "$OUT/steps.log"
 cat "$R"
