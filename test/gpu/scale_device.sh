@@ -29,6 +29,13 @@ rc=$?
 echo "extension build+install rc=$rc in $(( $(date +%s) - t0 )) s" | tee "$OUT/steps.log"
 [ $rc = 0 ] || { grep -E "error" "$OUT/build-ext.log" | head -20; tail -20 "$OUT/build-ext.log"; exit 1; }
 export PG_OPTS="-c shared_buffers=4GB -c work_mem=256MB -c max_parallel_workers_per_gather=0 -c shared_preload_libraries=gpu2bs"
+# a fresh cluster: a server or data left by an earlier call on a warm machine would keep its
+# tables, functions and server-wide settings
+if [ -f /tmp/pgdata/postmaster.pid ]; then
+  kill -INT "$(head -1 /tmp/pgdata/postmaster.pid)" 2>/dev/null
+  for _ in $(seq 50); do [ -f /tmp/pgdata/postmaster.pid ] || break; sleep 0.2; done
+fi
+rm -rf /tmp/pgdata
 source .device/pg-up.sh || exit 1
 export PGOPTIONS="-c gpu2bs.device=gpu"
 q() { psql -XAtq -v ON_ERROR_STOP=1 "$@"; }
