@@ -186,7 +186,7 @@ constexpr size_t kGridCountMinPoints = 8192;
 // per warp with the points of cell a in the lanes and tests every point of b against a's box
 // first, so its pairs cost about (range of a's box) / width, independent of b's size, and
 // cells of about 32 .. 128 points keep the lanes busy and the entries few. The value comes
-// from the sweep in test/bench/results/2026-11-24-h100-resolve.md (bench_resolve with BENCH_RESOLVE_MIN_PAIRS).
+// from the H100 sweep of bench_resolve with BENCH_RESOLVE_MIN_PAIRS (test/gpu/resolve_device.sh).
 constexpr double kResolveLeafPoints = 4.0;
 // Unresolved pairs with at most kResolveMinPairs point pairs, or at most kResolveDirectPairs
 // whose distance range spans two bucket edges or more, go to the work list instead of being
@@ -205,7 +205,7 @@ constexpr size_t kResolveWorkEntries = size_t(1) << 22;
 // stops on uniform data (kResolveMinPairs); resolution is chosen when it is below
 // kResolveWinFraction (2-D, 3-D) and N is at least kResolveMinPoints. The coefficients are the
 // point-by-cell range (about half a cell pair's, 2.5 s in 2-D and 3 s in 3-D). The break-even
-// comes from the H100 map in test/bench/results/2026-11-24-h100-resolve.md, where the speedup
+// comes from the H100 map of test/gpu/resolve_device.sh (bench_resolve), where the speedup
 // over brute force follows about 0.23 / (predicted fraction) in 2-D (0.0175: 12.7x, 0.07: 3.5x,
 // 0.175: 1.36x, 0.70: < 0.78x) and 0.27 .. 0.43 / fraction in 3-D (0.27: 1.00x at 1e6 and 1.58x
 // at 2,097,152 points, 0.68: slower); below 1e6 points nothing was measured.
@@ -279,8 +279,8 @@ constexpr int kSlideAppendBlocks = 4096;
 // Threads per block of the neighbour passes (one thread per point, points in cell order) and
 // points per launch (the host polls for a cancel between launches; 2^18 points fill the 132
 // SMs with 1,024 blocks of 256). Set, not swept: the three passes take 4.9 ms of kernel time for
-// 1e6 points (blobs + 10 % noise, eps 0.003, minpoints 10; bench_dbscan,
-// test/bench/results/2026-11-24-h100-dbscan.md), under a quarter of the call's 22-33 ms.
+// 1e6 points (blobs + 10 % noise, eps 0.003, minpoints 10; bench_dbscan on the H100,
+// test/gpu/dbscan_device.sh), under a quarter of the call's 22-33 ms.
 constexpr int kDbscanThreads = 256;
 constexpr size_t kDbscanLaunchPoints = size_t(1) << 18;
 // First launch of each pass and the launch time it adapts to (ranges double below a quarter of
@@ -298,8 +298,8 @@ constexpr size_t kStagingBytes = size_t(16) << 20;
 
 // --- all-pairs vectors (gpu_pairwise) -----------------------------------------------------------
 // "bench_pairwise sweep FILE 100000 768 10 3" (test/gpu/bench_pairwise.sh step 1b): self kNN l2,
-// n = 100,000 random normal, d = 768, k = 10, median of 3, kernel time (events) and end to end;
-// test/bench/results/2026-11-24-h100-pairwise.md.
+// n = 100,000 random normal, d = 768, k = 10, median of 3, kernel time (events) and end to end,
+// on the H100.
 //
 // Tile of the register-blocked exact kNN kernels (knn_wide_kernel, knn_sym_kernel; k <= 32,
 // every metric but lp): 128 x 128 pairs per block of 256 threads, 8 x 8 accumulators per thread
