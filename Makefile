@@ -37,7 +37,9 @@ endif
 
 OBJS = $(CORE_OBJS) $(PG_OBJS) $(CUDA_OBJS)
 
-PG_CPPFLAGS = -Isrc
+# The extension's SQL version (default_version of gpu2bs.control), reported by gpu2bs_info().
+EXT_VERSION := $(shell sed -nE "s/^default_version *= *'([^']+)'.*/\1/p" gpu2bs.control)
+PG_CPPFLAGS = -Isrc -DGPU2BS_VERSION='"$(EXT_VERSION)"'
 PG_CXXFLAGS = $(CORE_CXXFLAGS) -Wno-register -fvisibility-inlines-hidden
 SHLIB_LINK  = $(CUDA_LIBS) -lstdc++ -lpthread -lm
 

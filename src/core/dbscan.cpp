@@ -324,9 +324,10 @@ void grid_dbscan(const SimjoinProblem& p, const int64_t* keys, int64_t minpoints
   const auto t_prep = Clock::now();
   const Grid grid(D, n, p.a.coord, p.box.lo, grid_cell_side(p.eps, p.box), f32);
   const std::vector<uint32_t>& order = grid.order();
-  // Coordinates in T by sorted position (SoA), the work items, the row offsets.
+  // Coordinates in T by sorted position (SoA; kCpuJoinPad zeros past the end, which the join
+  // kernel's last block of a range reads and ignores), the work items, the row offsets.
   std::vector<std::vector<T>> xs;
-  xs.assign(size_t(D), std::vector<T>(n));
+  xs.assign(size_t(D), std::vector<T>(n + kCpuJoinPad));
   const T* cols[kMaxDims] = {};
   for (int k = 0; k < D; ++k) {
     for (size_t s = 0; s < n; ++s) xs[size_t(k)][s] = T(p.a.coord[k][order[s]]);

@@ -24,7 +24,7 @@ using namespace gpu2bs::pg;
 // gpu2bs_info() RETURNS TABLE(name text, value text)
 GPU2BS_FUNCTION(gpu2bs_info) {
   InfoRows rows;
-  rows.emplace_back("version", "0.3");
+  rows.emplace_back("version", GPU2BS_VERSION);
   std::string reason;
   try {
     Engine* eng = choose_engine(&reason);
