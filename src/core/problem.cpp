@@ -11,11 +11,9 @@
 
 namespace gpu2bs {
 
-namespace {
-
 // A float8 as PostgreSQL prints it: the shortest decimal form that reads back as the same
 // double ("1e-39", "1.5e+19", "-Infinity").
-std::string fmt(double v) {
+std::string float8_text(double v) {
   if (std::isinf(v)) return v > 0 ? "Infinity" : "-Infinity";
   char buf[32];
   for (int prec = 1; prec <= 17; ++prec) {
@@ -24,8 +22,6 @@ std::string fmt(double v) {
   }
   return buf;
 }
-
-}  // namespace
 
 // Length of the bounding box diagonal, in float64.
 double Bounds::diagonal() const {
@@ -79,7 +75,7 @@ void check_range(const Bounds& box, Precision prec) {
   if (!(d <= diag_max))
     throw Error(ErrorCode::InvalidParameter,
                 f32 ? "point extent too large for float4 precision" : "point extent too large",
-                "The bounding box diagonal is " + fmt(d) +
+                "The bounding box diagonal is " + float8_text(d) +
                     "; squared distances would overflow.",
                 f32 ? "Set gpu2bs.precision = float8, or rescale the coordinates."
                     : "Rescale the coordinates.");
@@ -104,7 +100,7 @@ void check_square(const char* what, double v, Precision prec, const std::string&
   const bool small = std::isfinite(sq) && (prec == Precision::Float64 || std::fabs(sq) < FLT_MAX);
   throw Error(ErrorCode::InvalidParameter,
               std::string(what) + " out of range for " + prec_name(prec) + " precision",
-              std::string("The square of ") + what + " " + fmt(v) +
+              std::string("The square of ") + what + " " + float8_text(v) +
                   (small ? " underflows " : " overflows ") + prec_name(prec) + ".",
               small ? hint_small : hint_large);
 }
@@ -128,7 +124,7 @@ Threshold make_threshold(const char* what, double v, bool zero_ok, const char* r
                          const std::string& use_smaller) {
   if (std::isnan(v) || v < 0 || (!zero_ok && v == 0))
     throw Error(ErrorCode::InvalidParameter, range_msg,
-                std::string(what) + " is " + (std::isnan(v) ? std::string("NaN") : fmt(v)) + ".");
+                std::string(what) + " is " + (std::isnan(v) ? std::string("NaN") : float8_text(v)) + ".");
   if (std::isfinite(v) && v > 0)
     check_square(what, v, prec,
                  use_larger + (prec == Precision::Float32 ? ", or set gpu2bs.precision = float8."
@@ -167,7 +163,7 @@ SdhParams make_sdh_params(int nbuckets, double width, bool explicit_width, const
   if (explicit_width) {
     if (!std::isfinite(width) || width <= 0)
       throw Error(ErrorCode::InvalidParameter, "bucket width must be a positive finite number",
-                  "width is " + (std::isnan(width) ? std::string("NaN") : fmt(width)) + ".");
+                  "width is " + (std::isnan(width) ? std::string("NaN") : float8_text(width)) + ".");
     p.width = width;
   } else {
     p.width = box.diagonal() / nbuckets;
@@ -184,7 +180,7 @@ SdhParams make_sdh_params(int nbuckets, double width, bool explicit_width, const
   if (!normal_in(p.inv_width, prec))
     throw Error(ErrorCode::InvalidParameter,
                 std::string("bucket width out of range for ") + prec_name(prec) + " precision",
-                "The reciprocal of the bucket width " + fmt(p.width) + " is not a normal " +
+                "The reciprocal of the bucket width " + float8_text(p.width) + " is not a normal " +
                     prec_name(prec) + " number.",
                 p.inv_width > 1 ? larger : "Use a smaller width.");
   check_square("bucket width", p.width, prec, larger, "Use a smaller width.");

@@ -11,6 +11,10 @@
 
 namespace gpu2bs {
 
+// A float8 as PostgreSQL prints it: the shortest decimal form that reads back as the same
+// double (messages of the validation errors).
+std::string float8_text(double v);
+
 class PairFilter;
 class PairStage;
 struct PairReduce;

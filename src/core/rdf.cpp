@@ -17,17 +17,6 @@ namespace gpu2bs {
 
 namespace {
 
-// A float8 as text for messages: the shortest decimal form that reads back as the same double.
-std::string num(double v) {
-  if (std::isinf(v)) return v > 0 ? "Infinity" : "-Infinity";
-  char buf[32];
-  for (int prec = 1; prec <= 17; ++prec) {
-    snprintf(buf, sizeof buf, "%.*g", prec, v);
-    if (strtod(buf, nullptr) == v) break;
-  }
-  return buf;
-}
-
 // Unit of the working precision's last place relative to a magnitude (2^-23 or 2^-52).
 double rel_ulp(Precision prec) { return prec == Precision::Float32 ? 0x1p-23 : 0x1p-52; }
 
@@ -41,7 +30,7 @@ double cut2_of(double r_max) { return r_max * r_max * (1.0 + 0x1p-10); }
 void check_rdf_args(int nbuckets, double r_max, Precision prec) {
   if (!std::isfinite(r_max) || r_max <= 0)
     throw Error(ErrorCode::InvalidParameter, "r_max must be a positive finite number",
-                "r_max is " + (std::isnan(r_max) ? std::string("NaN") : num(r_max)) + ".");
+                "r_max is " + (std::isnan(r_max) ? std::string("NaN") : float8_text(r_max)) + ".");
   if (nbuckets < 1 || nbuckets > kMaxBuckets)
     throw Error(ErrorCode::InvalidParameter,
                 "nbuckets must be between 1 and " + std::to_string(kMaxBuckets),
@@ -53,7 +42,7 @@ void check_rdf_args(int nbuckets, double r_max, Precision prec) {
     throw Error(ErrorCode::InvalidParameter,
                 std::string("r_max out of range for ") +
                     (prec == Precision::Float32 ? "float4" : "float8") + " precision",
-                "The square of r_max " + num(r_max) + " overflows the precision.",
+                "The square of r_max " + float8_text(r_max) + " overflows the precision.",
                 prec == Precision::Float32 ? "Set gpu2bs.precision = float8, or rescale the coordinates."
                                            : "Rescale the coordinates.");
 }
@@ -85,14 +74,14 @@ RdfProblem make_rdf(const PointsView& a, const PointsView* b, int nbuckets, doub
     if (!std::isfinite(L) || L < 0)
       throw Error(ErrorCode::InvalidParameter,
                   "box lengths must be 0, NULL or positive finite numbers",
-                  "box element " + std::to_string(k + 1) + " is " + num(L) + ".");
+                  "box element " + std::to_string(k + 1) + " is " + float8_text(L) + ".");
     p.box[k] = L;
     if (L > 0) shortest = std::min(shortest, L);
   }
   if (r_max > shortest / 2)
     throw Error(ErrorCode::InvalidParameter,
                 "r_max must be at most half the shortest periodic box length",
-                "r_max is " + num(r_max) + ", the shortest periodic length is " + num(shortest) + ".",
+                "r_max is " + float8_text(r_max) + ", the shortest periodic length is " + float8_text(shortest) + ".",
                 "Minimum-image distances are defined up to half a periodic length.");
   p.bounds = compute_bounds(p.a, p.self ? nullptr : &p.b);
   check_range(p.bounds, prec);

@@ -28,16 +28,6 @@ using namespace gpu2bs::pg;
 
 namespace {
 
-// The points of one relation read as an engine view.
-PointsView view_of_points(const RelPoints& r) {
-  PointsView v;
-  v.dims = r.dims;
-  v.n = size_t(r.n);
-  v.name = r.relname;
-  for (int k = 0; k < r.dims; ++k) v.coord[k] = r.coord[k];
-  return v;
-}
-
 // The box argument as lengths (0 for a NULL element: not periodic); a multi-dimensional array is
 // 22023.
 std::vector<double> box_lengths(ArrayType* arr) {
@@ -83,8 +73,8 @@ GPU2BS_FUNCTION(gpu2bs_rdf) {
   args.keyless = true;
   SimjoinInput in;
   simjoin_read(args, &in);
-  const PointsView va = view_of_points(in.rels[0]);
-  const PointsView vb = self ? va : view_of_points(in.rels[1]);
+  const PointsView va = points_view(in.rels[0]);
+  const PointsView vb = self ? va : points_view(in.rels[1]);
   if (!self && in.rels[0].srid_seen && in.rels[1].srid_seen && in.rels[0].srid != in.rels[1].srid)
     throw Error(ErrorCode::InvalidParameter, "relations have different SRIDs",
                 std::string(in.rels[0].relname) + " has SRID " + std::to_string(in.rels[0].srid) +

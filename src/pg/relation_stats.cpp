@@ -19,16 +19,6 @@ using namespace gpu2bs::pg;
 
 namespace {
 
-// The points read from a relation as an engine view.
-PointsView view_of_rel(const RelPoints& r) {
-  PointsView v;
-  v.dims = r.dims;
-  v.n = size_t(r.n);
-  v.name = r.relname;
-  for (int k = 0; k < r.dims; ++k) v.coord[k] = r.coord[k];
-  return v;
-}
-
 // Frees the points' memory context.
 void drop_points(SimjoinInput* in) {
   MemoryContext ctx = in->ctx;
@@ -48,7 +38,7 @@ Datum sdh_relation(FunctionCallInfo fcinfo, Oid relid, int32 nbuckets, ArrayType
     drop_points(&in);
     PG_RETURN_NULL();
   }
-  const SdhProblem prob = make_sdh(view_of_rel(in.rels[0]), nbuckets, width, explicit_width, prec);
+  const SdhProblem prob = make_sdh(points_view(in.rels[0]), nbuckets, width, explicit_width, prec);
   std::string reason;
   Engine* eng = choose_engine(&reason);
   PgControl ctl;
@@ -101,7 +91,7 @@ GPU2BS_FUNCTION(gpu2bs_pair_count_rel) {
     drop_points(&in);
     PG_RETURN_NULL();
   }
-  const PairCountProblem prob = make_pair_count(view_of_rel(in.rels[0]), r, prec);
+  const PairCountProblem prob = make_pair_count(points_view(in.rels[0]), r, prec);
   std::string reason;
   Engine* eng = choose_engine(&reason);
   PgControl ctl;

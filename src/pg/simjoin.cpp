@@ -524,15 +524,6 @@ void read_points(SPIPlanPtr plan, MemoryContext ctx, RelPoints* out) {
   report_bad_row(recv, out);
 }
 
-PointsView view_of(const RelPoints& r) {
-  PointsView v;
-  v.dims = r.dims;
-  v.n = size_t(r.n);
-  v.name = r.relname;
-  for (int k = 0; k < r.dims; ++k) v.coord[k] = r.coord[k];
-  return v;
-}
-
 }  // namespace
 
 namespace gpu2bs {
@@ -630,8 +621,8 @@ void read_coordinates(Oid relid, ArrayType* coords, SimjoinInput* in) {
 SimjoinPrepared simjoin_prepare(const SimjoinArgs& a, SimjoinInput* in) {
   const int nrel = a.nrel;
   const RelPoints* rels = in->rels;
-  const PointsView va = view_of(rels[0]);
-  const PointsView vb = nrel == 2 ? view_of(rels[1]) : va;
+  const PointsView va = points_view(rels[0]);
+  const PointsView vb = nrel == 2 ? points_view(rels[1]) : va;
   if (nrel == 2 && rels[0].srid_seen && rels[1].srid_seen && rels[0].srid != rels[1].srid)
     throw Error(ErrorCode::InvalidParameter, "relations have different SRIDs",
                 std::string(rels[0].relname) + " has SRID " + std::to_string(rels[0].srid) + ", " +

@@ -36,6 +36,16 @@ struct RelPoints {
   double* coord[kMaxDims];
 };
 
+// The points read from a relation as an engine view (no copy).
+inline PointsView points_view(const RelPoints& r) {
+  PointsView v;
+  v.dims = r.dims;
+  v.n = size_t(r.n);
+  v.name = r.relname;
+  for (int k = 0; k < r.dims; ++k) v.coord[k] = r.coord[k];
+  return v;
+}
+
 // gpu_simjoin's arguments: relation(s), eps, optional coordinate and key column names.
 struct SimjoinArgs {
   int nrel = 1;
