@@ -2,8 +2,7 @@
 # when nvcc is found (set NVCC= to build CPU-only).
 EXTENSION   = gpu2bs
 MODULE_big  = gpu2bs
-DATA        = sql/gpu2bs--0.1.sql sql/gpu2bs--0.2.sql sql/gpu2bs--0.3.sql sql/gpu2bs--0.4.sql sql/gpu2bs--0.1--0.2.sql \
-              sql/gpu2bs--0.2--0.3.sql sql/gpu2bs--0.3--0.4.sql
+DATA        = $(sort $(wildcard sql/gpu2bs--*.sql))
 PGFILEDESC  = "gpu2bs - two-body statistics on the GPU or every CPU core"
 
 REGRESS      = setup sdh pair_count relation_forms simjoin errors parallel precision privileges customscan customscan_shapes pushdown cancel literals boundary postgis pairwise resolve pair_expressions dbscan dbscan_postgis planner_join planner_join_postgis admission rdf

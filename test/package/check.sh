@@ -19,7 +19,7 @@ deb=$(ls build/deb/postgresql-15-gpu2bs_*_*.deb 2>/dev/null | head -1)
 contents=$(dpkg-deb -c "$deb" | awk '{print $6}')
 missing=()
 for f in usr/lib/postgresql/15/lib/gpu2bs.so usr/share/postgresql/15/extension/gpu2bs.control \
-         $(sed -nE 's/^DATA *= *//p' Makefile | tr ' ' '\n' | sed -nE 's|^sql/(.*)|usr/share/postgresql/15/extension/\1|p') \
+         $(ls sql/gpu2bs--*.sql | sed -E 's|^sql/|usr/share/postgresql/15/extension/|') \
          usr/share/doc/postgresql-15-gpu2bs/copyright; do
   grep -qx "\./$f" <<<"$contents" || missing+=("$f")
 done
@@ -30,6 +30,6 @@ else
 fi
 x=$(mktemp -d); dpkg-deb -x "$deb" "$x"
 python3 test/package/check_symbols.py "$x/usr/lib/postgresql/15/lib/gpu2bs.so" \
-  $(sed -nE 's/^DATA *= *//p' Makefile | tr ' ' '\n' | grep -E '^sql/')
+  sql/gpu2bs--*.sql
 rm -rf "$x"
 exit 0
