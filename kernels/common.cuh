@@ -163,6 +163,28 @@ void upload_bytes(Call& call, void* dev, const void* host, size_t bytes);
 // transfer time.
 void download(Call& call, void* host, const void* dev, size_t bytes);
 
+// ---- device helpers --------------------------------------------------------------------------
+
+// Four consecutive values of a shared-memory row (16-byte aligned) with vector loads (float4, or
+// two double2).
+template <typename T>
+__device__ __forceinline__ void load4(const T* p, T out[4]) {
+  if constexpr (sizeof(T) == 4) {
+    const float4 v = *reinterpret_cast<const float4*>(p);
+    out[0] = v.x;
+    out[1] = v.y;
+    out[2] = v.z;
+    out[3] = v.w;
+  } else {
+    const double2 v0 = *reinterpret_cast<const double2*>(p);
+    const double2 v1 = *reinterpret_cast<const double2*>(p + 2);
+    out[0] = v0.x;
+    out[1] = v0.y;
+    out[2] = v1.x;
+    out[3] = v1.y;
+  }
+}
+
 // ---- families (one .cu or folder each) ---------------------------------------------------------------------
 
 std::vector<uint64_t> sdh(const SdhProblem& p, Control& ctl);

@@ -489,25 +489,6 @@ __device__ __forceinline__ unsigned warp_sum(unsigned v) {
 #endif
 }
 
-// Four consecutive staged values (16-byte aligned) with vector loads.
-template <typename T>
-__device__ __forceinline__ void stage_load4(const T* p, T out[4]) {
-  if constexpr (sizeof(T) == 4) {
-    const float4 v = *reinterpret_cast<const float4*>(p);
-    out[0] = v.x;
-    out[1] = v.y;
-    out[2] = v.z;
-    out[3] = v.w;
-  } else {
-    const double2 v0 = *reinterpret_cast<const double2*>(p);
-    const double2 v1 = *reinterpret_cast<const double2*>(p + 2);
-    out[0] = v0.x;
-    out[1] = v0.y;
-    out[2] = v1.x;
-    out[3] = v1.y;
-  }
-}
-
 // The lane's pairs with the q4 staged points (SoA, 32 per coordinate, NaN past the real ones):
 // MODE 1 / 2 count d2 >= t1 (and d2 >= t2), MODE 0 counts d2 <= t1 (the pair count).
 template <typename T, int D, int MODE>
@@ -518,7 +499,7 @@ __device__ __forceinline__ void staged_pairs(const T* stg, int q4, const T (&a)[
 #pragma unroll
     for (int k = 0; k < D; ++k) {
       T v[4];
-      stage_load4<T>(stg + k * 32 + j, v);
+      load4<T>(stg + k * 32 + j, v);
 #pragma unroll
       for (int u = 0; u < 4; ++u) q[u][k] = v[u];
     }

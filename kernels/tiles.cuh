@@ -59,25 +59,6 @@ __device__ inline void tile_item_to_pair(long long t, long long M, long long* a,
   *b = r + (t - tile_row_start(r, M));
 }
 
-// Four consecutive values of a shared-memory row (16-byte aligned) with vector loads.
-template <typename T>
-__device__ __forceinline__ void load4(const T* p, T out[4]) {
-  if constexpr (sizeof(T) == 4) {
-    const float4 v = *reinterpret_cast<const float4*>(p);
-    out[0] = v.x;
-    out[1] = v.y;
-    out[2] = v.z;
-    out[3] = v.w;
-  } else {
-    const double2 v0 = *reinterpret_cast<const double2*>(p);
-    const double2 v1 = *reinterpret_cast<const double2*>(p + 2);
-    out[0] = v0.x;
-    out[1] = v0.y;
-    out[2] = v1.x;
-    out[3] = v1.y;
-  }
-}
-
 // Default batch interface of an output stage: `pairs(d2[N])` handles N pairs of one thread at
 // once (an Op may override it to order its shared-memory traffic: first every load of the
 // batch, then every update).

@@ -161,6 +161,51 @@ constexpr size_t knn_smem_bytes() {
          sizeof(int) * kBM;
 }
 
+// Offers the keys of one staged tile (ks: BM rows of BN + 1 floats, candidates col0 + c below
+// c_end) to the shared lists of the block's rows [row0, row0 + BM) of the chunk (na rows): each
+// of the 8 warps takes BM / 8 rows, a row's pair with itself skipped when `self`.
+template <int CAP, int BM, int BN>
+__device__ __forceinline__ void offer_tile(const float* ks, KnnEntry* lists, int* lens, size_t row0,
+                                           size_t na, const uint32_t* __restrict__ row_id,
+                                           size_t row_base, size_t col0, size_t c_end, bool self,
+                                           int kk, int warp, int lane) {
+  for (int rr = 0; rr < BM / 8; ++rr) {
+    const int r = warp * (BM / 8) + rr;
+    const size_t lr = row0 + size_t(r);
+    if (lr >= na) break;  // warp-uniform
+    const size_t gi = row_id ? size_t(row_id[lr]) : row_base + lr;
+    KnnEntry* L = lists + r * CAP;
+    int len = lens[r];
+#pragma unroll
+    for (int h = 0; h < BN / 32; ++h) {
+      const int c = lane + 32 * h;
+      const size_t j = col0 + size_t(c);
+      const bool ok = j < c_end && !(self && j == gi);
+      len = warp_offer<CAP>(L, len, kk, ks[r * (BN + 1) + c], uint32_t(j), ok);
+    }
+    if (lane == 0) lens[r] = len;
+    __syncwarp();
+  }
+}
+
+// Stores the shared lists of the block's rows [row0, row0 + BM) (chunk of na rows) to
+// out[(r * splits + split) * CAP ...] with their lengths in out_len[r * splits + split].
+template <int CAP, int BM>
+__device__ __forceinline__ void store_lists(const KnnEntry* lists, const int* lens, size_t row0,
+                                            size_t na, int splits, int split,
+                                            KnnEntry* __restrict__ out,
+                                            uint32_t* __restrict__ out_len, int warp, int lane) {
+  for (int rr = 0; rr < BM / 8; ++rr) {
+    const int r = warp * (BM / 8) + rr;
+    const size_t lr = row0 + size_t(r);
+    if (lr >= na) break;
+    const size_t slot = lr * size_t(splits) + size_t(split);
+    const int len = lens[r];
+    for (int e = lane; e < len; e += 32) out[slot * CAP + size_t(e)] = lists[r * CAP + e];
+    if (lane == 0) out_len[slot] = uint32_t(len);
+  }
+}
+
 // kNN over a chunk of `na` rows of A (global row index row_base + r, or row_id[r]) against
 // columns [split * cols_per_split, ...) of B. Writes each row's sorted list to
 // out[(r * splits + split) * CAP ...] and its length to out_len[r * splits + split].
@@ -189,35 +234,11 @@ __global__ void __launch_bounds__(kThreads)
 #pragma unroll
       for (int c = 0; c < 4; ++c) ks[(ty * 4 + r) * (kBN + 1) + tx * 4 + c] = pw_key<M>(acc[r][c]);
     __syncthreads();
-    for (int rr = 0; rr < kBM / 8; ++rr) {
-      const int r = warp * (kBM / 8) + rr;
-      const size_t lr = row0 + size_t(r);
-      if (lr >= na) break;  // warp-uniform
-      const size_t gi = row_id ? size_t(row_id[lr]) : row_base + lr;
-      KnnEntry* L = lists + r * CAP;
-      int len = lens[r];
-#pragma unroll
-      for (int h = 0; h < 2; ++h) {
-        const int c = lane + 32 * h;
-        const size_t j = col0 + size_t(c);
-        const bool ok = j < c_end && !(self && j == gi);
-        len = warp_offer<CAP>(L, len, kk, ks[r * (kBN + 1) + c], uint32_t(j), ok);
-      }
-      if (lane == 0) lens[r] = len;
-      __syncwarp();
-    }
+    offer_tile<CAP, kBM, kBN>(ks, lists, lens, row0, na, row_id, row_base, col0, c_end, self, kk, warp, lane);
     // The next tile_acc starts with __syncthreads: ks is rewritten only after every warp is done.
   }
   __syncthreads();
-  for (int rr = 0; rr < kBM / 8; ++rr) {
-    const int r = warp * (kBM / 8) + rr;
-    const size_t lr = row0 + size_t(r);
-    if (lr >= na) break;
-    const size_t slot = lr * size_t(splits) + size_t(split);
-    const int len = lens[r];
-    for (int e = lane; e < len; e += 32) out[slot * CAP + size_t(e)] = lists[r * CAP + e];
-    if (lane == 0) out_len[slot] = uint32_t(len);
-  }
+  store_lists<CAP, kBM>(lists, lens, row0, na, splits, split, out, out_len, warp, lane);
 }
 
 // ---- kNN, register-blocked (SGEMM-class) kernel -----------------------------------------------
@@ -371,34 +392,10 @@ __global__ void __launch_bounds__(kWThreads, 2)
   for (size_t col0 = c_begin; col0 < c_end; col0 += kWN) {
     wide_tile<M, VEC>(A, na, B, c_end, d, p, row0, col0, smem_raw);
     __syncthreads();
-    for (int rr = 0; rr < kWM / 8; ++rr) {
-      const int r = warp * (kWM / 8) + rr;
-      const size_t lr = row0 + size_t(r);
-      if (lr >= na) break;  // warp-uniform
-      const size_t gi = row_id ? size_t(row_id[lr]) : row_base + lr;
-      KnnEntry* L = lists + r * CAP;
-      int len = lens[r];
-#pragma unroll
-      for (int h = 0; h < kWN / 32; ++h) {
-        const int c = lane + 32 * h;
-        const size_t j = col0 + size_t(c);
-        const bool ok = j < c_end && !(self && j == gi);
-        len = warp_offer<CAP>(L, len, kk, ks[r * (kWN + 1) + c], uint32_t(j), ok);
-      }
-      if (lane == 0) lens[r] = len;
-      __syncwarp();
-    }
+    offer_tile<CAP, kWM, kWN>(ks, lists, lens, row0, na, row_id, row_base, col0, c_end, self, kk, warp, lane);
   }
   __syncthreads();
-  for (int rr = 0; rr < kWM / 8; ++rr) {
-    const int r = warp * (kWM / 8) + rr;
-    const size_t lr = row0 + size_t(r);
-    if (lr >= na) break;
-    const size_t slot = lr * size_t(splits) + size_t(split);
-    const int len = lens[r];
-    for (int e = lane; e < len; e += 32) out[slot * CAP + size_t(e)] = lists[r * CAP + e];
-    if (lane == 0) out_len[slot] = uint32_t(len);
-  }
+  store_lists<CAP, kWM>(lists, lens, row0, na, splits, split, out, out_len, warp, lane);
 }
 
 // Merges the keys of the staged tile (ks) into the global lists of 128 rows [s0, s0 + 128) of
