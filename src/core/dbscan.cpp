@@ -283,8 +283,12 @@ class ClusterSink final : public PairSink {
 
 // ---- DBSCAN over the grid index on the host's cores (the CPU engine's dbscan_components) -----
 
-// Points per work item of the grid passes: a run of one cell's points in cell order.
+// Points per work item of the grid passes: a run of one cell's points in cell order, at most
+// kGridItemPoints, fewer where the cell's candidate rows are long (dense data), so that an item
+// evaluates at most about kGridItemPairs pairs and query cancel, polled between items, is
+// noticed within milliseconds also when all points share one cell.
 constexpr size_t kGridItemPoints = 256;
+constexpr size_t kGridItemPairs = size_t(1) << 22;
 
 // Pairs with d2 <= eps2 between point i of `a` and the points [j0, j1) of `a`, by the CPU
 // engine's vectorized pair count (cpu_kernels.h: the arithmetic of arith.h).
@@ -336,17 +340,12 @@ void grid_dbscan(const SimjoinProblem& p, const int64_t* keys, int64_t minpoints
   struct Item {
     uint32_t cell, begin, end;
   };
-  std::vector<Item> items;
-  for (size_t c = 0; c < grid.num_cells(); ++c)
-    for (size_t b = grid.cell_begin(c); b < grid.cell_end(c); b += kGridItemPoints)
-      items.push_back(Item{uint32_t(c), uint32_t(b),
-                           uint32_t(std::min(grid.cell_end(c), b + kGridItemPoints))});
   const std::vector<int> rows = neighbour_offsets(D - 1, false);  // 3^(d-1) offsets of d-1 axes
   const size_t nrows = rows.size() / size_t(D - 1);
   constexpr size_t kMaxRows = 243;  // 3^5
-  // The candidate rows of item `it`: sorted positions [rb[r], re[r]).
-  auto rows_of = [&](const Item& it, size_t* rb, size_t* re) {
-    const int64_t* cc = grid.cell_coord(it.cell);
+  // The candidate rows of cell `cell`: sorted positions [rb[r], re[r]).
+  auto cell_rows = [&](size_t cell, size_t* rb, size_t* re) {
+    const int64_t* cc = grid.cell_coord(cell);
     for (size_t r = 0; r < nrows; ++r) {
       int64_t key[kMaxDims] = {};
       for (int k = 0; k < D - 1; ++k) key[k] = cc[k] + rows[r * size_t(D - 1) + size_t(k)];
@@ -354,6 +353,16 @@ void grid_dbscan(const SimjoinProblem& p, const int64_t* keys, int64_t minpoints
       grid.row_range(key, &rb[r], &re[r]);
     }
   };
+  auto rows_of = [&](const Item& it, size_t* rb, size_t* re) { cell_rows(it.cell, rb, re); };
+  std::vector<Item> items;
+  for (size_t c = 0; c < grid.num_cells(); ++c) {
+    size_t rb[kMaxRows], re[kMaxRows], cand = 0;
+    cell_rows(c, rb, re);
+    for (size_t r = 0; r < nrows; ++r) cand += re[r] > rb[r] ? re[r] - rb[r] : 0;
+    const size_t step = std::clamp<size_t>(kGridItemPairs / std::max<size_t>(cand, 1), 1, kGridItemPoints);
+    for (size_t b = grid.cell_begin(c); b < grid.cell_end(c); b += step)
+      items.push_back(Item{uint32_t(c), uint32_t(b), uint32_t(std::min(grid.cell_end(c), b + step))});
+  }
   const auto t_passes = Clock::now();
   ctl.stats.prepare_s += std::chrono::duration<double>(t_passes - t_prep).count();
   // Pass 1: neighbour counts (itself included) -> core flags; pairs within eps.
