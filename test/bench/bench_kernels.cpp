@@ -9,7 +9,7 @@
 //   bench_kernels paths            pair count: tiles vs grid; join: pool size
 //   bench_kernels configs          tile kernels: threads per block x register points
 //   bench_kernels tiles            tile kernel figures at N = 1,048,576 (3-D uniform, kernel
-//                                  time; "issue4" is the same mode):
+//                                  time):
 //                                  SDH 10..50000 buckets, SDH and all-pairs count launch
 //                                  variants (fast / exact SDH, carry / FSETP count), float64
 //   bench_kernels joinlb [runs]    similarity join load balancing: the load-imbalance
@@ -305,8 +305,8 @@ void bench_configs(Engine* gpu, int runs) {
   forced().tile_variant = 0;
 }
 
-// Issue 4: the figures of the goal at N = 2^20, kernel-only pairs/s (median of `runs`).
-void bench_issue4(Engine* gpu, int runs) {
+// The tile kernels' figures at N = 2^20, kernel-only pairs/s (median of `runs`).
+void bench_tiles(Engine* gpu, int runs) {
   const size_t n = 1048576;
   auto pts = ref::uniform(n, 3, 5);
   const double all = double(n) * double(n - 1) / 2;
@@ -414,7 +414,7 @@ void bench_issue4(Engine* gpu, int runs) {
   }
 }
 
-// ---- issue 5: similarity join load balancing ------------------------------------------------
+// ---- similarity join load balancing ------------------------------------------------------------
 
 const char* balance_name(JoinBalance b) {
   return b == JoinBalance::WorkQueue ? "workqueue" : b == JoinBalance::Cell ? "cell" : "sortbywl";
@@ -591,7 +591,7 @@ void reset_peak_rss() {
   f << "5";
 }
 
-// Issue 5: batched, overlapped join output vs the serial drain at ~1e8 and ~1e9 result pairs.
+// Batched, overlapped join output vs the serial drain at ~1e8 and ~1e9 result pairs.
 void bench_batch(Engine* gpu, int runs, const std::vector<double>& targets) {
   const size_t n = 2000000;
   auto pts = ref::uniform(n, 3, 7);
@@ -707,8 +707,8 @@ int main(int argc, char** argv) {
       bench_privatization(gpu, argc > 3 ? size_t(atof(argv[3])) : 100000, runs);
     } else if (mode == "configs") {
       bench_configs(gpu, runs);
-    } else if (mode == "tiles" || mode == "issue4") {
-      bench_issue4(gpu, runs);
+    } else if (mode == "tiles") {
+      bench_tiles(gpu, runs);
     } else if (mode == "paths") {
       bench_paths(gpu, runs);
     } else if (mode == "joinlb") {

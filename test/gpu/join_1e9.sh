@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 5 acceptance run: a similarity self-join whose result is ~1e9 pairs, through SQL, with
+# A similarity self-join whose result is ~1e9 pairs, through SQL, with
 # device and host memory bounded by settings (gpu2bs.gpu_memory_limit, work_mem).
 #
 # Runs on the GPU machine (device tool) from the repository root, with .device carried (the

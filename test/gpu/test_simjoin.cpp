@@ -303,7 +303,7 @@ TEST(JoinBalance, RejectsOtherLaneCountsAndAutoRule) {
   }
 }
 
-// ---- batched join output (issue 5) ------------------------------------------------------------
+// ---- batched join output ----------------------------------------------------------------------
 
 // Restores the batched join's forced paths when a test ends (also after a failed assertion).
 struct JoinHooks {

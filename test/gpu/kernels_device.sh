@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
-# Issue 4 device batch (run from the repository root on the GPU machine, binaries carried in
+# Tile-kernel device batch (run from the repository root on the GPU machine, binaries carried in
 # test/gpu/build, built here with make -C test/gpu all bench): test_gpu, memcheck of the small
-# every-path test, the issue-4 benchmark with the SM clock sampled, SASS loop mix of the objects.
-#   OUT=... bash test/gpu/issue4_device.sh [bench modes...]     (default: issue4)
+# every-path test, bench_kernels modes with the SM clock sampled, SASS loop mix of the objects.
+#   OUT=... bash test/gpu/kernels_device.sh [bench modes...]     (default: tiles)
 set -u
 OUT=${OUT:-test/gpu/build/out}
 mkdir -p "$OUT"
@@ -22,7 +22,7 @@ if [ "${SANITIZE:-1}" = 1 ] && [ -n "$CS" ]; then
     --gtest_filter='Sanitizer.*' > "$OUT/memcheck.log" 2>&1
   echo "memcheck rc=$?"; tail -3 "$OUT/memcheck.log"
 fi
-for mode in "${@:-issue4}"; do
+for mode in "${@:-tiles}"; do
   echo "=== bench $mode $(date +%T)"
   nvidia-smi --query-gpu=timestamp,clocks.sm,power.draw,temperature.gpu --format=csv,noheader -lms 1000 > "$OUT/clocks_$mode.csv" 2>&1 &
   SMI=$!
