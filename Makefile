@@ -49,6 +49,9 @@ PG_CONFIG ?= pg_config
 PGXS := $(shell $(PG_CONFIG) --pgxs)
 include $(PGXS)
 
+# The version is compiled into info.o: rebuilt when the control file changes.
+src/pg/info.o: gpu2bs.control
+
 # AVX2+FMA variant of the CPU kernels, chosen at run time.
 src/core/cpu_kernels_avx2.o src/core/pairwise_cpu_avx2.o src/core/pair_expr_cpu_avx2.o src/core/rdf_cpu_avx2.o: override CXXFLAGS += $(CORE_AVX2_FLAGS)
 src/core/cpu_kernels_generic.o src/core/pairwise_cpu_generic.o src/core/pair_expr_cpu_generic.o src/core/rdf_cpu_generic.o: override CXXFLAGS += $(CORE_GENERIC_FLAGS)

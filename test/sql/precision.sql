@@ -85,7 +85,10 @@ SELECT * FROM gpu_simjoin('tri', 2.5) ORDER BY id1, id2;
 RESET gpu2bs.precision;
 
 -- gpu2bs_info(): the engine-independent rows, and the last function run in this session
-SELECT name, value FROM gpu2bs_info() WHERE name IN ('version', 'precision', 'last_function') ORDER BY name;
+SELECT name, value FROM gpu2bs_info() WHERE name IN ('precision', 'last_function') ORDER BY name;
+-- the library's version is the installed extension's (default_version of gpu2bs.control)
+SELECT value = (SELECT extversion FROM pg_extension WHERE extname = 'gpu2bs') AS library_matches_extension
+FROM gpu2bs_info() WHERE name = 'version';
 SELECT count(*) AS n FROM gpu2bs_info() WHERE name IN ('engine', 'engine_reason', 'cpu_threads');
 SELECT gpu_pair_count(x, y, z, 1) FROM pts3;
 SELECT value FROM gpu2bs_info() WHERE name = 'last_function';
