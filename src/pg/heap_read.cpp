@@ -10,11 +10,13 @@ extern "C" {
 #include "access/htup_details.h"
 #include "access/relation.h"
 #include "access/tableam.h"
+#include "catalog/objectaccess.h"
 #include "catalog/pg_class.h"
 #include "catalog/pg_inherits.h"
 #include "catalog/pg_type.h"
 #include "executor/executor.h"
 #include "executor/tuptable.h"
+#include "parser/parse_coerce.h"
 #include "pgstat.h"
 #include "storage/bufmgr.h"
 #include "utils/acl.h"
@@ -104,11 +106,22 @@ int fixed_offset(TupleDesc td, AttrNumber attno) {
   return -1;
 }
 
+// Whether the calling user may execute PostgreSQL's cast from a column of type `typid` (domains
+// resolved) to `target`, as the SQL query's cast expression requires (none needed: true).
+bool may_cast(Oid typid, Oid target) {
+  const Oid base = getBaseType(typid);
+  if (base == target) return true;
+  Oid funcid = InvalidOid;
+  if (find_coercion_pathway(target, base, COERCION_EXPLICIT, &funcid) != COERCION_PATH_FUNC) return false;
+  return pg_proc_aclcheck(funcid, GetUserId(), ACL_EXECUTE) == ACLCHECK_OK;
+}
+
 }  // namespace
 
 bool direct_read_eligible(Relation rel, AttrNumber key, const AttrNumber* cols, int dims, RelPoints* out) {
   out->direct = false;
-  if (!direct_scan_setting || ExecutorCheckPerms_hook != nullptr) return false;
+  // Hooks may refuse what the SQL query does (permission checks, name lookups, function calls).
+  if (!direct_scan_setting || ExecutorCheckPerms_hook != nullptr || object_access_hook != nullptr) return false;
   const char kind = rel->rd_rel->relkind;
   if (kind != RELKIND_RELATION && !(kind == RELKIND_MATVIEW && RelationIsPopulated(rel))) return false;
   if (rel->rd_tableam != GetHeapamTableAmRoutine() || RELATION_IS_OTHER_TEMP(rel)) return false;
@@ -119,19 +132,22 @@ bool direct_read_eligible(Relation rel, AttrNumber key, const AttrNumber* cols, 
   TupleDesc td = RelationGetDescr(rel);
   if (!out->keyless) {
     const ValKind k = val_kind(TupleDescAttr(td, key - 1)->atttypid);
-    if (k != VK_I2 && k != VK_I4 && k != VK_I8) return false;
+    if ((k != VK_I2 && k != VK_I4 && k != VK_I8) || !may_cast(TupleDescAttr(td, key - 1)->atttypid, INT8OID))
+      return false;
     out->key_att = key;
     out->key_kind = k;
   }
   for (int d = 0; d < dims; ++d) {
     const ValKind k = val_kind(TupleDescAttr(td, cols[d] - 1)->atttypid);
-    if (k == VK_OTHER) return false;
+    if (k == VK_OTHER || !may_cast(TupleDescAttr(td, cols[d] - 1)->atttypid, FLOAT8OID)) return false;
     out->col_att[d] = cols[d];
     out->col_kind[d] = k;
   }
-  // The SELECT needs SELECT on the table or on every column it reads; without it the SPI path
-  // raises the executor's own error.
+  // The SELECT names the relation schema-qualified (USAGE on the schema) and needs SELECT on
+  // the table or on every column it reads; without them the SPI path raises the query's own
+  // error.
   const Oid user = GetUserId();
+  if (pg_namespace_aclcheck(RelationGetNamespace(rel), user, ACL_USAGE) != ACLCHECK_OK) return false;
   if (pg_class_aclcheck(relid, user, ACL_SELECT) != ACLCHECK_OK) {
     if (!out->keyless && pg_attribute_aclcheck(relid, key, user, ACL_SELECT) != ACLCHECK_OK) return false;
     for (int d = 0; d < dims; ++d)
