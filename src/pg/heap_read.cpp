@@ -181,11 +181,25 @@ void direct_read_points(RelPoints* out, MemoryContext ctx, DirectBadRow* bad) {
   TableScanDesc scan = table_beginscan_strat(rel, GetActiveSnapshot(), 0, nullptr, true, false);
   HeapScanDesc hs = (HeapScanDesc)scan;
   const uint8 key_kind = out->key_kind;
+  uint8 col_kind[kMaxDims];
+  int col_idx[kMaxDims];  // 0-based attribute index of each coordinate
+  for (int d = 0; d < dims; ++d) {
+    col_kind[d] = out->col_kind[d];
+    col_idx[d] = out->col_att[d] - 1;
+  }
+  const int key_idx = out->key_att - 1;
+  // The arrays and row count in locals (stores through them cannot change them), written back
+  // around every growth and at the end.
+  int64 n = out->n, cap = out->cap;
+  int64* ids = out->ids;
+  double* coord[kMaxDims];
+  for (int d = 0; d < dims; ++d) coord[d] = out->coord[d];
   for (BlockNumber b = 0; b < hs->rs_nblocks && !bad->bad; ++b) {
     CHECK_FOR_INTERRUPTS();
     heapgetpage(scan, b);  // pins the page, keeps the offsets of the tuples the snapshot sees
     Page page = BufferGetPage(hs->rs_cbuf);
     const int ntup = hs->rs_ntuples;
+    int seen = ntup;  // tuples returned (up to a bad row)
     for (int t = 0; t < ntup; ++t) {
       const OffsetNumber lineoff = hs->rs_vistuples[t];
       ItemId lpp = PageGetItemId(page, lineoff);
@@ -195,7 +209,7 @@ void direct_read_points(RelPoints* out, MemoryContext ctx, DirectBadRow* bad) {
       if (fixed && !(th->t_infomask & HEAP_HASNULL) && HeapTupleHeaderGetNatts(th) >= maxatt) {
         const char* tp = (const char*)th + th->t_hoff;
         if (!keyless) k = raw_int(tp + key_off, key_kind);
-        for (int d = 0; d < dims; ++d) v[d] = raw_double(tp + col_off[d], out->col_kind[d]);
+        for (int d = 0; d < dims; ++d) v[d] = raw_double(tp + col_off[d], col_kind[d]);
       } else {
         tup.t_len = ItemIdGetLength(lpp);
         tup.t_data = th;
@@ -203,34 +217,42 @@ void direct_read_points(RelPoints* out, MemoryContext ctx, DirectBadRow* bad) {
         ExecStoreHeapTuple(&tup, slot, false);
         slot_getsomeattrs(slot, maxatt);
         if (!keyless) {
-          if (slot->tts_isnull[out->key_att - 1]) continue;
-          k = datum_int(slot->tts_values[out->key_att - 1], key_kind);
+          if (slot->tts_isnull[key_idx]) continue;
+          k = datum_int(slot->tts_values[key_idx], key_kind);
         }
         bool null = false;
         for (int d = 0; d < dims && !null; ++d) {
-          null = slot->tts_isnull[out->col_att[d] - 1];
-          if (!null) v[d] = datum_double(slot->tts_values[out->col_att[d] - 1], out->col_kind[d]);
+          null = slot->tts_isnull[col_idx[d]];
+          if (!null) v[d] = datum_double(slot->tts_values[col_idx[d]], col_kind[d]);
         }
         if (null) continue;
       }
-      for (int d = 0; d < dims && !bad->bad; ++d)
-        if (!std::isfinite(v[d])) {
-          bad->bad = true;
-          bad->nan = std::isnan(v[d]);
-          bad->key = k;
-          bad->col = d;
-        }
-      if (bad->bad) {
-        if (pgstat_should_count_relation(rel)) rel->pgstat_info->t_counts.t_tuples_returned += t + 1;
+      bool finite = true;
+      for (int d = 0; d < dims; ++d) finite = finite && std::isfinite(v[d]);
+      if (!finite) {
+        int d = 0;
+        while (std::isfinite(v[d])) ++d;
+        bad->bad = true;
+        bad->nan = std::isnan(v[d]);
+        bad->key = k;
+        bad->col = d;
+        seen = t + 1;
         break;
       }
-      if (out->n == out->cap) grow_points(out, ctx, out->n + 1);
-      if (!keyless) out->ids[out->n] = k;
-      for (int d = 0; d < dims; ++d) out->coord[d][out->n] = v[d];
-      out->n++;
+      if (n == cap) {
+        out->n = n;
+        grow_points(out, ctx, n + 1);
+        cap = out->cap;
+        ids = out->ids;
+        for (int d = 0; d < dims; ++d) coord[d] = out->coord[d];
+      }
+      if (!keyless) ids[n] = k;
+      for (int d = 0; d < dims; ++d) coord[d][n] = v[d];
+      ++n;
     }
-    if (!bad->bad && pgstat_should_count_relation(rel)) rel->pgstat_info->t_counts.t_tuples_returned += ntup;
+    if (pgstat_should_count_relation(rel)) rel->pgstat_info->t_counts.t_tuples_returned += seen;
   }
+  out->n = n;
   ExecClearTuple(slot);
   ExecDropSingleTupleTableSlot(slot);
   table_endscan(scan);
