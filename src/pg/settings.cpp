@@ -260,6 +260,10 @@ PgControl::PgControl() {
 // Cancel, statement timeout and termination requests (read only; processed at the boundary).
 bool PgControl::interrupt_pending() { return QueryCancelPending || ProcDiePending; }
 
+const char* scan_path_name(int path) {
+  return path == SCAN_DIRECT ? "direct" : path == SCAN_SPI ? "spi" : "direct, spi";
+}
+
 void note_scan_path(int path) { pending_scan_path = path; }
 
 void record_run(const std::string& function, const std::string& engine, const RunStats& stats) {
@@ -286,9 +290,7 @@ InfoRows last_run_rows() {
   rows.emplace_back("last_engine", last_run.engine);
   rows.emplace_back("last_scan_ms", ms(last_run.stats.scan_s));
   if (last_run.scan_path != 0)
-    rows.emplace_back("last_scan_path", last_run.scan_path == SCAN_DIRECT ? "direct"
-                                        : last_run.scan_path == SCAN_SPI  ? "spi"
-                                                                          : "direct, spi");
+    rows.emplace_back("last_scan_path", scan_path_name(last_run.scan_path));
   rows.emplace_back("last_prepare_ms", ms(last_run.stats.prepare_s));
   rows.emplace_back("last_transfer_ms", ms(last_run.stats.transfer_s));
   rows.emplace_back("last_kernel_ms", ms(last_run.stats.kernel_s));

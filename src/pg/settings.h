@@ -48,6 +48,8 @@ class PgControl : public Control {
 
 // How a relation form read its relations (gpu2bs_info(): last_scan_path).
 enum ScanPath { SCAN_DIRECT = 1, SCAN_SPI = 2 };
+// "direct", "spi" or "direct, spi" for ScanPath bits `path` (nonzero).
+const char* scan_path_name(int path);
 // Notes how the call's relations were read (ScanPath bits) for the next recorded run.
 void note_scan_path(int path);
 

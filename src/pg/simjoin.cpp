@@ -657,6 +657,7 @@ void simjoin_read(const SimjoinArgs& a, SimjoinInput* in) {
       if (plans[r]) SPI_freeplan(plans[r]);
     SPI_finish();
     note_scan_path(path);
+    in->scan_path = path;
   });
   in->scan_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }

@@ -71,6 +71,7 @@ struct SimjoinInput {
   RelPoints rels[2] = {};
   MemoryContext ctx = nullptr;
   double scan_s = 0;  // time spent reading the relations
+  int scan_path = 0;  // ScanPath bits (settings.h): how the relations were read
 };
 
 // Decodes the arguments of the self-join (nrel = 1) or two-relation form; false when the

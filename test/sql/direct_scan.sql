@@ -121,6 +121,12 @@ RESET gpu2bs.direct_scan;
 CREATE VIEW ds_view AS SELECT id, x, y FROM ds_plain WHERE id <= 500;
 SELECT ds_compare($$SELECT * FROM gpu_simjoin('ds_view', 1.0, id => 'id')$$);
 SELECT ds_compare($$SELECT * FROM gpu_simjoin('ds_plain', 'ds_view', 0.5, id => 'id')$$);
+-- EXPLAIN ANALYZE of the custom scan names the path
+EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF) SELECT count(*) FROM gpu_simjoin('ds_plain', 1.0);
+EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF) SELECT * FROM gpu_simjoin('ds_plain', 'ds_view', 0.5, id => 'id') LIMIT 1;
+SET gpu2bs.direct_scan = off;
+EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF) SELECT count(*) FROM gpu_simjoin('ds_plain', 1.0);
+RESET gpu2bs.direct_scan;
 
 -- inheritance: a parent is read with its children (the SQL query)
 CREATE TABLE ds_parent (id int, x float8, y float8);
