@@ -90,6 +90,26 @@ SELECT ds_compare($$SELECT gpu_pair_count('ds_types', 3.0, '{a,b,c}')$$);
 SELECT (SELECT count(*) FROM gpu_simjoin('ds_types', 3.0, coords => '{b,c}')) AS pairs,
        (SELECT count(*) FROM ds_types s JOIN ds_types t ON s.id < t.id
          WHERE (s.b::float8 - t.b)^2 + (s.c::float8 - t.c)^2 <= 9) AS reference;
+-- domains over float8 and int4, a temporary and an unlogged table, a partition read by itself
+-- (direct) and its partitioned parent (the SQL query)
+CREATE DOMAIN ds_coord AS float8 CHECK (VALUE >= 0);
+CREATE DOMAIN ds_key AS int4;
+CREATE TABLE ds_dom (id ds_key, x ds_coord, y ds_coord);
+INSERT INTO ds_dom SELECT id, x, y FROM ds_plain WHERE id <= 300;
+SELECT ds_compare($$SELECT * FROM gpu_simjoin('ds_dom', 1.0, coords => '{x,y}')$$);
+CREATE TEMP TABLE ds_temp AS SELECT * FROM ds_plain WHERE id <= 300;
+SELECT ds_compare($$SELECT * FROM gpu_simjoin('ds_temp', 1.0)$$);
+CREATE UNLOGGED TABLE ds_unlogged AS SELECT * FROM ds_plain WHERE id <= 300;
+SELECT ds_compare($$SELECT * FROM gpu_simjoin('ds_unlogged', 1.0)$$);
+CREATE TABLE ds_part (id bigint, x float8, y float8) PARTITION BY RANGE (id);
+CREATE TABLE ds_part_lo PARTITION OF ds_part FOR VALUES FROM (1) TO (400);
+CREATE TABLE ds_part_hi PARTITION OF ds_part FOR VALUES FROM (400) TO (100000);
+INSERT INTO ds_part SELECT * FROM ds_plain;
+SELECT ds_compare($$SELECT * FROM gpu_simjoin('ds_part_lo', 1.0)$$);
+SELECT ds_compare($$SELECT * FROM gpu_simjoin('ds_part', 1.0)$$);
+SELECT (SELECT count(*) FROM gpu_simjoin('ds_part', 1.0)) = (SELECT count(*) FROM gpu_simjoin('ds_plain', 1.0)) AS partitioned_equals_plain;
+DROP TABLE ds_dom, ds_temp, ds_unlogged, ds_part;
+DROP DOMAIN ds_coord, ds_key;
 -- numeric coordinates: the SQL query (path spi)
 CREATE TABLE ds_numeric (id int PRIMARY KEY, x numeric, y numeric);
 INSERT INTO ds_numeric SELECT id, x, y FROM ds_plain WHERE id <= 300;
