@@ -118,6 +118,7 @@ bool may_cast(Oid typid, Oid target) {
 
 }  // namespace
 
+// Whether the direct reader gives exactly the SQL query's rows and errors (heap_read.h).
 bool direct_read_eligible(Relation rel, AttrNumber key, const AttrNumber* cols, int dims, RelPoints* out) {
   out->direct = false;
   // Hooks may refuse what the SQL query does (permission checks, name lookups, function calls).
@@ -157,6 +158,7 @@ bool direct_read_eligible(Relation rel, AttrNumber key, const AttrNumber* cols, 
   return true;
 }
 
+// Reads the relation's points from its heap pages (heap_read.h).
 void direct_read_points(RelPoints* out, MemoryContext ctx, DirectBadRow* bad) {
   Relation rel = relation_open(out->relid, NoLock);  // locked by open_locked
   TupleDesc td = RelationGetDescr(rel);

@@ -260,10 +260,12 @@ PgControl::PgControl() {
 // Cancel, statement timeout and termination requests (read only; processed at the boundary).
 bool PgControl::interrupt_pending() { return QueryCancelPending || ProcDiePending; }
 
+// The name of ScanPath bits `path` as gpu2bs_info() and EXPLAIN show it.
 const char* scan_path_name(int path) {
   return path == SCAN_DIRECT ? "direct" : path == SCAN_SPI ? "spi" : "direct, spi";
 }
 
+// Keeps `path` for the next record_run.
 void note_scan_path(int path) { pending_scan_path = path; }
 
 void record_run(const std::string& function, const std::string& engine, const RunStats& stats) {
