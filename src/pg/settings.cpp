@@ -34,6 +34,7 @@ int join_threads_per_point_setting = 0;
 int pairwise_precision_setting = 0;
 int sdh_method_setting = int(SdhMethod::Auto);
 bool enable_join_setting = true;
+bool direct_scan_setting = true;
 
 namespace {
 
@@ -83,8 +84,12 @@ struct LastRun {
   char engine[128];
   RunStats stats;
   TimestampTz at;  // when the run ended
+  int scan_path;   // ScanPath bits of the relations the call read (0: none read by a relation form)
   bool valid;
 } last_run = {};
+
+// ScanPath bits of the relation reads since the last recorded run.
+int pending_scan_path = 0;
 
 // A run in a parallel worker (the whole aggregate below a single-copy Gather, or a sub-plan run
 // by workers) is handed to the leader through a small file in the data directory, named after
@@ -199,6 +204,12 @@ void define_settings() {
                            "similarity join).",
                            "Off: PostgreSQL plans such joins as it does without gpu2bs.",
                            &enable_join_setting, true, PGC_USERSET, 0, nullptr, nullptr, nullptr);
+  DefineCustomBoolVariable("gpu2bs.direct_scan",
+                           "Reads the relations of the relation forms (gpu_simjoin, gpu_sdh(rel), "
+                           "gpu_pair_count(rel), gpu_rdf, gpu_dbscan) straight from the heap pages "
+                           "where that gives exactly the rows of the SQL query.",
+                           "Off: every relation is read by an SQL query through SPI.",
+                           &direct_scan_setting, true, PGC_USERSET, 0, nullptr, nullptr, nullptr);
 }
 
 Precision current_precision() {
@@ -249,11 +260,21 @@ PgControl::PgControl() {
 // Cancel, statement timeout and termination requests (read only; processed at the boundary).
 bool PgControl::interrupt_pending() { return QueryCancelPending || ProcDiePending; }
 
+// The name of ScanPath bits `path` as gpu2bs_info() and EXPLAIN show it.
+const char* scan_path_name(int path) {
+  return path == SCAN_DIRECT ? "direct" : path == SCAN_SPI ? "spi" : "direct, spi";
+}
+
+// Keeps `path` for the next record_run.
+void note_scan_path(int path) { pending_scan_path = path; }
+
 void record_run(const std::string& function, const std::string& engine, const RunStats& stats) {
   snprintf(last_run.function, sizeof last_run.function, "%s", function.c_str());
   snprintf(last_run.engine, sizeof last_run.engine, "%s", engine.c_str());
   last_run.stats = stats;
   last_run.at = GetCurrentTimestamp();
+  last_run.scan_path = pending_scan_path;
+  pending_scan_path = 0;
   last_run.valid = true;
   hand_to_leader(last_run);
 }
@@ -270,6 +291,8 @@ InfoRows last_run_rows() {
   rows.emplace_back("last_function", last_run.function);
   rows.emplace_back("last_engine", last_run.engine);
   rows.emplace_back("last_scan_ms", ms(last_run.stats.scan_s));
+  if (last_run.scan_path != 0)
+    rows.emplace_back("last_scan_path", scan_path_name(last_run.scan_path));
   rows.emplace_back("last_prepare_ms", ms(last_run.stats.prepare_s));
   rows.emplace_back("last_transfer_ms", ms(last_run.stats.transfer_s));
   rows.emplace_back("last_kernel_ms", ms(last_run.stats.kernel_s));

@@ -22,6 +22,7 @@ extern int join_threads_per_point_setting;  // GPU join lanes per query point (0
 extern int pairwise_precision_setting;  // PairwisePrecision: exact or fast (gpu_pairwise)
 extern int sdh_method_setting;        // SdhMethod
 extern bool enable_join_setting;      // gpu2bs.enable_join: the planner's join path
+extern bool direct_scan_setting;      // gpu2bs.direct_scan: the direct heap reader (heap_read.cpp)
 
 // Registers the settings (from _PG_init).
 void define_settings();
@@ -44,6 +45,13 @@ class PgControl : public Control {
   PgControl();
   bool interrupt_pending() override;
 };
+
+// How a relation form read its relations (gpu2bs_info(): last_scan_path).
+enum ScanPath { SCAN_DIRECT = 1, SCAN_SPI = 2 };
+// "direct", "spi" or "direct, spi" for ScanPath bits `path` (nonzero).
+const char* scan_path_name(int path);
+// Notes how the call's relations were read (ScanPath bits) for the next recorded run.
+void note_scan_path(int path);
 
 // Remembers the last run of this backend (for gpu2bs_info()).
 void record_run(const std::string& function, const std::string& engine, const RunStats& stats);

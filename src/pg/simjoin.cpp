@@ -22,6 +22,7 @@ extern "C" {
 #include "nodes/pg_list.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
+#include "utils/guc.h"
 #include "storage/lmgr.h"
 #include "utils/lsyscache.h"
 #include "utils/plancache.h"
@@ -37,6 +38,7 @@ extern "C" {
 #include "../core/error.h"
 #include "../core/pipeline.h"
 #include "admission.h"
+#include "heap_read.h"
 #include "settings.h"
 #include "simjoin.h"
 
@@ -339,12 +341,15 @@ char* build_query(Relation rel, ArrayType* coords, const char* id_name, RelPoint
   }
   appendStringInfo(&q, " FROM %s", relname);
   out->dims = dims;
+  if (!geom_nsp) direct_read_eligible(rel, key, cols, dims, out);
   return q.data;
 }
 
+}  // namespace
+
 // Grows the arrays of `out` (allocated in `ctx`) to hold at least `need` rows (doubling, at
 // most kMaxPoints). PostgreSQL code (may ereport).
-void grow_points(RelPoints* out, MemoryContext ctx, int64 need) {
+void gpu2bs::pg::grow_points(RelPoints* out, MemoryContext ctx, int64 need) {
   struct Want {
     uint64_t n;
     const char* name;
@@ -362,6 +367,8 @@ void grow_points(RelPoints* out, MemoryContext ctx, int64 need) {
                                          Size(cap) * sizeof(double));
   out->cap = cap;
 }
+
+namespace {
 
 // Why the receiver stopped the query (the error is raised after SPI returns).
 enum BadRow { ROW_OK = 0, ROW_NAN, ROW_INFINITE, ROW_NOT_POINT, ROW_NO_Z, ROW_HAS_Z, ROW_SRID };
@@ -428,6 +435,16 @@ bool receive_point(TupleTableSlot* slot, DestReceiver* self) {
   return true;
 }
 
+// Raises 22023 for a NaN (`nan`) or infinite value in coordinate column `col` of `out`'s
+// relation, in the row with key `key` (keyless reads: "A row").
+void report_nonfinite(const RelPoints* out, const char* col, int64 key, bool nan) {
+  const char* who = out->keyless ? "A row" : psprintf("The row with key " INT64_FORMAT, key);
+  ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+                  errmsg("column \"%s\" of %s has a non-finite value", col, out->relname),
+                  errdetail("%s has %s; NaN and infinite coordinates are not accepted.",
+                            who, nan ? "NaN" : "an infinite value")));
+}
+
 // Raises the error for the row the receiver stopped at.
 void report_bad_row(const PointsReceiver& recv, const RelPoints* out) {
   const char* col = out->geometry ? out->geom_col : recv.bad_col;
@@ -438,10 +455,7 @@ void report_bad_row(const PointsReceiver& recv, const RelPoints* out) {
       return;
     case ROW_NAN:
     case ROW_INFINITE:
-      ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-                      errmsg("column \"%s\" of %s has a non-finite value", col, out->relname),
-                      errdetail("%s has %s; NaN and infinite coordinates are not accepted.",
-                                who, recv.bad == ROW_NAN ? "NaN" : "an infinite value")));
+      report_nonfinite(out, col, recv.bad_key, recv.bad == ROW_NAN);
       break;
     case ROW_NOT_POINT:
       ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
@@ -509,19 +523,42 @@ bool plan_reads(SPIPlanPtr plan, Oid relid) {
   return false;
 }
 
+// Room for the rows the catalog expects (plus 1/16), at most kExpectRowsCap: usually one
+// allocation, no copies; a stale estimate costs at most that much before the arrays grow.
+void reserve_expected(RelPoints* out, MemoryContext ctx) {
+  if (out->expect > 0)
+    grow_points(out, ctx, std::min<int64>(out->expect + out->expect / 16 + 1024, kExpectRowsCap));
+}
+
 // Runs `plan` through SPI as the calling user (privileges and row-level security apply) under
 // the active snapshot, with its rows streamed into `out` (allocated in `ctx`) by a DestReceiver.
+// Sequential scans of the plan start at block 0 (synchronize_seqscans is off while it runs),
+// as the direct reader's do, so a table's rows arrive in the same order on both paths.
 void read_points(SPIPlanPtr plan, MemoryContext ctx, RelPoints* out) {
   PointsReceiver recv;
   memset(&recv, 0, sizeof recv);
   recv.out = out;
   recv.ctx = ctx;
-  // Room for the rows the catalog expects (plus 1/16), at most kExpectRowsCap: usually one
-  // allocation, no copies; a stale estimate costs at most that much before the arrays grow.
-  if (out->expect > 0)
-    grow_points(out, ctx, std::min<int64>(out->expect + out->expect / 16 + 1024, kExpectRowsCap));
+  reserve_expected(out, ctx);
+  const int nest = NewGUCNestLevel();
+  (void)set_config_option("synchronize_seqscans", "off", PGC_USERSET, PGC_S_SESSION, GUC_ACTION_SAVE, true, 0, false);
   run_plan_into(plan, &recv.pub, receive_point, out->relname);
+  AtEOXact_GUC(true, nest);
   report_bad_row(recv, out);
+}
+
+// Reads `out`'s relation with the direct heap reader (direct_read_eligible held) under the
+// active snapshot: the rows, values, order and errors of read_points over its query.
+void read_points_direct(MemoryContext ctx, RelPoints* out) {
+  reserve_expected(out, ctx);
+  DirectBadRow bad;
+  direct_read_points(out, ctx, &bad);
+  if (bad.bad) {
+    Relation rel = relation_open(out->relid, NoLock);
+    const char* col = pstrdup(NameStr(TupleDescAttr(RelationGetDescr(rel), out->col_att[bad.col] - 1)->attname));
+    relation_close(rel, NoLock);
+    report_nonfinite(out, col, bad.key, bad.nan);
+  }
 }
 
 }  // namespace
@@ -577,9 +614,17 @@ void simjoin_read(const SimjoinArgs& a, SimjoinInput* in) {
       relation_close(rel, NoLock);
     }
     if (SPI_connect() != SPI_OK_CONNECT) elog(ERROR, "SPI_connect failed");
-    SPIPlanPtr plans[2];
+    SPIPlanPtr plans[2] = {nullptr, nullptr};
     int changed_rel = -1;  // the first relation changed after the query's snapshot
+    int path = 0;
     for (int r = 0; r < a.nrel; ++r) {
+      if (rels[r].direct) {
+        // A heap table without children: the only relation its query would read.
+        path |= SCAN_DIRECT;
+        if (changed_rel < 0 && changed_after(rels[r].relid, GetActiveSnapshot())) changed_rel = r;
+        continue;
+      }
+      path |= SCAN_SPI;
       plans[r] = SPI_prepare(queries[r], 0, nullptr);
       if (!plans[r]) elog(ERROR, "SPI_prepare failed for %s: %s", rels[r].relname, SPI_result_code_string(SPI_result));
       if (!plan_reads(plans[r], rels[r].relid))
@@ -601,10 +646,18 @@ void simjoin_read(const SimjoinArgs& a, SimjoinInput* in) {
                         errhint("Run the transaction again.")));
       PushActiveSnapshot(GetTransactionSnapshot());
     }
-    for (int r = 0; r < a.nrel; ++r) read_points(plans[r], in->ctx, &rels[r]);
+    for (int r = 0; r < a.nrel; ++r) {
+      if (rels[r].direct)
+        read_points_direct(in->ctx, &rels[r]);
+      else
+        read_points(plans[r], in->ctx, &rels[r]);
+    }
     if (changed) PopActiveSnapshot();
-    for (int r = 0; r < a.nrel; ++r) SPI_freeplan(plans[r]);
+    for (int r = 0; r < a.nrel; ++r)
+      if (plans[r]) SPI_freeplan(plans[r]);
     SPI_finish();
+    note_scan_path(path);
+    in->scan_path = path;
   });
   in->scan_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }

@@ -34,6 +34,13 @@ struct RelPoints {
   bool keyless;         // coordinates only (gpu_sdh, gpu_pair_count): no key column, ids null
   int64* ids;
   double* coord[kMaxDims];
+  // Read by the direct heap reader (heap_read.h) rather than through SPI: the key and
+  // coordinate attributes and how their stored values convert (set by direct_read_eligible).
+  bool direct;
+  AttrNumber key_att;
+  AttrNumber col_att[kMaxDims];
+  uint8 key_kind;
+  uint8 col_kind[kMaxDims];
 };
 
 // The points read from a relation as an engine view (no copy).
@@ -64,6 +71,7 @@ struct SimjoinInput {
   RelPoints rels[2] = {};
   MemoryContext ctx = nullptr;
   double scan_s = 0;  // time spent reading the relations
+  int scan_path = 0;  // ScanPath bits (settings.h): how the relations were read
 };
 
 // Decodes the arguments of the self-join (nrel = 1) or two-relation form; false when the
@@ -90,6 +98,10 @@ SimjoinPrepared simjoin_prepare(const SimjoinArgs& a, SimjoinInput* in);
 // `sink`), and `stage` is not used.
 bool simjoin_run(const SimjoinArgs& a, SimjoinInput* in, PairSink& sink, const PairFilter* filter = nullptr,
                  PairStage* stage = nullptr, PairReduce* reduce = nullptr);
+
+// Grows the arrays of `out` (allocated in `ctx`) to hold at least `need` rows (doubling, at
+// most kMaxPoints; 54000 beyond). PostgreSQL code (may ereport).
+void grow_points(RelPoints* out, MemoryContext ctx, int64 need);
 
 // Relation-reading helpers shared with gpu_pairwise: integer key types (or domains over them);
 // the attribute number of column `name` of `td` (not dropped), else 42703; the single-column

@@ -141,6 +141,8 @@ struct SimjoinScanState {
   const int64* ids_a;
   const int64* ids_b;
   MemoryContext points_ctx;
+  int scan_path;    // how the relations were read (ScanPath bits; 0 before the read)
+  double scan_ms;   // and how long that took
   // spool: records [0, mem_n) in memory, then file_n records in `file`
   PairRecord* mem;
   size_t mem_cap;
@@ -281,6 +283,8 @@ void run_join(void* arg) {
     CurrentMemoryContext = old;
   }
   st->points_ctx = in.ctx;
+  st->scan_path = in.scan_path;
+  st->scan_ms = in.scan_s * 1e3;
   st->ids_a = in.rels[0].ids;
   st->ids_b = in.rels[nrel - 1].ids;
   st->self = nrel == 1;
@@ -601,7 +605,7 @@ void rescan(CustomScanState* node) {
     ereport(ERROR, (errcode_for_file_access(), errmsg("could not rewind gpu2bs spool file")));
 }
 
-// EXPLAIN: what was pushed down into the join.
+// EXPLAIN: what was pushed down into the join; with ANALYZE, how the relations were read.
 void explain_scan(CustomScanState* node, List*, ExplainState* es) {
   SimjoinScanState* st = (SimjoinScanState*)node;
   CustomScan* cs = (CustomScan*)node->ss.ps.plan;
@@ -612,6 +616,10 @@ void explain_scan(CustomScanState* node, List*, ExplainState* es) {
   if (st->mode == MODE_TOPK) {
     ExplainPropertyText("Pushed Order", st->descending ? "dist DESC, id1, id2" : "dist, id1, id2", es);
     ExplainPropertyInteger("Pushed Limit", nullptr, st->k, es);
+  }
+  if (es->analyze && st->scan_path != 0) {
+    ExplainPropertyText("Relation Read", scan_path_name(st->scan_path), es);
+    if (es->timing) ExplainPropertyFloat("Relation Read Time", "ms", st->scan_ms, 3, es);
   }
 }
 
