@@ -266,12 +266,14 @@ constexpr int kSlideVecs[3] = {8, 16, 16};
 // -Xptxas -v) loses, bench_sliding sweep with that shape, 256M 50 %: 4 B 1964 / 1371 / 1361 vs
 // 2348 / 2121 / 1583 at 2 blocks; 8 B 2126 / 1281 / 1259 vs 2377 / 2274 / 1685.
 constexpr int kSlideMinBlocks[3] = {2, 2, 2};
-// Tile ids from the atomic counter (true: forward progress whatever the block scheduling) or
-// from blockIdx.x (relies on in-order dispatch). blockIdx.x ("b" rows): at 256M within 2 %
-// (4 B 2148 2321 / 1978 2184 / 2036 1548); at 16M, 50 %, 4 B select 1820 vs 1679, unique 1717 vs
-// 1551, 8 B 2097 vs 2033, 1982 vs 1887, 16 B 2188 vs 2135, 2191 vs 2157 (the counter's round trip
-// before the loads counts where each SM sees few tiles).
-constexpr bool kSlideAtomicIds[3] = {true, true, true};
+// Source of the tile ids (sliding::SlideIds): 0 the atomic counter before the loads (forward
+// progress whatever the block scheduling), 1 blockIdx.x (relies on in-order dispatch), 2 the
+// counter with tile blockIdx.x loaded meanwhile (forward progress, reload on a wrong guess).
+// blockIdx.x ("b" rows) against the counter: at 256M within 2 % (4 B 2148 2321 / 1978 2184 /
+// 2036 1548); at 16M, 50 %, 4 B select 1820 vs 1679, unique 1717 vs 1551, 8 B 2097 vs 2033,
+// 1982 vs 1887, 16 B 2188 vs 2135, 2191 vs 2157 (the counter's round trip before the loads
+// counts where each SM sees few tiles).
+constexpr int kSlideTileIds[3] = {2, 2, 2};
 // Most blocks of partition's append kernel (256 threads, grid-stride over 16-byte chunks).
 constexpr int kSlideAppendBlocks = 4096;
 
