@@ -33,17 +33,17 @@
 // written with st.release.gpu after a block barrier and polled with relaxed loads, one acquire
 // fence after the look-back orders them before the block's stores. A flag of another epoch is
 // unset, so the flags are not zeroed before each launch (one memset launch less per call); the
-// scratch zeroes them when the epochs wrap. Tile ids come from the atomic counter in the order
-// blocks start, and a block waits only for smaller ids, whose blocks have started: no deadlock
-// however few blocks are resident. The counter is not reset either: a launch's ids are the
-// counter's values minus its value before the launch. With SlideIds::Guess (the default for
-// select and unique) a block loads tile blockIdx.x while the counter answers and keeps it when
-// the answer is that id, so the loads do not wait for the counter's round trip; SlideIds::Block
-// takes blockIdx.x without the counter and relies on in-order block dispatch, as CUB's
-// look-back does. A block never stores an element to the position it was read from (the
-// leading run of a tile when every element before it is kept), so unique may read the element
-// before its tile without a race (before publishing its own flag; the elements before its other
-// chunks come from the warps that loaded them, through shared memory).
+// scratch zeroes them when the epochs wrap. A block waits only for tiles of smaller ids. With
+// SlideIds::Block (the default) the id is blockIdx.x, and blocks of smaller index have started
+// (blocks are dispatched in index order, which CUB's look-back relies on too); with
+// SlideIds::Counter ids come from an atomic counter in the order blocks start, so they have
+// started whatever the scheduling, at the price of one round trip before the tile's loads (and
+// the counter is not reset either: a launch's ids are its values minus its value before the
+// launch). Neither deadlocks however few blocks are resident, the first by the dispatch order,
+// the second by construction. A block never stores an element to the position it was read from
+// (the leading run of a tile when every element before it is kept), so unique may read the
+// element before its tile without a race (before publishing its own flag; the elements before
+// its other chunks come from the warps that loaded them, through shared memory).
 //
 // Memory access: tiles are laid over the 16-byte chunks of the array (tile 0 starts at the chunk
 // holding d[0]), a thread loads whole chunks with 16-byte loads (a warp: 512 contiguous bytes),
@@ -114,10 +114,8 @@ __host__ __device__ constexpr int slide_min_blocks() {
 
 // Where a block's tile id (its place in the processing order) comes from.
 enum class SlideIds {
-  Counter,  // an atomic counter, read before the tile's loads
-  Block,    // blockIdx.x (relies on blocks being dispatched in index order)
-  Guess     // the counter, with tile blockIdx.x loaded while the counter answers (reloaded
-            // when it answers another id); Partition reads its direction first: as Counter
+  Counter,  // an atomic counter, read before the tile's loads (no assumption on dispatch)
+  Block     // blockIdx.x (relies on blocks being dispatched in index order, as CUB does)
 };
 
 // The tile-id source of the tuned kernel for elements of T (cuda_tuning::kSlideTileIds).
@@ -427,14 +425,10 @@ constexpr size_t stage_bytes() {
 // before d[0] belong to tile 0 and are empty, so every full chunk is loaded with one vector
 // load; item (j, e) of thread t is element e of chunk j * THREADS + t of the tile. The staged
 // tile is in dynamic shared memory (stage_bytes()).
-// IDS: tile ids from the atomic counter (forward progress whatever the block scheduling), from
-// blockIdx.x (relies on blocks being dispatched in index order, as CUB's look-back does), or
-// from the counter with the loads of tile blockIdx.x issued before its answer (Guess: blocks
-// mostly start in index order, so the loads rarely wait for the counter's round trip; a wrong
-// guess reloads). Loading a tile before knowing it is this block's is safe: a tile's region is
-// written only by blocks that have seen its flag, which the block owning the tile publishes after
-// its own loads; a wrong guess's values are dropped. epoch: the launch's (SlideFlags), id_base:
-// the counter's value before the launch.
+// IDS: tile ids from blockIdx.x (relies on blocks being dispatched in index order, as CUB's
+// look-back does) or from the atomic counter (forward progress whatever the block scheduling, one
+// round trip before the loads). epoch: the launch's (SlideFlags), id_base: the counter's value
+// before the launch.
 template <typename T, SlideMode MODE, SlideSync SYNC, int THREADS, int VECS, int MINB,
           SlideIds IDS, typename F>
 __global__ void __launch_bounds__(THREADS, MINB) slide_kernel(T* d, unsigned long long n,
@@ -465,8 +459,7 @@ __global__ void __launch_bounds__(THREADS, MINB) slide_kernel(T* d, unsigned lon
   extern __shared__ __align__(16) unsigned char s_dyn[];
   W* const s_stage = reinterpret_cast<W*>(s_dyn);  // the tile, kept elements first (in order)
 
-  constexpr bool GUESS = IDS == SlideIds::Guess && MODE != SlideMode::Partition;
-  constexpr bool COUNTED = IDS != SlideIds::Block;
+  constexpr bool COUNTED = IDS == SlideIds::Counter;
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
   const long long nn = (long long)n;
   W* const w = reinterpret_cast<W*>(d);
@@ -474,7 +467,7 @@ __global__ void __launch_bounds__(THREADS, MINB) slide_kernel(T* d, unsigned lon
   const unsigned lt = (1u << lane) - 1u;
   const unsigned last = gridDim.x - 1;
 
-  // 1. Load the tile (load_tile), after the counter's answer or, guessing, before it.
+  // 1. Load the tile (load_tile).
   W v[VECS][V];
   M keep = 0, valid = 0;
   if (tid == 0) {
@@ -483,7 +476,6 @@ __global__ void __launch_bounds__(THREADS, MINB) slide_kernel(T* d, unsigned lon
     if constexpr (MODE == SlideMode::Partition) s_back = flags[2] != 0;
     s_lead = TILE;
   }
-  if constexpr (GUESS) load_tile<THREADS, VECS>(v, valid, w, blockIdx.x, head, nn, tid);
   __syncthreads();
   const unsigned bid = COUNTED ? s_bid : blockIdx.x;  // processing order
   // Partition backwards: the rejected elements stay in d ("kept" below), tiles from the last
@@ -493,7 +485,7 @@ __global__ void __launch_bounds__(THREADS, MINB) slide_kernel(T* d, unsigned lon
   const long long base = (long long)pos * TILE;
   const long long hv = pos == 0 ? (long long)head : 0;  // empty positions at the tile's start
   const long long tile_first = base + hv - (long long)head;  // index of its first element
-  if (!GUESS || pos != blockIdx.x) load_tile<THREADS, VECS>(v, valid, w, pos, head, nn, tid);
+  load_tile<THREADS, VECS>(v, valid, w, pos, head, nn, tid);
   if constexpr (UNIQUE) {
     // The element before a warp's chunk is lane 31's last of the previous column (other warp)
     // or, for the tile's first chunk, the previous tile's last: not yet overwritten (see the
@@ -768,7 +760,7 @@ unsigned long long* slide_async(T* d, size_t n, F f, unsigned long long* d_count
   const size_t tiles = (n + head + TILE - 1) / TILE;
   if (tiles > 0x7FFFFFFFull)
     throw Error(ErrorCode::ProgramLimit, "too many elements for a sliding primitive");
-  const SlideFlags fl = scratch.flags_for(tiles, n > 0 && IDS != SlideIds::Block, s);
+  const SlideFlags fl = scratch.flags_for(tiles, n > 0 && IDS == SlideIds::Counter, s);
   unsigned long long* const flags = fl.flags;
   unsigned long long* count = d_count ? d_count : flags + 1;
   if (n == 0) {

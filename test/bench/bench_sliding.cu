@@ -4,8 +4,8 @@
 //   bench_sliding [runs] [sizes in M elements...]     default: 5 runs, 16M and 256M
 //   bench_sliding sweep [runs] [sizes...]             launch shapes of the sliding kernel
 //                                                     (threads x 16-byte vectors / min blocks,
-//                                                     tile ids: counter, " b" blockIdx.x,
-//                                                     " g" guessed) at 10 and 50 % kept
+//                                                     tile ids: counter, " b" blockIdx.x)
+//                                                     at 10 and 50 % kept
 //
 // For 16M and 256M elements of 4, 8 and 16 bytes (uint32, uint64, PairRecord) and selectivity
 // 10 / 50 / 90 % (kept fraction; for unique the fraction of run heads), the median of `runs`
@@ -294,10 +294,8 @@ void bench_type(size_t n, int runs, void* tmp, size_t tmp_cap) {
 }
 
 
-// Row suffix of a tile-id source: "" counter, " b" blockIdx.x, " g" counter with guessed loads.
-const char* ids_tag(SlideIds ids) {
-  return ids == SlideIds::Counter ? "" : ids == SlideIds::Block ? " b" : " g";
-}
+// Row suffix of a tile-id source: "" counter, " b" blockIdx.x.
+const char* ids_tag(SlideIds ids) { return ids == SlideIds::Counter ? "" : " b"; }
 
 // One launch shape of the sliding kernel in the sweep: select, unique, partition at pct % (keys
 // of the run heads at the same fraction in keys_heads).
@@ -370,16 +368,15 @@ void sweep_type(size_t n, int runs, void* tmp, size_t tmp_cap) {
     });
     const double copy_gbs = 2.0 * double(n) * sizeof(T) / (t_copy * 1e-3) / 1e9;
     row("copy D2D", n, int(sizeof(T)), pct, t_copy, 2.0 * double(n) * sizeof(T), copy_gbs, 0, n);
-    // the tuned shape (cuda_tuning::kSlide*) with each source of tile ids, and the other 64 KiB
-    // tile (512x8 / 256x16) with the counter and guessed ids
+    // the tuned shape (cuda_tuning::kSlide*) with both sources of tile ids, and the other 64 KiB
+    // tile (512x8 / 256x16) with both
     constexpr int TH = slide_threads<T>(), VE = slide_vecs<T>(), MB = slide_min_blocks<T>();
-    constexpr SlideIds C = SlideIds::Counter, B = SlideIds::Block, G = SlideIds::Guess;
+    constexpr SlideIds C = SlideIds::Counter, B = SlideIds::Block;
     sweep_shape<T, TH, VE, MB, C>(n, runs, pct, pristine, d, cnt, s, scr, copy_gbs, keys);
     sweep_shape<T, TH, VE, MB, B>(n, runs, pct, pristine, d, cnt, s, scr, copy_gbs, keys);
-    sweep_shape<T, TH, VE, MB, G>(n, runs, pct, pristine, d, cnt, s, scr, copy_gbs, keys);
     constexpr int TH2 = TH == 512 ? 256 : 512, VE2 = TH == 512 ? 16 : 8;
     sweep_shape<T, TH2, VE2, 2, C>(n, runs, pct, pristine, d, cnt, s, scr, copy_gbs, keys);
-    sweep_shape<T, TH2, VE2, 2, G>(n, runs, pct, pristine, d, cnt, s, scr, copy_gbs, keys);
+    sweep_shape<T, TH2, VE2, 2, B>(n, runs, pct, pristine, d, cnt, s, scr, copy_gbs, keys);
   }
   CK(cudaFree(pristine));
   CK(cudaFree(d));

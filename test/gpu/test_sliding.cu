@@ -3,7 +3,7 @@
 // (core/sliding.h) / the standard library, bit for bit: 4-, 8- and 16-byte elements (PairRecord),
 // empty, 1 element, all kept, none kept, sizes around the tile, millions of elements (far more
 // tiles than resident blocks), arrays not aligned to 16 bytes, both synchronizations, tile ids
-// from the atomic counter, from blockIdx.x and guessed, the device-count variants, a scratch
+// from the atomic counter and from blockIdx.x, the device-count variants, a scratch
 // reused across calls (its flags carry an epoch per launch and are zeroed only when the epochs
 // wrap: EpochWrap) and one allocated through a Call. Skips without a GPU.
 #include <gtest/gtest.h>
@@ -143,9 +143,7 @@ void check_case(size_t n, uint32_t keep_below, bool runs, uint64_t seed, Sliding
   const std::string tag = "n=" + std::to_string(n) + " keep<" + std::to_string(keep_below) +
                           (runs ? " runs" : "") + " size=" + std::to_string(sizeof(T)) +
                           (SYNC == SlideSync::Adjacent ? " adjacent" : " lookback") +
-                          (IDS == SlideIds::Counter ? " counter ids"
-                           : IDS == SlideIds::Block ? " blockIdx ids"
-                                                    : " guessed ids");
+                          (IDS == SlideIds::Counter ? " counter ids" : " blockIdx ids");
   Dev<T> src(n), d(n), out(n);
   src.put(in);
   cudaStream_t s = nullptr;
@@ -238,18 +236,16 @@ void check_sizes(uint64_t seed) {
       if (n == t + 1 || n == 1000003)
         check_case<T, SlideSync::Adjacent>(n, keep, false, seed + n + keep, scr);
     }
-  // every source of tile ids (atomic counter, blockIdx.x, counter with guessed loads)
+  // both sources of tile ids (atomic counter, blockIdx.x)
   for (size_t n : {size_t(1), t + 1, 3 * t + 17, size_t(1000003)})
     for (uint32_t keep : {0u, 50u, 100u}) {
       check_case<T, SlideSync::Lookback, SlideIds::Counter>(n, keep, false, seed + n + keep, scr);
       check_case<T, SlideSync::Lookback, SlideIds::Block>(n, keep, false, seed + n + keep, scr);
-      check_case<T, SlideSync::Lookback, SlideIds::Guess>(n, keep, false, seed + n + keep, scr);
     }
   for (size_t n : {size_t(1), t + 1, size_t(1000003)}) {
     check_case<T, SlideSync::Lookback>(n, 50, true, seed + 7 * n, scr);
     check_case<T, SlideSync::Lookback, SlideIds::Counter>(n, 50, true, seed + 7 * n, scr);
     check_case<T, SlideSync::Lookback, SlideIds::Block>(n, 50, true, seed + 7 * n, scr);
-    check_case<T, SlideSync::Lookback, SlideIds::Guess>(n, 50, true, seed + 7 * n, scr);
     check_case<T, SlideSync::Adjacent>(n, 50, true, seed + 7 * n, scr);
   }
 }
@@ -388,7 +384,8 @@ TEST(Sliding, ManyTilesAndDeviceCounts) {
 
 // One scratch across the wrap of its launch epochs (2^24 - 1; the flags are zeroed then), with
 // calls of fewer tiles than earlier ones leaving stale flags behind that only the epochs tell
-// apart: selects and uniques of alternating sizes before, at and after the wrap, against std.
+// apart: selects (tile ids from blockIdx.x and from the counter) and uniques of alternating sizes
+// before, at and after the wrap, against std.
 TEST(Sliding, EpochWrap) {
   REQUIRE_GPU();
   const size_t big = 5 * tile_elems<uint32_t>() + 3, small = tile_elems<uint32_t>() + 1;
@@ -405,6 +402,14 @@ TEST(Sliding, EpochWrap) {
     size_t k = select_inplace(d.p, n, keep, s, scr);
     EXPECT_EQ(k, want.size()) << when << " n=" << n;
     EXPECT_TRUE(same(d.get(k), want)) << when << " n=" << n;
+    d.put(in);  // the same select with tile ids from the counter (not reset between launches)
+    k = read_count(slide_async<uint32_t, SlideMode::Select, SlideSync::Lookback,
+                               slide_threads<uint32_t>(), slide_vecs<uint32_t>(),
+                               slide_min_blocks<uint32_t>(), SlideIds::Counter>(
+                       d.p, n, keep, nullptr, s, scr),
+                   s, scr);
+    EXPECT_EQ(k, want.size()) << when << " counter ids n=" << n;
+    EXPECT_TRUE(same(d.get(k), want)) << when << " counter ids n=" << n;
     std::vector<uint32_t> u(runs.begin(), runs.begin() + n);
     u.resize(size_t(std::unique(u.begin(), u.end()) - u.begin()));
     d.put(runs);
