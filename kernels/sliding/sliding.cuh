@@ -685,7 +685,7 @@ __global__ void __launch_bounds__(kDirectionThreads) partition_direction_kernel(
 #pragma unroll
   for (int i = 0; i < kDirectionPerThread; ++i) {
     const unsigned long long k = (unsigned long long)i * kDirectionThreads + threadIdx.x;
-    // element k * n / m without overflow (k < 2^12, n < 2^62)
+    // element k * n / m without overflow (k < 2^12, n < 2^38)
     if (k < m) x[i] = d[k * (n / m) + k * (n % m) / m];
   }
   int kept = 0;
