@@ -266,12 +266,16 @@ constexpr int kSlideVecs[3] = {8, 16, 16};
 // -Xptxas -v) loses, bench_sliding sweep with that shape, 256M 50 %: 4 B 1964 / 1371 / 1361 vs
 // 2348 / 2121 / 1583 at 2 blocks; 8 B 2126 / 1281 / 1259 vs 2377 / 2274 / 1685.
 constexpr int kSlideMinBlocks[3] = {2, 2, 2};
-// Tile ids from the atomic counter (true: forward progress whatever the block scheduling) or
-// from blockIdx.x (relies on in-order dispatch). blockIdx.x ("b" rows): at 256M within 2 %
-// (4 B 2148 2321 / 1978 2184 / 2036 1548); at 16M, 50 %, 4 B select 1820 vs 1679, unique 1717 vs
-// 1551, 8 B 2097 vs 2033, 1982 vs 1887, 16 B 2188 vs 2135, 2191 vs 2157 (the counter's round trip
-// before the loads counts where each SM sees few tiles).
-constexpr bool kSlideAtomicIds[3] = {true, true, true};
+// Source of the tile ids (sliding::SlideIds): 0 the atomic counter before the loads (forward
+// progress whatever the block scheduling), 1 blockIdx.x (in-order dispatch, as CUB's look-back).
+// "bench_sliding sweep 5", select / unique at 10 % then 50 %, blockIdx.x vs counter: 16M 4 B
+// 1545 1843 / 1397 1762 vs 1425 1705 / 1344 1602, 8 B 1838 2115 / 1740 2009 vs 1791 2072 / 1674
+// 1961, 16 B 2030 2215 / 2002 2184 vs 1994 2147 / 1982 2177; 256M within 1.5 % (4 B 2151 2322 /
+// 1989 2198 vs 2149 2314 / 1989 2190, 8 B 2273 2394 / 2105 2272 vs 2255 2372 / 2093 2275). The
+// counter's round trip before the loads counts where each SM sees few tiles. Loading tile
+// blockIdx.x while the counter answers (reloading on a miss) lost to both (16M 4 B 1361 1686 /
+// 1219 1488, 256M 8 B 2024 2228 / 1858 2024).
+constexpr int kSlideTileIds[3] = {1, 1, 1};
 // Most blocks of partition's append kernel (256 threads, grid-stride over 16-byte chunks).
 constexpr int kSlideAppendBlocks = 4096;
 

@@ -30,7 +30,7 @@ void SlidingScratch::dev_free(void* p) {
   }
 }
 
-unsigned long long* SlidingScratch::flags_for(size_t tiles, cudaStream_t s) {
+SlideFlags SlidingScratch::flags_for(size_t tiles, bool counted, cudaStream_t s) {
   const size_t bytes = (tiles + kFlagsHead) * sizeof(unsigned long long);
   if (bytes > flags_bytes_) {
     const size_t want = std::max(bytes, flags_bytes_ * 2);
@@ -39,9 +39,17 @@ unsigned long long* SlidingScratch::flags_for(size_t tiles, cudaStream_t s) {
     flags_bytes_ = 0;
     flags_ = static_cast<unsigned long long*>(dev_alloc(want, "sliding tile flags"));
     flags_bytes_ = want;
+    epoch_ = kEpochLimit;  // zeroed below
   }
-  G2_CUDA(cudaMemsetAsync(flags_, 0, bytes, s));
-  return flags_;
+  if (epoch_ == kEpochLimit) {
+    // every flag unset again (epoch 0 is never a launch's), the counter at 0
+    G2_CUDA(cudaMemsetAsync(flags_, 0, flags_bytes_, s));
+    epoch_ = 0;
+    id_base_ = 0;
+  }
+  const SlideFlags f{flags_, ++epoch_, id_base_};
+  if (counted) id_base_ += unsigned(tiles);  // one counter increment per block
+  return f;
 }
 
 void* SlidingScratch::aux_for(size_t bytes) {

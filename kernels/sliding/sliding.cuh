@@ -15,23 +15,35 @@
 //
 // Synchronization: the paper's adjacent synchronization waits for the predecessor's inclusive
 // offset, a chain of one flag hop per tile. On a GPU with thousands of tiles in flight that
-// chain, not memory, bounds the throughput, so the default (SlideSync::Lookback) publishes a
-// tile's own count as soon as it is loaded (status A) and its inclusive offset once known
-// (status P); a block waits for its predecessor's flag and, while it only holds a count, looks
-// further back, 32 tiles per step, adding counts until a P (the decoupled look-back of Merrill
-// and Garland, "Single-pass Parallel Prefix Scan with Decoupled Look-back", NVR-2016-002, built
-// on the chained scan the paper cites as [14]). A P at tile k means every tile <= k has loaded,
-// so the in-place invariant holds as with the plain chain. SlideSync::Adjacent is the paper's
-// chain itself (benchmarks). Flags are 64-bit words (2 status bits, 62 bits of offset) written
-// with st.release.gpu after a block barrier and polled with relaxed loads, one acquire fence
-// after the look-back orders them before the block's stores. Tile ids come from the atomic
-// counter in the order blocks start, and a block waits only for smaller ids, whose blocks have
-// started: no deadlock however few blocks are resident (with kSlideAtomicIds false, ids are
-// blockIdx.x and this relies on in-order block dispatch, as CUB's look-back does). A block never
-// stores an element to the position it was read from (the leading run of a tile when every
-// element before it is kept), so unique may read the element before its tile without a race
-// (before publishing its own flag; the elements before its other chunks come from the warps
-// that loaded them, through shared memory).
+// chain, not memory, bounds the throughput (bench_sliding "select adjacent": 37-64 GB/s on the
+// H100 against 1300-2400 GB/s), so the default (SlideSync::Lookback) publishes a tile's own count
+// as soon as it is loaded (status A) and its inclusive offset once known (status P); a block
+// waits for its predecessor's flag and, while it only holds a count, looks further back, 32
+// tiles per step, adding counts until a P (the decoupled look-back of Merrill and Garland,
+// "Single-pass Parallel Prefix Scan with Decoupled Look-back", NVR-2016-002, built on the chained
+// scan the paper cites as [14]). SlideSync::Adjacent is the paper's chain itself (benchmarks).
+// Why the look-back is safe in place: block b writes only to [offset_b, offset_b + kept_b) with
+// offset_b <= start_b (fewer elements are kept before tile b than there are) and offset_b +
+// kept_b <= start_{b+1}, so it writes into tiles <= b only; it writes after its look-back, which
+// read a status (A or P) from every tile j in (k, b) and a P from tile k. Every status is
+// published after its tile's loads, and tile k publishes P only after its own look-back saw
+// statuses of all tiles below it, so by induction a P at k means every tile <= k has loaded:
+// when b stores, every tile it can write into has been read. Its own tile it read itself.
+// Flags are 64-bit words (2 status bits, a 24-bit launch epoch, 38 bits of count or offset)
+// written with st.release.gpu after a block barrier and polled with relaxed loads, one acquire
+// fence after the look-back orders them before the block's stores. A flag of another epoch is
+// unset, so the flags are not zeroed before each launch (one memset launch less per call); the
+// scratch zeroes them when the epochs wrap. A block waits only for tiles of smaller ids. With
+// SlideIds::Block (the default) the id is blockIdx.x, and blocks of smaller index have started
+// (blocks are dispatched in index order, which CUB's look-back relies on too); with
+// SlideIds::Counter ids come from an atomic counter in the order blocks start, so they have
+// started whatever the scheduling, at the price of one round trip before the tile's loads (and
+// the counter is not reset either: a launch's ids are its values minus its value before the
+// launch). Neither deadlocks however few blocks are resident, the first by the dispatch order,
+// the second by construction. A block never stores an element to the position it was read from
+// (the leading run of a tile when every element before it is kept), so unique may read the
+// element before its tile without a race (before publishing its own flag; the elements before
+// its other chunks come from the warps that loaded them, through shared memory).
 //
 // Memory access: tiles are laid over the 16-byte chunks of the array (tile 0 starts at the chunk
 // holding d[0]), a thread loads whole chunks with 16-byte loads (a warp: 512 contiguous bytes),
@@ -62,7 +74,7 @@
 //
 // T: trivially copyable, 4, 8 or 16 bytes (e.g. uint32_t, double, gpu2bs::PairRecord), `d`
 // aligned to sizeof(T). Functors: __device__ callable on `const T&`, copied to the kernel by
-// value. n < 2^62. The templates are instantiated in the caller's .cu file (nvcc); errors throw
+// value. n < 2^38. The templates are instantiated in the caller's .cu file (nvcc); errors throw
 // gpu2bs::Error (core/error.h). SlidingScratch may allocate through a Call (counted against the
 // call's memory limit, freed with it) or, without one, with cudaMalloc (freed by its destructor).
 // Not for concurrent use of one SlidingScratch from two streams.
@@ -100,10 +112,16 @@ __host__ __device__ constexpr int slide_min_blocks() {
   return cuda_tuning::kSlideMinBlocks[sizeof(T) == 4 ? 0 : sizeof(T) == 8 ? 1 : 2];
 }
 
-// Whether tile ids come from the atomic counter (else from blockIdx.x).
+// Where a block's tile id (its place in the processing order) comes from.
+enum class SlideIds {
+  Counter,  // an atomic counter, read before the tile's loads (no assumption on dispatch)
+  Block     // blockIdx.x (relies on blocks being dispatched in index order, as CUB does)
+};
+
+// The tile-id source of the tuned kernel for elements of T (cuda_tuning::kSlideTileIds).
 template <typename T>
-__host__ __device__ constexpr bool slide_atomic_ids() {
-  return cuda_tuning::kSlideAtomicIds[sizeof(T) == 4 ? 0 : sizeof(T) == 8 ? 1 : 2];
+__host__ __device__ constexpr SlideIds slide_ids() {
+  return SlideIds(cuda_tuning::kSlideTileIds[sizeof(T) == 4 ? 0 : sizeof(T) == 8 ? 1 : 2]);
 }
 
 // Elements per tile (one block) of a launch shape.
@@ -124,11 +142,23 @@ enum class SlideMode { Select, Unique, Partition };
 // Words of the scratch flags before the tile flags: tile counter, count, partition's direction.
 constexpr size_t kFlagsHead = 3;
 
+// The tile flags of one launch: the flags (counter, count, direction, tile flags), the launch's
+// epoch (flags of earlier launches carry other epochs, so nothing is zeroed per launch) and the
+// tile counter's value before the launch.
+struct SlideFlags {
+  unsigned long long* flags;
+  unsigned epoch;
+  unsigned id_base;
+};
+
 // Scratch of the sliding primitives: tile flags, tile counter, device count, pinned host count,
 // and (partition) room for the rejected elements. Grows on demand; keep one per stream.
 class SlidingScratch {
  public:
   // Allocations through `call` when given (its memory limit, freed with it), else cudaMalloc.
+  // The last launch epoch before the flags are zeroed again (the flag's 24 epoch bits all set).
+  static constexpr unsigned kEpochLimit = (1u << 24) - 1u;
+
   explicit SlidingScratch(Call* call = nullptr) : call_(call) {}
   ~SlidingScratch();
   SlidingScratch(const SlidingScratch&) = delete;
@@ -136,12 +166,16 @@ class SlidingScratch {
 
   // Device bytes held now.
   size_t device_bytes() const { return flags_bytes_ + aux_bytes_; }
-  // Room for `tiles` tile flags (plus the counter and the device count), zeroed on `s`.
-  unsigned long long* flags_for(size_t tiles, cudaStream_t s);
+  // Room for `tiles` tile flags (plus the counter and the device count) and a fresh epoch for
+  // one launch; `counted`: the launch takes its tile ids from the counter (one per tile). The
+  // flags are zeroed on `s` only when allocated and when the epochs wrap.
+  SlideFlags flags_for(size_t tiles, bool counted, cudaStream_t s);
   // Device buffer of at least `bytes` (partition's rejected elements).
   void* aux_for(size_t bytes);
   // Pinned host word for the count read-back.
   unsigned long long* host_count();
+  // Skips k launch epochs, as k launches would (no flag carries them; tests reach the wrap).
+  void skip_epochs(unsigned k) { epoch_ = k >= kEpochLimit - epoch_ ? kEpochLimit : epoch_ + k; }
 
  private:
   void* dev_alloc(size_t bytes, const char* what);
@@ -150,6 +184,8 @@ class SlidingScratch {
   // [0] tile counter, [1] count, [2] partition's direction, [kFlagsHead..] tile flags
   unsigned long long* flags_ = nullptr;
   size_t flags_bytes_ = 0;
+  unsigned epoch_ = 0;    // of the last launch (0: none since the flags were zeroed)
+  unsigned id_base_ = 0;  // the tile counter's value after the last launch
   void* aux_ = nullptr;
   size_t aux_bytes_ = 0;
   unsigned long long* host_ = nullptr;
@@ -171,10 +207,21 @@ struct BitwiseEqual {
 
 namespace detail {
 
+// A tile flag: 2 status bits, the launch's epoch (24 bits), a count or offset (38 bits). A flag
+// whose epoch is not the launch's is unset (written by an earlier launch on the same scratch).
 constexpr unsigned long long kStatusShift = 62;
 constexpr unsigned long long kStatusA = 1ull << kStatusShift;  // the tile's own count
 constexpr unsigned long long kStatusP = 2ull << kStatusShift;  // its inclusive offset
-constexpr unsigned long long kValueMask = kStatusA - 1;
+constexpr unsigned kEpochShift = 38;
+constexpr unsigned kEpochBits = 24;
+constexpr unsigned kEpochMask = (1u << kEpochBits) - 1u;
+static_assert(kEpochMask == SlidingScratch::kEpochLimit, "one epoch width");
+constexpr unsigned long long kValueMask = (1ull << kEpochShift) - 1;
+
+// The epoch bits of a flag of `epoch`.
+__host__ __device__ constexpr unsigned long long epoch_bits(unsigned epoch) {
+  return (unsigned long long)epoch << kEpochShift;
+}
 
 // The machine word of an element size.
 template <size_t S>
@@ -233,11 +280,17 @@ __device__ __forceinline__ void acquire_fence() {
   asm volatile("fence.acq_rel.gpu;" ::: "memory");
 }
 
-// Waits until tile t's flag carries a status (A or P), and returns it (relaxed reads).
+// Whether flag s was written in the launch of `epoch`.
+__device__ __forceinline__ bool flag_set(unsigned long long s, unsigned epoch) {
+  return unsigned(s >> kEpochShift & kEpochMask) == epoch;
+}
+
+// Waits until tile t's flag carries a status (A or P) of this launch, and returns it (relaxed
+// reads).
 __device__ __forceinline__ unsigned long long wait_flag(const unsigned long long* flags,
-                                                        long long t) {
+                                                        long long t, unsigned epoch) {
   unsigned long long s = ld_relaxed(flags + t);
-  while ((s >> kStatusShift) == 0) {
+  while (!flag_set(s, epoch)) {
     __nanosleep(32);
     s = ld_relaxed(flags + t);
   }
@@ -318,6 +371,37 @@ __device__ __forceinline__ int first_bit(unsigned long long m) {
   return __ffsll((long long)m) - 1;
 }
 
+// Loads thread tid's items of the tile at place `at` into v (a warp's vector loads are 512
+// contiguous bytes; item (j, e) is element e of chunk j * THREADS + tid of the tile, position x
+// of the tiles holds d[x - head]) and marks the elements inside [0, n) in `valid`; the others
+// are zero.
+template <int THREADS, int VECS, typename W, int V, typename M>
+__device__ __forceinline__ void load_tile(W (&v)[VECS][V], M& valid, const W* w, unsigned at,
+                                          unsigned head, long long nn, int tid) {
+  constexpr long long TILE = (long long)THREADS * VECS * V;
+  valid = 0;
+#pragma unroll
+  for (int j = 0; j < VECS; ++j) {
+    const long long i0 =
+        (long long)at * TILE + (long long)(j * THREADS + tid) * V - (long long)head;
+    if (i0 >= 0 && i0 + V <= nn) {
+      const uint4 q = *reinterpret_cast<const uint4*>(w + i0);
+      memcpy(&v[j][0], &q, 16);
+      valid |= M((1u << V) - 1u) << (j * V);
+    } else {
+#pragma unroll
+      for (int e = 0; e < V; ++e) {
+        if (i0 + e >= 0 && i0 + e < nn) {
+          v[j][e] = w[i0 + e];
+          valid |= M(1) << (j * V + e);
+        } else {
+          memset(&v[j][e], 0, sizeof(W));
+        }
+      }
+    }
+  }
+}
+
 // Dynamic shared memory of the sliding kernel: the staged tile.
 template <typename T, int THREADS, int VECS>
 constexpr size_t stage_bytes() {
@@ -341,14 +425,17 @@ constexpr size_t stage_bytes() {
 // before d[0] belong to tile 0 and are empty, so every full chunk is loaded with one vector
 // load; item (j, e) of thread t is element e of chunk j * THREADS + t of the tile. The staged
 // tile is in dynamic shared memory (stage_bytes()).
-// ATOMIC_IDS: tile ids from the atomic counter (forward progress whatever the block scheduling);
-// else blockIdx.x (relies on blocks being dispatched in index order, as CUB's look-back does).
+// IDS: tile ids from blockIdx.x (relies on blocks being dispatched in index order, as CUB's
+// look-back does) or from the atomic counter (forward progress whatever the block scheduling, one
+// round trip before the loads). epoch: the launch's (SlideFlags), id_base: the counter's value
+// before the launch.
 template <typename T, SlideMode MODE, SlideSync SYNC, int THREADS, int VECS, int MINB,
-          bool ATOMIC_IDS, typename F>
+          SlideIds IDS, typename F>
 __global__ void __launch_bounds__(THREADS, MINB) slide_kernel(T* d, unsigned long long n,
                                                         unsigned head, F f,
                                                         unsigned long long* flags, T* aux,
-                                                        unsigned long long* d_count) {
+                                                        unsigned long long* d_count,
+                                                        unsigned epoch, unsigned id_base) {
   using W = typename Word<sizeof(T)>::type;
   constexpr int V = 16 / int(sizeof(T));  // elements per 16-byte chunk
   constexpr int ITEMS = VECS * V;
@@ -372,49 +459,33 @@ __global__ void __launch_bounds__(THREADS, MINB) slide_kernel(T* d, unsigned lon
   extern __shared__ __align__(16) unsigned char s_dyn[];
   W* const s_stage = reinterpret_cast<W*>(s_dyn);  // the tile, kept elements first (in order)
 
+  constexpr bool COUNTED = IDS == SlideIds::Counter;
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+  const long long nn = (long long)n;
+  W* const w = reinterpret_cast<W*>(d);
+  unsigned long long* const tflag = flags + kFlagsHead;
+  const unsigned lt = (1u << lane) - 1u;
+  const unsigned last = gridDim.x - 1;
+
+  // 1. Load the tile (load_tile).
+  W v[VECS][V];
+  M keep = 0, valid = 0;
   if (tid == 0) {
-    if constexpr (ATOMIC_IDS) s_bid = atomicAdd(reinterpret_cast<unsigned*>(flags), 1u);
+    if constexpr (COUNTED)
+      s_bid = atomicAdd(reinterpret_cast<unsigned*>(flags), 1u) - id_base;
     if constexpr (MODE == SlideMode::Partition) s_back = flags[2] != 0;
     s_lead = TILE;
   }
   __syncthreads();
-  const unsigned bid = ATOMIC_IDS ? s_bid : blockIdx.x;  // processing order
-  const unsigned last = gridDim.x - 1;
+  const unsigned bid = COUNTED ? s_bid : blockIdx.x;  // processing order
   // Partition backwards: the rejected elements stay in d ("kept" below), tiles from the last
   const bool back = MODE == SlideMode::Partition && s_back;
   const unsigned pos = back ? last - bid : bid;  // the tile's place in the array
-  // positions [base, base + TILE) of the tile; position x holds d[x - head]
+  // positions [base, base + TILE) of the tile
   const long long base = (long long)pos * TILE;
-  const long long nn = (long long)n;
   const long long hv = pos == 0 ? (long long)head : 0;  // empty positions at the tile's start
   const long long tile_first = base + hv - (long long)head;  // index of its first element
-  W* const w = reinterpret_cast<W*>(d);
-  unsigned long long* const tflag = flags + kFlagsHead;
-  const unsigned lt = (1u << lane) - 1u;
-
-  // 1. Load the tile (a warp's vector loads are 512 contiguous bytes) and evaluate.
-  W v[VECS][V];
-  M keep = 0, valid = 0;
-#pragma unroll
-  for (int j = 0; j < VECS; ++j) {
-    const long long i0 = base + (long long)(j * THREADS + tid) * V - (long long)head;
-    if (i0 >= 0 && i0 + V <= nn) {
-      const uint4 q = *reinterpret_cast<const uint4*>(w + i0);
-      memcpy(&v[j][0], &q, 16);
-      valid |= M((1u << V) - 1u) << (j * V);
-    } else {
-#pragma unroll
-      for (int e = 0; e < V; ++e) {
-        if (i0 + e >= 0 && i0 + e < nn) {
-          v[j][e] = w[i0 + e];
-          valid |= M(1) << (j * V + e);
-        } else {
-          memset(&v[j][e], 0, sizeof(W));
-        }
-      }
-    }
-  }
+  load_tile<THREADS, VECS>(v, valid, w, pos, head, nn, tid);
   if constexpr (UNIQUE) {
     // The element before a warp's chunk is lane 31's last of the previous column (other warp)
     // or, for the tile's first chunk, the previous tile's last: not yet overwritten (see the
@@ -490,9 +561,9 @@ __global__ void __launch_bounds__(THREADS, MINB) slide_kernel(T* d, unsigned lon
       s_total = incl;
       // Publish the tile's count (tile 0: its inclusive offset).
       if constexpr (SYNC == SlideSync::Lookback)
-        st_release(tflag + bid, (bid == 0 ? kStatusP : kStatusA) | incl);
+        st_release(tflag + bid, (bid == 0 ? kStatusP : kStatusA) | epoch_bits(epoch) | incl);
       else if (bid == 0)
-        st_release(tflag, kStatusP | incl);
+        st_release(tflag, kStatusP | epoch_bits(epoch) | incl);
     }
   }
   __syncthreads();
@@ -525,7 +596,7 @@ __global__ void __launch_bounds__(THREADS, MINB) slide_kernel(T* d, unsigned lon
         long long top = (long long)bid - 1;
         for (;;) {
           const long long t = top - lane;
-          const unsigned long long s = t >= 0 ? wait_flag(tflag, t) : kStatusP;
+          const unsigned long long s = t >= 0 ? wait_flag(tflag, t, epoch) : kStatusP;
           const unsigned pmask = __ballot_sync(FULL, (s >> kStatusShift) == 2);
           const int stop = pmask ? __ffs(int(pmask)) - 1 : 31;  // nearest P, or the window
           unsigned long long val = lane <= stop ? (s & kValueMask) : 0ull;
@@ -536,17 +607,17 @@ __global__ void __launch_bounds__(THREADS, MINB) slide_kernel(T* d, unsigned lon
           top -= 32;
         }
         acquire_fence();  // every lane: the tiles whose flags it read have loaded
-        if (lane == 0) st_release(tflag + bid, kStatusP | (excl + total));
+        if (lane == 0) st_release(tflag + bid, kStatusP | epoch_bits(epoch) | (excl + total));
       } else {
         if (lane == 0) {
           unsigned long long s = ld_relaxed(tflag + bid - 1);
-          while ((s >> kStatusShift) != 2) {
+          while (!flag_set(s, epoch) || (s >> kStatusShift) != 2) {
             __nanosleep(32);
             s = ld_relaxed(tflag + bid - 1);
           }
           acquire_fence();
           excl = s & kValueMask;
-          st_release(tflag + bid, kStatusP | (excl + total));
+          st_release(tflag + bid, kStatusP | epoch_bits(epoch) | (excl + total));
         }
       }
     }
@@ -614,7 +685,7 @@ __global__ void __launch_bounds__(kDirectionThreads) partition_direction_kernel(
 #pragma unroll
   for (int i = 0; i < kDirectionPerThread; ++i) {
     const unsigned long long k = (unsigned long long)i * kDirectionThreads + threadIdx.x;
-    // element k * n / m without overflow (k < 2^12, n < 2^62)
+    // element k * n / m without overflow (k < 2^12, n < 2^38)
     if (k < m) x[i] = d[k * (n / m) + k * (n % m) / m];
   }
   int kept = 0;
@@ -667,7 +738,7 @@ void check_args(const T* d, size_t n) {
   static_assert(std::is_trivially_copyable<T>::value, "elements must be trivially copyable");
   if (n && reinterpret_cast<uintptr_t>(d) % sizeof(T) != 0)
     throw Error(ErrorCode::Internal, "sliding primitive on a misaligned device array");
-  if (n >> kStatusShift)
+  if (n >> kEpochShift)
     throw Error(ErrorCode::ProgramLimit, "too many elements for a sliding primitive");
 }
 
@@ -679,7 +750,7 @@ void check_args(const T* d, size_t n) {
 // device word.
 template <typename T, SlideMode MODE, SlideSync SYNC = SlideSync::Lookback,
           int THREADS = slide_threads<T>(), int VECS = slide_vecs<T>(),
-          int MINB = slide_min_blocks<T>(), bool ATOMIC_IDS = slide_atomic_ids<T>(), typename F>
+          int MINB = slide_min_blocks<T>(), SlideIds IDS = slide_ids<T>(), typename F>
 unsigned long long* slide_async(T* d, size_t n, F f, unsigned long long* d_count, cudaStream_t s,
                                 SlidingScratch& scratch) {
   detail::check_args(d, n);
@@ -687,14 +758,15 @@ unsigned long long* slide_async(T* d, size_t n, F f, unsigned long long* d_count
   // d's position in its 16-byte chunk, in elements: tile 0 starts that many positions before d
   const unsigned head = unsigned(reinterpret_cast<uintptr_t>(d) / sizeof(T) % (16 / sizeof(T)));
   const size_t tiles = (n + head + TILE - 1) / TILE;
-  unsigned long long* flags = scratch.flags_for(tiles, s);
+  if (tiles > 0x7FFFFFFFull)
+    throw Error(ErrorCode::ProgramLimit, "too many elements for a sliding primitive");
+  const SlideFlags fl = scratch.flags_for(tiles, n > 0 && IDS == SlideIds::Counter, s);
+  unsigned long long* const flags = fl.flags;
   unsigned long long* count = d_count ? d_count : flags + 1;
   if (n == 0) {
     G2_CUDA(cudaMemsetAsync(count, 0, sizeof(unsigned long long), s));
     return count;
   }
-  if (tiles > 0x7FFFFFFFull)
-    throw Error(ErrorCode::ProgramLimit, "too many elements for a sliding primitive");
   T* aux = nullptr;
   // room for the part that goes through aux, plus one 16-byte chunk: the append kernel's vector
   // loads read whole aligned chunks
@@ -705,13 +777,13 @@ unsigned long long* slide_async(T* d, size_t n, F f, unsigned long long* d_count
     G2_CUDA_LAUNCH("partition direction kernel launch");
   }
   constexpr size_t SMEM = detail::stage_bytes<T, THREADS, VECS>();
-  auto kernel = detail::slide_kernel<T, MODE, SYNC, THREADS, VECS, MINB, ATOMIC_IDS, F>;
+  auto kernel = detail::slide_kernel<T, MODE, SYNC, THREADS, VECS, MINB, IDS, F>;
   if constexpr (SMEM > 48 * 1024) {
     static std::atomic<unsigned long long> done{0};  // this instantiation's kernel
     detail::allow_shared(kernel, SMEM, done);
   }
   kernel<<<unsigned(tiles), THREADS, SMEM, s>>>(d, (unsigned long long)n, head, f, flags, aux,
-                                                count);
+                                                count, fl.epoch, fl.id_base);
   G2_CUDA_LAUNCH("sliding kernel launch");
   if constexpr (MODE == SlideMode::Partition) {
     constexpr int kAppendThreads = 256;

@@ -3,7 +3,8 @@
 //
 //   bench_sliding [runs] [sizes in M elements...]     default: 5 runs, 16M and 256M
 //   bench_sliding sweep [runs] [sizes...]             launch shapes of the sliding kernel
-//                                                     (threads x 16-byte vectors / min blocks)
+//                                                     (threads x 16-byte vectors / min blocks,
+//                                                     tile ids: counter, " b" blockIdx.x)
 //                                                     at 10 and 50 % kept
 //
 // For 16M and 256M elements of 4, 8 and 16 bytes (uint32, uint64, PairRecord) and selectivity
@@ -293,9 +294,12 @@ void bench_type(size_t n, int runs, void* tmp, size_t tmp_cap) {
 }
 
 
+// Row suffix of a tile-id source: "" counter, " b" blockIdx.x.
+const char* ids_tag(SlideIds ids) { return ids == SlideIds::Counter ? "" : " b"; }
+
 // One launch shape of the sliding kernel in the sweep: select, unique, partition at pct % (keys
 // of the run heads at the same fraction in keys_heads).
-template <typename T, int THREADS, int VECS, int MINB, bool ATOMIC_IDS>
+template <typename T, int THREADS, int VECS, int MINB, SlideIds IDS>
 void sweep_shape(size_t n, int runs, int pct, T* pristine, T* d, unsigned long long* cnt,
                  cudaStream_t s, SlidingScratch& scr, double copy_gbs, uint32_t* keys_heads) {
   const double S = double(sizeof(T)), arr = double(n) * S;
@@ -312,29 +316,29 @@ void sweep_shape(size_t n, int runs, int pct, T* pristine, T* d, unsigned long l
   const unsigned grid = 132 * 16;
   fill_random<T><<<grid, 256, 0, s>>>(pristine, n);
   double t = time_ms(runs, s, restore, [&]() {
-    slide_async<T, SlideMode::Select, SlideSync::Lookback, THREADS, VECS, MINB, ATOMIC_IDS>(
+    slide_async<T, SlideMode::Select, SlideSync::Lookback, THREADS, VECS, MINB, IDS>(
         d, n, keep, cnt,
                                                                                   s, scr);
   });
   unsigned long long k = get();
-  snprintf(name, sizeof name, "select %dx%d/%d%s", THREADS, VECS, MINB, ATOMIC_IDS ? "" : " b");
+  snprintf(name, sizeof name, "select %dx%d/%d%s", THREADS, VECS, MINB, ids_tag(IDS));
   row(name, n, int(S), pct, t, arr + double(k) * S, copy_gbs, 0, k);
   t = time_ms(runs, s, restore, [&]() {
-    slide_async<T, SlideMode::Partition, SlideSync::Lookback, THREADS, VECS, MINB, ATOMIC_IDS>(
+    slide_async<T, SlideMode::Partition, SlideSync::Lookback, THREADS, VECS, MINB, IDS>(
         d, n, keep,
                                                                                      cnt, s, scr);
   });
   k = get();
-  snprintf(name, sizeof name, "partition %dx%d/%d%s", THREADS, VECS, MINB, ATOMIC_IDS ? "" : " b");
+  snprintf(name, sizeof name, "partition %dx%d/%d%s", THREADS, VECS, MINB, ids_tag(IDS));
   row(name, n, int(S), pct, t, 2 * arr, copy_gbs, 0, k);
   fill_from_keys<T><<<grid, 256, 0, s>>>(pristine, keys_heads, n);
   t = time_ms(runs, s, restore, [&]() {
-    slide_async<T, SlideMode::Unique, SlideSync::Lookback, THREADS, VECS, MINB, ATOMIC_IDS>(
+    slide_async<T, SlideMode::Unique, SlideSync::Lookback, THREADS, VECS, MINB, IDS>(
         d, n, KeyEq(),
                                                                                   cnt, s, scr);
   });
   k = get();
-  snprintf(name, sizeof name, "unique %dx%d/%d%s", THREADS, VECS, MINB, ATOMIC_IDS ? "" : " b");
+  snprintf(name, sizeof name, "unique %dx%d/%d%s", THREADS, VECS, MINB, ids_tag(IDS));
   row(name, n, int(S), pct, t, arr + double(k) * S, copy_gbs, 0, k);
 }
 
@@ -364,18 +368,15 @@ void sweep_type(size_t n, int runs, void* tmp, size_t tmp_cap) {
     });
     const double copy_gbs = 2.0 * double(n) * sizeof(T) / (t_copy * 1e-3) / 1e9;
     row("copy D2D", n, int(sizeof(T)), pct, t_copy, 2.0 * double(n) * sizeof(T), copy_gbs, 0, n);
-    // the tuned shape (cuda_tuning::kSlide*), the same with tile ids from blockIdx.x, and the
-    // 32 KiB / 64 KiB / 96 KiB tiles around it
+    // the tuned shape (cuda_tuning::kSlide*) with both sources of tile ids, and the other 64 KiB
+    // tile (512x8 / 256x16) with both
     constexpr int TH = slide_threads<T>(), VE = slide_vecs<T>(), MB = slide_min_blocks<T>();
-    sweep_shape<T, TH, VE, MB, true>(n, runs, pct, pristine, d, cnt, s, scr, copy_gbs, keys);
-    sweep_shape<T, TH, VE, MB, false>(n, runs, pct, pristine, d, cnt, s, scr, copy_gbs, keys);
-    sweep_shape<T, 256, 8, 4, true>(n, runs, pct, pristine, d, cnt, s, scr, copy_gbs, keys);
-    sweep_shape<T, 512, 8, 2, true>(n, runs, pct, pristine, d, cnt, s, scr, copy_gbs, keys);
-    sweep_shape<T, 256, 16, 2, true>(n, runs, pct, pristine, d, cnt, s, scr, copy_gbs, keys);
-    sweep_shape<T, 384, 16, 2, true>(n, runs, pct, pristine, d, cnt, s, scr, copy_gbs, keys);
-    sweep_shape<T, 512, 12, 2, true>(n, runs, pct, pristine, d, cnt, s, scr, copy_gbs, keys);
-    if constexpr (sizeof(T) >= 8)
-      sweep_shape<T, 256, 24, 2, true>(n, runs, pct, pristine, d, cnt, s, scr, copy_gbs, keys);
+    constexpr SlideIds C = SlideIds::Counter, B = SlideIds::Block;
+    sweep_shape<T, TH, VE, MB, C>(n, runs, pct, pristine, d, cnt, s, scr, copy_gbs, keys);
+    sweep_shape<T, TH, VE, MB, B>(n, runs, pct, pristine, d, cnt, s, scr, copy_gbs, keys);
+    constexpr int TH2 = TH == 512 ? 256 : 512, VE2 = TH == 512 ? 16 : 8;
+    sweep_shape<T, TH2, VE2, 2, C>(n, runs, pct, pristine, d, cnt, s, scr, copy_gbs, keys);
+    sweep_shape<T, TH2, VE2, 2, B>(n, runs, pct, pristine, d, cnt, s, scr, copy_gbs, keys);
   }
   CK(cudaFree(pristine));
   CK(cudaFree(d));

@@ -3,8 +3,9 @@
 // (core/sliding.h) / the standard library, bit for bit: 4-, 8- and 16-byte elements (PairRecord),
 // empty, 1 element, all kept, none kept, sizes around the tile, millions of elements (far more
 // tiles than resident blocks), arrays not aligned to 16 bytes, both synchronizations, tile ids
-// from the atomic counter and from blockIdx.x, the device-count
-// variants, a scratch reused across calls and one allocated through a Call. Skips without a GPU.
+// from the atomic counter and from blockIdx.x, the device-count variants, a scratch
+// reused across calls (its flags carry an epoch per launch and are zeroed only when the epochs
+// wrap: EpochWrap) and one allocated through a Call. Skips without a GPU.
 #include <gtest/gtest.h>
 
 #include <cub/device/device_partition.cuh>
@@ -135,14 +136,14 @@ size_t run_cub(F f) {
 }
 
 // Every primitive on one input, against CUB, the CPU counterpart and std.
-template <typename T, SlideSync SYNC, bool ATOMIC_IDS = slide_atomic_ids<T>()>
+template <typename T, SlideSync SYNC, SlideIds IDS = slide_ids<T>()>
 void check_case(size_t n, uint32_t keep_below, bool runs, uint64_t seed, SlidingScratch& scr) {
   const auto in = make_input<T>(n, 100, seed, runs);
   const KeepBelow<T> keep{keep_below};
   const std::string tag = "n=" + std::to_string(n) + " keep<" + std::to_string(keep_below) +
                           (runs ? " runs" : "") + " size=" + std::to_string(sizeof(T)) +
                           (SYNC == SlideSync::Adjacent ? " adjacent" : " lookback") +
-                          (ATOMIC_IDS ? " atomic ids" : " blockIdx ids");
+                          (IDS == SlideIds::Counter ? " counter ids" : " blockIdx ids");
   Dev<T> src(n), d(n), out(n);
   src.put(in);
   cudaStream_t s = nullptr;
@@ -161,7 +162,7 @@ void check_case(size_t n, uint32_t keep_below, bool runs, uint64_t seed, Sliding
     d.put(in);
     unsigned long long* c =
         slide_async<T, SlideMode::Select, SYNC, slide_threads<T>(), slide_vecs<T>(),
-                    slide_min_blocks<T>(), ATOMIC_IDS>(d.p, n, keep, nullptr, s, scr);
+                    slide_min_blocks<T>(), IDS>(d.p, n, keep, nullptr, s, scr);
     const size_t k = read_count(c, s, scr);
     EXPECT_EQ(k, want.size()) << tag;
     EXPECT_TRUE(same(d.get(k), want)) << "select " << tag;
@@ -182,7 +183,7 @@ void check_case(size_t n, uint32_t keep_below, bool runs, uint64_t seed, Sliding
     d.put(in);
     const size_t k = read_count(
         slide_async<T, SlideMode::Unique, SYNC, slide_threads<T>(), slide_vecs<T>(),
-                    slide_min_blocks<T>(), ATOMIC_IDS>(d.p, n, KeyEq(), nullptr, s, scr), s, scr);
+                    slide_min_blocks<T>(), IDS>(d.p, n, KeyEq(), nullptr, s, scr), s, scr);
     EXPECT_EQ(k, want.size()) << tag;
     EXPECT_TRUE(same(d.get(k), want)) << "unique " << tag;
     auto h = in;
@@ -205,7 +206,7 @@ void check_case(size_t n, uint32_t keep_below, bool runs, uint64_t seed, Sliding
     d.put(in);
     const size_t k = read_count(
         slide_async<T, SlideMode::Partition, SYNC, slide_threads<T>(), slide_vecs<T>(),
-                    slide_min_blocks<T>(), ATOMIC_IDS>(d.p, n, keep, nullptr, s, scr), s, scr);
+                    slide_min_blocks<T>(), IDS>(d.p, n, keep, nullptr, s, scr), s, scr);
     EXPECT_EQ(k, wn) << tag;
     EXPECT_TRUE(same(d.get(n), want)) << "partition " << tag;
     auto h = in;
@@ -235,14 +236,16 @@ void check_sizes(uint64_t seed) {
       if (n == t + 1 || n == 1000003)
         check_case<T, SlideSync::Adjacent>(n, keep, false, seed + n + keep, scr);
     }
-  // the other source of tile ids (atomic counter / blockIdx.x)
+  // both sources of tile ids (atomic counter, blockIdx.x)
   for (size_t n : {size_t(1), t + 1, 3 * t + 17, size_t(1000003)})
-    for (uint32_t keep : {0u, 50u, 100u})
-      check_case<T, SlideSync::Lookback, !slide_atomic_ids<T>()>(n, keep, false, seed + n + keep,
-                                                                  scr);
+    for (uint32_t keep : {0u, 50u, 100u}) {
+      check_case<T, SlideSync::Lookback, SlideIds::Counter>(n, keep, false, seed + n + keep, scr);
+      check_case<T, SlideSync::Lookback, SlideIds::Block>(n, keep, false, seed + n + keep, scr);
+    }
   for (size_t n : {size_t(1), t + 1, size_t(1000003)}) {
     check_case<T, SlideSync::Lookback>(n, 50, true, seed + 7 * n, scr);
-    check_case<T, SlideSync::Lookback, !slide_atomic_ids<T>()>(n, 50, true, seed + 7 * n, scr);
+    check_case<T, SlideSync::Lookback, SlideIds::Counter>(n, 50, true, seed + 7 * n, scr);
+    check_case<T, SlideSync::Lookback, SlideIds::Block>(n, 50, true, seed + 7 * n, scr);
     check_case<T, SlideSync::Adjacent>(n, 50, true, seed + 7 * n, scr);
   }
 }
@@ -377,6 +380,47 @@ TEST(Sliding, ManyTilesAndDeviceCounts) {
   const size_t k = unique_inplace(du.p, n, BitwiseEqual(), nullptr, scr);
   EXPECT_EQ(k, wu.size());
   EXPECT_TRUE(same(du.get(k), wu));
+}
+
+// One scratch across the wrap of its launch epochs (2^24 - 1; the flags are zeroed then), with
+// calls of fewer tiles than earlier ones leaving stale flags behind that only the epochs tell
+// apart: selects (tile ids from blockIdx.x and from the counter) and uniques of alternating sizes
+// before, at and after the wrap, against std.
+TEST(Sliding, EpochWrap) {
+  REQUIRE_GPU();
+  const size_t big = 5 * tile_elems<uint32_t>() + 3, small = tile_elems<uint32_t>() + 1;
+  const auto in = make_input<uint32_t>(big, 100, 31, false);
+  const auto runs = make_input<uint32_t>(big, 100, 32, true);
+  const KeepBelow<uint32_t> keep{40};
+  Dev<uint32_t> d(big);
+  SlidingScratch scr;
+  cudaStream_t s = nullptr;
+  auto check = [&](size_t n, const std::string& when) {
+    std::vector<uint32_t> src(in.begin(), in.begin() + n), want;
+    std::copy_if(src.begin(), src.end(), std::back_inserter(want), keep);
+    d.put(in);
+    size_t k = select_inplace(d.p, n, keep, s, scr);
+    EXPECT_EQ(k, want.size()) << when << " n=" << n;
+    EXPECT_TRUE(same(d.get(k), want)) << when << " n=" << n;
+    d.put(in);  // the same select with tile ids from the counter (not reset between launches)
+    k = read_count(slide_async<uint32_t, SlideMode::Select, SlideSync::Lookback,
+                               slide_threads<uint32_t>(), slide_vecs<uint32_t>(),
+                               slide_min_blocks<uint32_t>(), SlideIds::Counter>(
+                       d.p, n, keep, nullptr, s, scr),
+                   s, scr);
+    EXPECT_EQ(k, want.size()) << when << " counter ids n=" << n;
+    EXPECT_TRUE(same(d.get(k), want)) << when << " counter ids n=" << n;
+    std::vector<uint32_t> u(runs.begin(), runs.begin() + n);
+    u.resize(size_t(std::unique(u.begin(), u.end()) - u.begin()));
+    d.put(runs);
+    k = unique_inplace(d.p, n, BitwiseEqual(), s, scr);
+    EXPECT_EQ(k, u.size()) << when << " unique n=" << n;
+    EXPECT_TRUE(same(d.get(k), u)) << when << " unique n=" << n;
+  };
+  check(big, "first");
+  check(small, "first");
+  scr.skip_epochs(SlidingScratch::kEpochLimit - 10);  // a few launches before the wrap
+  for (int i = 0; i < 12; ++i) check(i % 3 ? small : big, "around the wrap " + std::to_string(i));
 }
 
 }  // namespace
