@@ -239,6 +239,12 @@ constexpr double kExprGuessPairsPerSec = 1e11;
 // Sum: most items (tile pairs) per slice, each with its (sum, comp) partial (16 bytes) copied
 // back and folded on the host in item order.
 constexpr long long kExprSumMaxItems = 1LL << 18;
+// Histogram: most buckets for the bucket computation through the edge table (kernel_text.h,
+// g2_visit: one fused multiply-add and three additions per pair in place of the float64
+// division; the edges, nbuckets + 1 values of real in global memory, are read only for pairs
+// within the rounding bound of an edge). Above it the float64 quotient runs per pair. The
+// figure behind it is in the bench_expr hist line of 2026-11-24-h100-expr-gpu2.md.
+constexpr int kExprHistEdgesMaxBuckets = 1 << 20;
 // Join: capacity of the direct output buffer in pairs (16 bytes each), at most, and at most
 // this fraction of the call's device memory budget left after the inputs.
 constexpr size_t kExprJoinCapPairs = size_t(1) << 22;

@@ -240,6 +240,11 @@ std::shared_ptr<Module> compile(const Nvrtc& n, const std::string& source, int a
   m->target = (cubin ? "sm_" : "compute_") + std::to_string(target);
   G2_CUDA(cudaLibraryLoadData(&m->lib, image.data(), nullptr, nullptr, 0, nullptr, nullptr, 0));
   G2_CUDA(cudaLibraryGetKernel(&m->kernel, m->lib, "g2_kernel"));
+  if (source.find("#define G2_EDGES 1\n") != std::string::npos &&
+      cudaLibraryGetKernel(&m->edges, m->lib, "g2_edges") != cudaSuccess) {
+    (void)cudaGetLastError();
+    m->edges = nullptr;
+  }
   *nvrtc_ms = std::chrono::duration<double, std::milli>(t1 - t0).count();
   *load_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t1).count();
   return m;

@@ -14,11 +14,13 @@ namespace gpu2bs {
 namespace exprgpu {
 namespace detail {
 
-// A loaded module: the library and its kernel `g2_kernel`. Unloaded when the last holder
-// (the cache, a running call) lets it go.
+// A loaded module: the library, its kernel `g2_kernel` and, where the source defines it, the
+// histogram's edge kernel `g2_edges`. Unloaded when the last holder (the cache, a running call)
+// lets it go.
 struct Module {
   cudaLibrary_t lib = nullptr;
   cudaKernel_t kernel = nullptr;
+  cudaKernel_t edges = nullptr;
   std::string target;  // "sm_90" (CUBIN) or "compute_90" (PTX, JIT-compiled by the driver)
   ~Module();
 };

@@ -92,6 +92,19 @@ inline std::string euclid_source(int dims, double r2) {
     s += "  dx = gpu2bs_col(a, " + std::to_string(k) + ") - gpu2bs_col(b, " + std::to_string(k) +
          ");\n  d2 = fma(dx, dx, d2);\n";
   s += "  return d2 <= " + lit(r2) + ";\n}\n";
+  // float32: the count's key, d2's bit pattern (d2 is +0, positive, +inf or NaN).
+  float r2f = float(r2) + 0.0f;  // -0 as +0
+  unsigned rb = 0;
+  std::memcpy(&rb, &r2f, 4);
+  if (r2f >= 0 && r2f == r2f) {
+    s += "#if G2_F32\n#define G2_PAIR_KEY 1\n#define G2_KEY_MAX " + std::to_string(rb) + "u\n";
+    s += "__device__ unsigned gpu2bs_pair_key(const Row& a, const Row& b) {\n";
+    s += "  real dx = gpu2bs_col(a, 0) - gpu2bs_col(b, 0);\n  real d2 = dx * dx;\n";
+    for (int k = 1; k < dims; ++k)
+      s += "  dx = gpu2bs_col(a, " + std::to_string(k) + ") - gpu2bs_col(b, " + std::to_string(k) +
+           ");\n  d2 = fma(dx, dx, d2);\n";
+    s += "  return __float_as_uint(d2);\n}\n#endif\n";
+  }
   return s;
 }
 template <typename T>

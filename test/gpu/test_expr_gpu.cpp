@@ -280,6 +280,80 @@ TEST(ExprGpu, AngularHistogramMatchesReference) {
     }
 }
 
+// The bucket without the float64 division (the rounding bound and the table of edges) against
+// PostgreSQL's width_bucket on the same value, for values at and within a few ulps of every
+// bucket edge, at lo and hi, outside [lo, hi), and uniform ones: value = a.c0 - 0, i.e. a.c0
+// rounded to the precision. Shared-memory copies and global atomics; the last configuration's
+// rounding bound is too wide for the edge table (the float64 quotient runs per pair).
+TEST(ExprGpu, HistogramEdgesExact) {
+  REQUIRE_NVRTC();
+  struct Range {
+    double lo, hi;
+    int nb;
+  };
+  const Range ranges[] = {{0, M_PI, 1000}, {-1.5, 1.75, 7}, {-1.5, 1.75, 4096}, {1, 2, 1},
+                          {-3e-3, 1e-2, 999}, {1e6, 1e6 + 1, 1000}};
+  Cols zero;
+  zero.ncols = 1;
+  zero.n = 1;
+  zero.data = {0.0};
+  for (bool f32 : {true, false})
+    for (const Range& r : ranges) {
+      std::vector<double> v;
+      auto near = [&](double x) {
+        if (f32) {
+          float f = float(x), g = f;
+          v.push_back(f);
+          for (int s = 0; s < 3; ++s) {
+            f = std::nextafter(f, INFINITY);
+            g = std::nextafter(g, -INFINITY);
+            v.push_back(f);
+            v.push_back(g);
+          }
+        } else {
+          double f = x, g = x;
+          v.push_back(f);
+          for (int s = 0; s < 3; ++s) {
+            f = std::nextafter(f, INFINITY);
+            g = std::nextafter(g, -INFINITY);
+            v.push_back(f);
+            v.push_back(g);
+          }
+        }
+      };
+      for (int k = 0; k <= r.nb; ++k) near(r.lo + (r.hi - r.lo) * k / r.nb);
+      near(r.lo);
+      near(r.hi);
+      for (double x : std::initializer_list<double>{-INFINITY, INFINITY, 0.0, -0.0, r.lo - 1, r.hi + 1})
+        v.push_back(x);
+      std::mt19937_64 rng(7);
+      std::uniform_real_distribution<double> u(r.lo - 0.1 * (r.hi - r.lo), r.hi + 0.1 * (r.hi - r.lo));
+      for (int k = 0; k < 20000; ++k) v.push_back(u(rng));
+      Cols a;
+      a.ncols = 1;
+      a.n = int64_t(v.size());
+      a.data = v;
+      std::vector<uint64_t> want(size_t(r.nb), 0);
+      for (double x : v) {
+        const double y = f32 ? double(float(x)) : x;
+        const int bk = pg_bucket(y, r.lo, r.hi, r.nb);
+        if (bk >= 0 && bk < r.nb) ++want[size_t(bk)];
+      }
+      for (int copies : {0, -1}) {
+        forced().sdh_copies = copies;
+        Job j = make_job(Kind::Histogram, f32, a, &zero, diff_source());
+        j.lo = r.lo;
+        j.hi = r.hi;
+        j.nbuckets = r.nb;
+        const Result got = run_job(j);
+        forced().sdh_copies = 0;
+        ASSERT_EQ(got.error, 0);
+        EXPECT_EQ(got.hist, want) << (f32 ? "f32" : "f64") << " [" << r.lo << ", " << r.hi << ") nb=" << r.nb
+                                  << " copies=" << copies << ": " << first_diff(got.hist, want);
+      }
+    }
+}
+
 // Histogram buckets exactly as PostgreSQL computes them (value a.c0 - b.c0, bit-exact): the
 // privatized shared-memory path and global atomics, values outside [lo, hi) not counted, and
 // a NaN value raising 2201G.
