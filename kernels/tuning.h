@@ -229,6 +229,12 @@ constexpr double kResolveStopPoints = 32.0;
 // 1e6-point self Euclidean count float32 128x2 2.99e12, 128x4 3.20e12, 256x4 3.22e12, 128x8
 // 3.22e12; float64 128x2 2.08e12, 128x4 2.15e12. 128x2 is near the best of each and compiles
 // in 280-370 ms cold (NVRTC with ptxas, fresh program).
+// NVRTC's --Ofast-compile level for the generated kernels ("" for none). On the build machine
+// (CPU time of one compile, 3 runs) "min" halves the NVRTC time: Manhattan count float32 172-184
+// ms -> 91-110 ms, Euclidean count 153-170 -> 90-109, angular histogram float32 258-330 ->
+// 189-200, float64 313-380 -> 237-271 ("mid" and "max" no faster than "min"; -dopt=on and
+// -Xptxas=-O2 no change). Kernel times with and without: bench_expr (H100) in the results.
+constexpr const char* kExprFastCompile = "min";
 constexpr int kExprThreads = 128;
 constexpr int kExprRegRows = 2;
 constexpr int kExprRegRowsF64 = 2;

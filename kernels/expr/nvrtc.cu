@@ -172,6 +172,12 @@ Cache& cache() {
 }
 
 int g_tile_threads = 0, g_tile_rows = 0;
+const char* g_fast_compile = nullptr;  // bench override of kExprFastCompile (null: none)
+
+// The --Ofast-compile level NVRTC gets ("" for none).
+std::string fast_compile_level() {
+  return g_fast_compile ? g_fast_compile : cuda_tuning::kExprFastCompile;
+}
 
 // Compiles `source` for `arch` into a loaded module (no cache); *nvrtc_ms = the NVRTC part
 // (program creation, compile, image), *load_ms = cudaLibraryLoadData and the kernel lookup.
@@ -201,9 +207,12 @@ std::shared_ptr<Module> compile(const Nvrtc& n, const std::string& source, int a
   }
   const std::string arch_opt =
       std::string("--gpu-architecture=") + (cubin ? "sm_" : "compute_") + std::to_string(target);
-  const char* opts[] = {arch_opt.c_str(), "-std=c++17",       "--fmad=false",
-                        "--ftz=false",    "--prec-div=true",  "--prec-sqrt=true",
-                        "-default-device"};
+  std::vector<const char*> opts = {arch_opt.c_str(), "-std=c++17",      "--fmad=false",
+                                   "--ftz=false",    "--prec-div=true", "--prec-sqrt=true",
+                                   "-default-device"};
+  const std::string fast = fast_compile_level();
+  const std::string fast_opt = "--Ofast-compile=" + fast;
+  if (!fast.empty()) opts.push_back(fast_opt.c_str());
   nvrtcProgram prog = nullptr;
   G2_NVRTC(n, n.CreateProgram(&prog, source.c_str(), "gpu2bs_pair.cu", 0, nullptr, nullptr));
   struct Guard {
@@ -211,7 +220,7 @@ std::shared_ptr<Module> compile(const Nvrtc& n, const std::string& source, int a
     nvrtcProgram* p;
     ~Guard() { (void)n.DestroyProgram(p); }
   } guard{n, &prog};
-  const nvrtcResult r = n.CompileProgram(prog, int(sizeof opts / sizeof opts[0]), opts);
+  const nvrtcResult r = n.CompileProgram(prog, int(opts.size()), opts.data());
   if (r != kNvrtcSuccess) {
     size_t ls = 0;
     std::string log;
@@ -264,7 +273,7 @@ std::shared_ptr<const Module> module_for(const std::string& source, int arch, do
   if (!n)
     throw Error(ErrorCode::DeviceUnavailable, "NVRTC is not available", why,
                 "Install the CUDA runtime compiler (libnvrtc), or use gpu2bs.device = cpu.");
-  std::string key = "sm_" + std::to_string(arch) + "\n" + source;
+  std::string key = "sm_" + std::to_string(arch) + " O" + fast_compile_level() + "\n" + source;
   Cache& c = cache();
   {
     std::lock_guard<std::mutex> lk(c.mu);
@@ -315,6 +324,8 @@ void set_tile_override(int threads, int rows_per_thread) {
   g_tile_threads = threads;
   g_tile_rows = rows_per_thread;
 }
+
+void set_fast_compile_override(const char* level) { g_fast_compile = level; }
 
 void get_tile_config(bool float32, int* threads, int* rows_per_thread) {
   *threads = g_tile_threads > 0 ? g_tile_threads : cuda_tuning::kExprThreads;

@@ -43,6 +43,9 @@ size_t cached_modules();
 // default of each precision). Not used by the SQL layer.
 void set_tile_override(int threads, int rows_per_thread);
 void get_tile_config(bool float32, int* threads, int* rows_per_thread);
+// NVRTC --Ofast-compile level override for benchmarks ("" none, "min", ...; null: the default
+// kExprFastCompile). Part of the module cache key.
+void set_fast_compile_override(const char* level);
 
 }  // namespace detail
 }  // namespace exprgpu

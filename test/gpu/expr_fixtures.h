@@ -133,14 +133,15 @@ inline bool manhattan_cpu(const Cols& a, int64_t i, const Cols& b, int64_t j, T 
 
 // Pair energy 1 / sqrt(d2) over 3-D points, d2 = dx*dx + dy*dy + dz*dz (no fused operations);
 // pairs at distance 0 are not kept.
-inline std::string energy_source() {
+// `scale` != 1 (compile-time benchmarks): scale / sqrt(d2).
+inline std::string energy_source(double scale = 1) {
   return "__device__ bool gpu2bs_pair(const Row& a, const Row& b, real* value) {\n"
          "  const real dx = gpu2bs_col(a, 0) - gpu2bs_col(b, 0);\n"
          "  const real dy = gpu2bs_col(a, 1) - gpu2bs_col(b, 1);\n"
          "  const real dz = gpu2bs_col(a, 2) - gpu2bs_col(b, 2);\n"
          "  const real d2 = dx * dx + dy * dy + dz * dz;\n"
          "  if (!(d2 > (real)0)) return false;\n"
-         "  *value = (real)1 / sqrt(d2);\n"
+         "  *value = " + (scale == 1 ? std::string("(real)1") : lit(scale)) + " / sqrt(d2);\n"
          "  return true;\n}\n";
 }
 template <typename T>
@@ -155,12 +156,13 @@ inline bool energy_cpu(const Cols& a, int64_t i, const Cols& b, int64_t j, T* v)
 }
 
 // Angular separation of unit vectors: acos of the dot product clamped to [-1, 1].
-inline std::string angle_source() {
+// `scale` != 1 (compile-time benchmarks: a distinct program per scale): acos(d) * scale.
+inline std::string angle_source(double scale = 1) {
   return "__device__ bool gpu2bs_pair(const Row& a, const Row& b, real* value) {\n"
          "  real d = gpu2bs_col(a, 0) * gpu2bs_col(b, 0) + gpu2bs_col(a, 1) * gpu2bs_col(b, 1) +\n"
          "           gpu2bs_col(a, 2) * gpu2bs_col(b, 2);\n"
          "  d = d > (real)1 ? (real)1 : (d < (real)-1 ? (real)-1 : d);\n"
-         "  *value = acos(d);\n"
+         "  *value = acos(d)" + (scale == 1 ? std::string() : " * " + lit(scale)) + ";\n"
          "  return true;\n}\n";
 }
 template <typename T>
