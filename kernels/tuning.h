@@ -229,12 +229,20 @@ constexpr double kResolveStopPoints = 32.0;
 // 1e6-point self Euclidean count float32 128x2 2.99e12, 128x4 3.20e12, 256x4 3.22e12, 128x8
 // 3.22e12; float64 128x2 2.08e12, 128x4 2.15e12. 128x2 is near the best of each and compiles
 // in 280-370 ms cold (NVRTC with ptxas, fresh program).
-// NVRTC's --Ofast-compile level for the generated kernels ("" for none). On the build machine
-// (CPU time of one compile, 3 runs) "min" halves the NVRTC time: Manhattan count float32 172-184
-// ms -> 91-110 ms, Euclidean count 153-170 -> 90-109, angular histogram float32 258-330 ->
-// 189-200, float64 313-380 -> 237-271 ("mid" and "max" no faster than "min"; -dopt=on and
-// -Xptxas=-O2 no change). Kernel times with and without: bench_expr (H100) in the results.
+// NVRTC's --Ofast-compile level for the generated kernels of calls of at most
+// kExprFastCompileMaxPairs pairs (larger calls: full optimization). bench_expr programs
+// (H100, first compile of each program, ms, without -> with "min"): Manhattan count float32 338
+// -> 262, float64 307-340 -> 192-196; Manhattan join float32 434 -> 317, float64 337-355 ->
+// 188-242; Euclidean count float32 313 -> 187, float64 281-354 -> 138-155; angular histogram
+// float32 496 -> 281, float64 523-699 -> 314-347; energy sum float32 447 -> 285, float64 459-469
+// -> 224-280. Kernel time of "min" (bench_expr, H100, none -> min, ms): 1e6-point Euclidean
+// count float32 140.8 -> 151.0, float64 240.4 -> 255.4; angular histogram 118,218 points
+// float32 15.9 -> 17.1, float64 42.3 -> 45.6; Manhattan count 200k x 200k float32 16.8 -> 13.1,
+// float64 15.9 -> 18.4; Manhattan join float32 27.6 -> 30.2, float64 30.0 -> 35.9. "min" saves
+// 100-350 ms of compile and costs up to 20 % of kernel time: it pays while the kernel takes
+// less than about half a second; 1e11 pairs run 30-250 ms at the rates above.
 constexpr const char* kExprFastCompile = "min";
+constexpr double kExprFastCompileMaxPairs = 1e11;
 constexpr int kExprThreads = 128;
 constexpr int kExprRegRows = 2;
 constexpr int kExprRegRowsF64 = 2;

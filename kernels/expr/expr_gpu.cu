@@ -205,11 +205,16 @@ Result run(const Job& job, PairSink* sink, Control& ctl) {
   const HistPlan hp = hist_plan(job);
   cfg.edges = hp.use;
   const std::string source = assemble_source(cfg, job.device_source);
+  // NVRTC's faster, less optimizing mode where the kernel is short next to the compile.
+  const double pairs_all =
+      job.self ? double(A.n) * double(A.n - 1) / 2 : double(A.n) * double(B.n);
+  const std::string fast_compile =
+      pairs_all <= cuda_tuning::kExprFastCompileMaxPairs ? cuda_tuning::kExprFastCompile : "";
   const auto& facts = cuda::device_facts();
   const int arch = facts.prop.major * 10 + facts.prop.minor;
   auto tc = Clock::now();
   std::shared_ptr<const detail::Module> mod =
-      detail::module_for(source, arch, &res.compile_ms, &res.cache_hit);
+      detail::module_for(source, arch, fast_compile, &res.compile_ms, &res.cache_hit);
   ctl.stats.prepare_s += seconds_since(tc);
   const void* fn = reinterpret_cast<const void*>(mod->kernel);
 

@@ -172,16 +172,16 @@ Cache& cache() {
 }
 
 int g_tile_threads = 0, g_tile_rows = 0;
-const char* g_fast_compile = nullptr;  // bench override of kExprFastCompile (null: none)
+const char* g_fast_compile = nullptr;  // bench override of the level (null: none)
 
-// The --Ofast-compile level NVRTC gets ("" for none).
-std::string fast_compile_level() {
-  return g_fast_compile ? g_fast_compile : cuda_tuning::kExprFastCompile;
+// The --Ofast-compile level NVRTC gets for a call that asks for `wanted` ("" for none).
+std::string fast_compile_level(const std::string& wanted) {
+  return g_fast_compile ? g_fast_compile : wanted;
 }
 
 // Compiles `source` for `arch` into a loaded module (no cache); *nvrtc_ms = the NVRTC part
 // (program creation, compile, image), *load_ms = cudaLibraryLoadData and the kernel lookup.
-std::shared_ptr<Module> compile(const Nvrtc& n, const std::string& source, int arch,
+std::shared_ptr<Module> compile(const Nvrtc& n, const std::string& source, int arch, const std::string& fast,
                                 double* nvrtc_ms, double* load_ms) {
   const auto t0 = std::chrono::steady_clock::now();
   // CUBIN for the device when NVRTC knows its architecture; else PTX for the newest virtual
@@ -210,7 +210,6 @@ std::shared_ptr<Module> compile(const Nvrtc& n, const std::string& source, int a
   std::vector<const char*> opts = {arch_opt.c_str(), "-std=c++17",      "--fmad=false",
                                    "--ftz=false",    "--prec-div=true", "--prec-sqrt=true",
                                    "-default-device"};
-  const std::string fast = fast_compile_level();
   const std::string fast_opt = "--Ofast-compile=" + fast;
   if (!fast.empty()) opts.push_back(fast_opt.c_str());
   nvrtcProgram prog = nullptr;
@@ -266,14 +265,16 @@ Module::~Module() {
   if (lib) (void)cudaLibraryUnload(lib);
 }
 
-std::shared_ptr<const Module> module_for(const std::string& source, int arch, double* compile_ms,
+std::shared_ptr<const Module> module_for(const std::string& source, int arch,
+                                         const std::string& fast_compile, double* compile_ms,
                                          bool* hit) {
   std::string why;
   const Nvrtc* n = nvrtc(&why);
   if (!n)
     throw Error(ErrorCode::DeviceUnavailable, "NVRTC is not available", why,
                 "Install the CUDA runtime compiler (libnvrtc), or use gpu2bs.device = cpu.");
-  std::string key = "sm_" + std::to_string(arch) + " O" + fast_compile_level() + "\n" + source;
+  const std::string fast = fast_compile_level(fast_compile);
+  std::string key = "sm_" + std::to_string(arch) + " O" + fast + "\n" + source;
   Cache& c = cache();
   {
     std::lock_guard<std::mutex> lk(c.mu);
@@ -289,7 +290,7 @@ std::shared_ptr<const Module> module_for(const std::string& source, int arch, do
   // Compiled outside the lock: NVRTC takes a while and another thread may need other modules.
   const auto t0 = std::chrono::steady_clock::now();
   double nvrtc_ms = 0, load_ms = 0;
-  std::shared_ptr<const Module> m = compile(*n, source, arch, &nvrtc_ms, &load_ms);
+  std::shared_ptr<const Module> m = compile(*n, source, arch, fast, &nvrtc_ms, &load_ms);
   const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   std::lock_guard<std::mutex> lk(c.mu);
   ++c.compiled;

@@ -15,7 +15,8 @@
 //   programs   cold NVRTC compile + load of every program above (float32 and float64, each
 //              compile a new program: a constant differs), without and with --Ofast-compile=min.
 // Figures are medians of `runs` runs after one warm-up (which compiles the module).
-// G2_BENCH_FAST=<level|none>: NVRTC's --Ofast-compile level for the run (default kExprFastCompile).
+// G2_BENCH_FAST=<level|none>: NVRTC's --Ofast-compile level for every compile of the run
+// (default: the level each call chooses by its number of pairs, expr_gpu.cu).
 // G2_STARS=<csv.gz with id,x,y,z>: hist also runs on those points (normalized to unit vectors).
 #include <algorithm>
 #include <chrono>

@@ -6,6 +6,7 @@
 
 #include "expr_fixtures.h"
 #include "fixtures.h"
+#include "core/pair_expr.h"
 #include "kernels/expr/nvrtc_cache.h"
 
 using namespace gpu2bs;
@@ -107,6 +108,78 @@ TEST(ExprGpu, EuclideanCountMatchesEngineAndReference) {
         });
         EXPECT_EQ(got2.count, want2) << "a x b, n=" << n << " dims=" << dims << " " << what;
       }
+}
+
+// Nodes of a pair-expression program (the analyzed form the SQL layer builds).
+int ir_col(PairExpr& e, int side, int c) {
+  ExprNode n;
+  n.op = ExprOp::Col;
+  n.side = uint8_t(side);
+  n.col = uint16_t(c);
+  return e.add(n);
+}
+int ir_const(PairExpr& e, double v) {
+  ExprNode n;
+  n.op = ExprOp::Const;
+  n.value = v;
+  return e.add(n);
+}
+int ir_op(PairExpr& e, ExprOp o, std::vector<int> a) {
+  ExprNode n;
+  n.op = o;
+  return e.add(n, a);
+}
+int ir_cmp(PairExpr& e, CmpOp c, int x, int y) {
+  ExprNode n;
+  n.op = ExprOp::Cmp;
+  n.type = ExprType::Bool;
+  n.cmp = c;
+  return e.add(n, {x, y});
+}
+
+// The code generator's float32 count of a distance bound (the key carry chain on full tiles,
+// the generated gpu2bs_pair on edge tiles): (a.c0-b.c0)^2 + (a.c1-b.c1)^2 + (a.c2-b.c2)^2 <= c,
+// sqrt(...) < c and c >= abs(a.c0-b.c0) + abs(a.c1-b.c1), self and a x b, against the CPU count
+// with the same float32 operations.
+TEST(ExprGpu, GeneratedCountKeyMatchesCpu) {
+  REQUIRE_NVRTC();
+  for (int form = 0; form < 3; ++form) {
+    PairExpr e;
+    e.ncols[0] = e.ncols[1] = 3;
+    int x = -1;
+    for (int k = 0; k < 3; ++k) {
+      const int d = ir_op(e, ExprOp::Sub, {ir_col(e, 0, k), ir_col(e, 1, k)});
+      const int t = form == 2 ? ir_op(e, ExprOp::Abs, {d}) : ir_op(e, ExprOp::Pow, {d, ir_const(e, 2.0)});
+      x = x < 0 ? t : ir_op(e, ExprOp::Add, {x, t});
+    }
+    const double c = form == 0 ? 2.5e-3 : form == 1 ? 0.05 : 0.08;
+    if (form == 1) x = ir_op(e, ExprOp::Sqrt, {x});
+    e.predicate = form == 2 ? ir_cmp(e, CmpOp::Ge, ir_const(e, c), x)
+                            : ir_cmp(e, form == 0 ? CmpOp::Le : CmpOp::Lt, x, ir_const(e, c));
+    const std::string src = generate_pair_source(e, PairExprKind::Count, Precision::Float32);
+    ASSERT_NE(src.find("#define G2_PAIR_KEY 1"), std::string::npos) << src;
+    const float cf = float(c);
+    auto pred = [&](const Cols& p, int64_t i, const Cols& q, int64_t k) {
+      float s = 0;
+      for (int m = 0; m < 3; ++m) {
+        const float d = float(p.at(m, i)) - float(q.at(m, k));
+        const float t = form == 2 ? std::fabs(d) : d * d;
+        s = m == 0 ? t : s + t;
+      }
+      if (form == 1) return std::sqrt(s) < cf;
+      return form == 2 ? cf >= s : s <= cf;
+    };
+    for (int64_t n : {255, 1000, 3001}) {
+      const Cols a = uniform_cols(n, 3, 900 + n);
+      const Cols b = uniform_cols(n / 2 + 300, 3, 901 + n);
+      const Result self = run_job(make_job(Kind::Count, true, a, nullptr, src));
+      ASSERT_EQ(self.error, 0);
+      EXPECT_EQ(self.count, cpu_count(a, nullptr, pred)) << "form " << form << " self n=" << n;
+      const Result two = run_job(make_job(Kind::Count, true, a, &b, src));
+      ASSERT_EQ(two.error, 0);
+      EXPECT_EQ(two.count, cpu_count(a, &b, pred)) << "form " << form << " a x b n=" << n;
+    }
+  }
 }
 
 // Collects join pairs and the page sizes.
