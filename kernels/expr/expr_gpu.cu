@@ -52,6 +52,7 @@ struct HistPlan {
   double q_scale = 0, q_off = 0, q_tol = 0;
 };
 
+// The job's HistPlan (use = false: the float64 quotient per pair).
 HistPlan hist_plan(const Job& job) {
   HistPlan h;
   if (job.kind != Kind::Histogram || job.nbuckets < 1 ||

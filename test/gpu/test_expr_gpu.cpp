@@ -110,7 +110,7 @@ TEST(ExprGpu, EuclideanCountMatchesEngineAndReference) {
       }
 }
 
-// Nodes of a pair-expression program (the analyzed form the SQL layer builds).
+// Adds column c of side (0 = a, 1 = b) to a pair-expression program (the analyzed form).
 int ir_col(PairExpr& e, int side, int c) {
   ExprNode n;
   n.op = ExprOp::Col;
@@ -118,17 +118,20 @@ int ir_col(PairExpr& e, int side, int c) {
   n.col = uint16_t(c);
   return e.add(n);
 }
+// Adds the constant v.
 int ir_const(PairExpr& e, double v) {
   ExprNode n;
   n.op = ExprOp::Const;
   n.value = v;
   return e.add(n);
 }
+// Adds the numeric operation o of the operands a.
 int ir_op(PairExpr& e, ExprOp o, std::vector<int> a) {
   ExprNode n;
   n.op = o;
   return e.add(n, a);
 }
+// Adds the comparison x c y.
 int ir_cmp(PairExpr& e, CmpOp c, int x, int y) {
   ExprNode n;
   n.op = ExprOp::Cmp;
