@@ -229,6 +229,20 @@ constexpr double kResolveStopPoints = 32.0;
 // 1e6-point self Euclidean count float32 128x2 2.99e12, 128x4 3.20e12, 256x4 3.22e12, 128x8
 // 3.22e12; float64 128x2 2.08e12, 128x4 2.15e12. 128x2 is near the best of each and compiles
 // in 280-370 ms cold (NVRTC with ptxas, fresh program).
+// NVRTC's --Ofast-compile level for the generated kernels of calls of at most
+// kExprFastCompileMaxPairs pairs (larger calls: full optimization). bench_expr programs
+// (H100, first compile of each program, ms, without -> with "min"): Manhattan count float32 338
+// -> 262, float64 307-340 -> 192-196; Manhattan join float32 434 -> 317, float64 337-355 ->
+// 188-242; Euclidean count float32 313 -> 187, float64 281-354 -> 138-155; angular histogram
+// float32 496 -> 281, float64 523-699 -> 314-347; energy sum float32 447 -> 285, float64 459-469
+// -> 224-280. Kernel time of "min" (bench_expr, H100, none -> min, ms): 1e6-point Euclidean
+// count float32 140.8 -> 151.0, float64 240.4 -> 255.4; angular histogram 118,218 points
+// float32 15.9 -> 17.1, float64 42.3 -> 45.6; Manhattan count 200k x 200k float32 16.8 -> 13.1,
+// float64 15.9 -> 18.4; Manhattan join float32 27.6 -> 30.2, float64 30.0 -> 35.9. "min" saves
+// 100-350 ms of compile and costs up to 20 % of kernel time: it pays while the kernel takes
+// less than about half a second; 1e11 pairs run 30-250 ms at the rates above.
+constexpr const char* kExprFastCompile = "min";
+constexpr double kExprFastCompileMaxPairs = 1e11;
 constexpr int kExprThreads = 128;
 constexpr int kExprRegRows = 2;
 constexpr int kExprRegRowsF64 = 2;
@@ -239,6 +253,15 @@ constexpr double kExprGuessPairsPerSec = 1e11;
 // Sum: most items (tile pairs) per slice, each with its (sum, comp) partial (16 bytes) copied
 // back and folded on the host in item order.
 constexpr long long kExprSumMaxItems = 1LL << 18;
+// Histogram: most buckets for the bucket computation through the edge table (kernel_text.h,
+// g2_visit: one fused multiply-add and three additions per pair in place of the float64
+// division; the edges, nbuckets + 1 values of real in global memory, are read only for pairs
+// within the rounding bound of an edge). Above it the float64 quotient runs per pair. The
+// rounding bound's 2^-30 term for the float64 quotient and the rounding constant (integers
+// below 2^22) hold up to 2^20 buckets. bench_expr hist (H100, 118,218 points, 1000 buckets,
+// without --Ofast-compile): float32 21.8 ms -> 15.9 ms (3.21e11 -> 4.40e11 pairs/s), float64
+// 46.5 -> 42.3 ms.
+constexpr int kExprHistEdgesMaxBuckets = 1 << 20;
 // Join: capacity of the direct output buffer in pairs (16 bytes each), at most, and at most
 // this fraction of the call's device memory budget left after the inputs.
 constexpr size_t kExprJoinCapPairs = size_t(1) << 22;

@@ -36,7 +36,38 @@ struct Config {
   int na = 0, nb = 0;          // columns of a and b
   bool nulls_a = false, nulls_b = false;
   int threads = 128, rows = 2;  // block size, register rows per thread
+  bool edges = false;           // Histogram: buckets through the edge table (hist_plan)
 };
+
+// The histogram's bucket computation without the float64 division (kernel_text.h, g2_visit):
+// q_scale = nbuckets / (hi - lo) and q_off = -lo * q_scale as real, and the bound q_tol on
+// |fl(v * q_scale + q_off) - Q| over the counted v (|v| <= max(|lo|, |hi|)), Q = nbuckets *
+// (v - lo) / (hi - lo) exactly. The error terms, with u the unit roundoff of real: q_scale
+// and q_off rounded (u |v| Q', u |lo| Q', Q' = nbuckets / (hi - lo)), the fused multiply-add
+// rounded (u |t| <= u (nbuckets + 1)), and the float64 quotient's own rounding (four
+// operations, below 2^-30 for the bucket counts allowed). Used where q_tol < 1/4 and
+// nbuckets <= kExprHistEdgesMaxBuckets.
+struct HistPlan {
+  bool use = false;
+  double q_scale = 0, q_off = 0, q_tol = 0;
+};
+
+// The job's HistPlan (use = false: the float64 quotient per pair).
+HistPlan hist_plan(const Job& job) {
+  HistPlan h;
+  if (job.kind != Kind::Histogram || job.nbuckets < 1 ||
+      job.nbuckets > cuda_tuning::kExprHistEdgesMaxBuckets)
+    return h;
+  const double u = job.float32 ? std::ldexp(1.0, -24) : std::ldexp(1.0, -53);
+  const double span = job.hi - job.lo;
+  const double nbd = double(job.nbuckets);
+  h.q_scale = nbd / span;
+  h.q_off = -job.lo * h.q_scale;
+  const double m = std::max(std::fabs(job.lo), std::fabs(job.hi));
+  h.q_tol = 1.01 * u * (2.0 * m * h.q_scale + nbd + 2.0) + std::ldexp(1.0, -30);
+  h.use = std::isfinite(h.q_scale) && std::isfinite(h.q_off) && h.q_tol < 0.25;
+  return h;
+}
 
 // The full source NVRTC compiles: configuration macros, prelude, generated function, kernel.
 std::string assemble_source(const Config& c, const std::string& device_source) {
@@ -50,6 +81,7 @@ std::string assemble_source(const Config& c, const std::string& device_source) {
     s += std::to_string(v);
     s += "\n";
   };
+  def("G2_F32", c.float32 ? 1 : 0);
   def("G2_KIND", int(c.kind));
   def("G2_SELF", c.self ? 1 : 0);
   def("G2_NA", c.na);
@@ -59,6 +91,7 @@ std::string assemble_source(const Config& c, const std::string& device_source) {
   def("G2_B", c.threads);
   def("G2_RT", c.rows);
   def("G2_HIST_NAN", kHistogramNaN);
+  def("G2_EDGES", c.edges ? 1 : 0);
   s += text::kPrelude;
   s += "#line 1 \"gpu2bs_pair\"\n";
   s += device_source;
@@ -85,6 +118,8 @@ struct Args {
   int nbuckets, copies, stride;
   void* out;
   unsigned long long cap;
+  const void* edges;
+  double q_scale, q_off, q_tol;
 };
 
 // (s, c) += x, Neumaier's compensated summation (the device's g2_nadd).
@@ -168,12 +203,19 @@ Result run(const Job& job, PairSink* sink, Control& ctl) {
   // Join: tiles of at most 256 rows, so the smallest direct output buffer (one tile pair's
   // pairs) stays at 1 MB.
   if (job.kind == Kind::Join) cfg.rows = std::max(1, std::min(cfg.rows, 256 / cfg.threads));
+  const HistPlan hp = hist_plan(job);
+  cfg.edges = hp.use;
   const std::string source = assemble_source(cfg, job.device_source);
+  // NVRTC's faster, less optimizing mode where the kernel is short next to the compile.
+  const double pairs_all =
+      job.self ? double(A.n) * double(A.n - 1) / 2 : double(A.n) * double(B.n);
+  const std::string fast_compile =
+      pairs_all <= cuda_tuning::kExprFastCompileMaxPairs ? cuda_tuning::kExprFastCompile : "";
   const auto& facts = cuda::device_facts();
   const int arch = facts.prop.major * 10 + facts.prop.minor;
   auto tc = Clock::now();
   std::shared_ptr<const detail::Module> mod =
-      detail::module_for(source, arch, &res.compile_ms, &res.cache_hit);
+      detail::module_for(source, arch, fast_compile, &res.compile_ms, &res.cache_hit);
   ctl.stats.prepare_s += seconds_since(tc);
   const void* fn = reinterpret_cast<const void*>(mod->kernel);
 
@@ -228,6 +270,20 @@ Result run(const Job& job, PairSink* sink, Control& ctl) {
     g.span = job.hi - job.lo;
     g.nbd = double(job.nbuckets);
     g.nbuckets = job.nbuckets;
+    if (hp.use) {
+      // The edges, by bisection with the kernel's own bucket function (g2_edges).
+      if (!mod->edges) throw Error(ErrorCode::Internal, "pair expression module without g2_edges");
+      void* e = call.alloc_bytes(rs * (size_t(job.nbuckets) + 1), "histogram edges");
+      g.edges = e;
+      g.q_scale = hp.q_scale;
+      g.q_off = hp.q_off;
+      g.q_tol = hp.q_tol;
+      void* params[] = {&g, &e};
+      const int et = 128;
+      G2_CUDA(cudaLaunchKernel(reinterpret_cast<const void*>(mod->edges),
+                               dim3(unsigned((job.nbuckets + 1 + et - 1) / et)), dim3(et), params, 0,
+                               call.stream()));
+    }
     // Output privatization (framework paper 3.3.2): the model picks the copies per block or
     // global memory, for this kernel's register-limited occupancy.
     cuda::PrivMachine m;
@@ -442,8 +498,11 @@ Result run(const Job& job, PairSink* sink, Control& ctl) {
     res.count = c;
   }
   if (job.kind == Kind::Sum) res.sum = std::isfinite(sum_s) ? sum_s + sum_c : sum_s;
-  if (job.kind == Kind::Histogram)
+  if (job.kind == Kind::Histogram) {
     cuda::download(call, res.hist.data(), g.hist, 8 * size_t(job.nbuckets));
+    res.count = 0;
+    for (uint64_t h : res.hist) res.count += h;
+  }
   ctl.stats.pairs_examined +=
       job.self ? uint64_t(A.n) * uint64_t(A.n - 1) / 2 : uint64_t(A.n) * uint64_t(B.n);
   return res;

@@ -23,7 +23,16 @@
 //   __device__ bool gpu2bs_pair(const Row& a, const Row& b, real* value);
 //
 // returning true when the pair is kept (its predicate is true and, for Sum / Histogram, its value
-// is not NULL), with *value set for Sum and Histogram. Rows of a side are laid out column-major
+// is not NULL), with *value set for Sum and Histogram. A Count source may also define
+//
+//   #define G2_PAIR_KEY 1
+//   #define G2_KEY_MAX <unsigned constant below 0xffffffff>
+//   __device__ unsigned gpu2bs_pair_key(const Row& a, const Row& b);
+//
+// where gpu2bs_pair_key(a, b) <= G2_KEY_MAX exactly when gpu2bs_pair(a, b, ..) is true, raising
+// the same errors (e.g. the bit pattern of a float32 value that is never negative or -0, for a
+// predicate `value <= constant`): the kernel then counts full tiles with a carry chain on the
+// keys. The configuration block defines G2_F32 (1: real is float) for the source's #if. Rows of a side are laid out column-major
 // (Side::data[c * n + i]); the kernels may stage tiles of rows in shared memory and hand the
 // function Rows that point there (stride = tile length). Compiled without FMA contraction
 // (--fmad=false) so `+ - * / sqrt` round as the CPU engine's evaluation does.

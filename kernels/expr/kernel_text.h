@@ -30,7 +30,10 @@
 //     Counts go to `copies` private 32-bit histograms per block in shared memory (lane l uses
 //     copy l % copies: warp-level output privatization, copies chosen by the privatization
 //     model), merged into the global 64-bit histogram when the block ends; copies = 0: global
-//     64-bit atomics.
+//     64-bit atomics. The host takes the count of kept pairs as the histogram's sum. With
+//     G2_EDGES the bucket comes without the float64 division: a float guess within a proven
+//     rounding bound of the quotient, and for the pairs within that bound of an edge the
+//     table of edges that g2_edges computes with the kernel's own bucket function (g2_visit).
 //   3 Join (Type-III): the kept pairs to a direct output buffer: per warp and step one atomic
 //     reservation on the global counter, the lanes' records at consecutive positions; records
 //     past `cap` are not written, but counted, so the host sees the buffer overflow and runs
@@ -64,8 +67,10 @@ static __device__ __forceinline__ bool gpu2bs_isnull(const Row& r, int c) {
 static __device__ __forceinline__ void gpu2bs_raise(int code) {
   if (code != 0) atomicCAS(&g2_block_error, 0, code);
 }
-// The generated function (defined next), inlined into the kernel.
+// The generated functions (defined next), inlined into the kernel; gpu2bs_pair_key only where
+// the source defines G2_PAIR_KEY.
 __device__ __forceinline__ bool gpu2bs_pair(const Row& a, const Row& b, real* value);
+__device__ __forceinline__ unsigned gpu2bs_pair_key(const Row& a, const Row& b);
 )G2SRC";
 
 // After the generated gpu2bs_pair: the kernel `g2_kernel` of the configured kind.
@@ -98,7 +103,22 @@ struct G2Args {
   int nbuckets, copies, stride;
   G2Pair* out;                // Join: the direct output buffer
   unsigned long long cap;     // its capacity in pairs
+  const real* edges;          // Histogram with G2_EDGES: the nbuckets + 1 edges (g2_edges)
+  double q_scale, q_off, q_tol;  // G2_EDGES, used rounded to real: |fl(v * q_scale + q_off) -
+                                 // Q| <= q_tol for every counted v (g2_visit)
 };
+
+// The bucket of v, minus one, as PostgreSQL 15's width_bucket_float8 computes it in float64
+// (the value widened from real): -1 below lo, nbuckets at or above hi (also where the quotient
+// rounds up to nbuckets + 1). Non-decreasing in v for non-NaN v.
+static __device__ __forceinline__ int g2_bucket(real v, const G2Args& g) {
+  const double x = (double)v;
+  if (x < g.lo) return -1;
+  if (x >= g.hi) return g.nbuckets;
+  const double q = g.nbd * (x - g.lo) / g.span + 1.0;
+  const int k = (int)q - 1;
+  return k < g.nbuckets ? k : g.nbuckets;
+}
 
 // Items before row r of the upper triangle of an M x M tile matrix.
 static __device__ __forceinline__ long long g2_row_start(long long r, long long M) {
@@ -180,7 +200,75 @@ struct G2Acc {
   unsigned cnt;
   double s, c;
   unsigned hbase;
+  real e_first, e_last;   // G2_EDGES: edges[0] and edges[nbuckets]
+  real q_scale, q_off, q_tol;  // G2_EDGES: G2Args' as real
 };
+
+#if G2_KIND == 2 && G2_EDGES
+// Added to a value below 2^22 in magnitude, 1.5 * 2^(mantissa bits) rounds it to an integer
+// (round to nearest), which is then the low word of the sum's bit pattern (g2_low).
+#define G2_ROUND (sizeof(real) == 4 ? (real)12582912.0f : (real)6755399441055744.0)
+// x * y + z with one rounding.
+static __device__ __forceinline__ real g2_fma(real x, real y, real z) {
+  if (sizeof(real) == 4) return (real)__fmaf_rn((float)x, (float)y, (float)z);
+  return (real)__fma_rn((double)x, (double)y, (double)z);
+}
+// The integer in the low word of r = G2_ROUND + integer.
+static __device__ __forceinline__ int g2_low(real r) {
+  if (sizeof(real) == 4) return __float_as_int((float)r) - 0x4B400000;
+  return __double2loint((double)r);
+}
+// The bucket of a counted v from the nb + 1 edges (global memory, read through the cache),
+// starting at the guess k: the k with edges[k] <= v < edges[k + 1].
+static __device__ __noinline__ int g2_edge_bucket(real v, int k, const real* __restrict__ edges,
+                                                  int nb) {
+  k = k < 0 ? 0 : (k > nb - 1 ? nb - 1 : k);
+  while (v < __ldg(edges + k)) --k;
+  while (v >= __ldg(edges + k + 1)) ++k;
+  return k;
+}
+
+// Order-preserving keys of the non-NaN values of real (as unsigned integers of its width).
+typedef unsigned long long g2_u64;
+static __device__ __forceinline__ g2_u64 g2_key(real v) {
+  if (sizeof(real) == 4) {
+    const unsigned u = __float_as_uint((float)v);
+    return (u >> 31) ? (g2_u64)(~u) : (g2_u64)(u | 0x80000000u);
+  } else {
+    const g2_u64 u = (g2_u64)__double_as_longlong((double)v);
+    return (u >> 63) ? ~u : (u | 0x8000000000000000ull);
+  }
+}
+// The value of key k (g2_key's inverse).
+static __device__ __forceinline__ real g2_unkey(g2_u64 k) {
+  if (sizeof(real) == 4) {
+    const unsigned u = (unsigned)k;
+    return (real)__uint_as_float((u >> 31) ? (u & 0x7fffffffu) : ~u);
+  } else {
+    return (real)__longlong_as_double((long long)((k >> 63) ? (k & 0x7fffffffffffffffull) : ~k));
+  }
+}
+
+// The bucket edges: thread k (0 <= k <= nbuckets) writes to out[k] the smallest non-NaN value v
+// (in the order of values; -0 before +0, which share every bucket) with g2_bucket(v) >= k, by
+// bisection over the keys from -inf to +inf (g2_bucket(+inf) = nbuckets). g2_bucket is
+// non-decreasing, so for every non-NaN v: g2_bucket(v) = the largest k with out[k] <= v, or -1.
+extern "C" __global__ void g2_edges(const G2Args g, real* out) {
+  const int k = blockIdx.x * blockDim.x + threadIdx.x;
+  if (k > g.nbuckets) return;
+  // The keys of -inf and +inf.
+  g2_u64 lo = sizeof(real) == 4 ? 0x007fffffull : 0x000fffffffffffffull;
+  g2_u64 hi = sizeof(real) == 4 ? 0xff800000ull : 0xfff0000000000000ull;
+  while (lo < hi) {
+    const g2_u64 mid = lo + (hi - lo) / 2;
+    if (g2_bucket(g2_unkey(mid), g) >= k)
+      hi = mid;
+    else
+      lo = mid + 1;
+  }
+  out[k] = g2_unkey(lo);
+}
+#endif
 
 // Four consecutive values of a staged column (16-byte aligned) with vector loads.
 static __device__ __forceinline__ void g2_load4(const real* p, real* out) {
@@ -200,6 +288,25 @@ static __device__ __forceinline__ void g2_load4(const real* p, real* out) {
   }
 }
 
+#if G2_KIND == 0 && defined(G2_PAIR_KEY)
+// cnt += the number of keys k[i] <= G2_KEY_MAX: each as the carry of G2_KEY_MAX - k[i]
+// (sub.cc sets the carry when nothing is borrowed), the carries added two at a time (ptxas
+// emits one IADD3 with carry out per key and one IADD3.X with two carry-ins per two keys).
+template <int N>
+static __device__ __forceinline__ void g2_count_keys(unsigned& cnt, const unsigned (&k)[N]) {
+  static_assert(N % 2 == 0, "keys come in twos");
+#pragma unroll
+  for (int i = 0; i < N; i += 2)
+    asm("{\n\t.reg .u32 t;\n\t"
+        "sub.cc.u32 t, %1, %2;\n\t"
+        "addc.cc.u32 %0, %0, 0;\n\t"
+        "sub.cc.u32 t, %1, %3;\n\t"
+        "addc.u32 %0, %0, 0;\n\t}"
+        : "+r"(cnt)
+        : "r"((unsigned)(G2_KEY_MAX)), "r"(k[i]), "r"(k[i + 1]));
+}
+#endif
+
 // One pair: register row `ra` of the thread against row `rb` of side b (global index jg).
 // `ok` says the pair exists (both rows real, i < j in a diagonal tile). Every lane of the warp
 // calls it with the same b row (Join: the warp-wide reservation).
@@ -218,20 +325,40 @@ static __device__ __forceinline__ void g2_visit(const G2Args& g, G2Acc& acc, con
   }
 #elif G2_KIND == 2
   if (keep) {
-    const double x = (double)v;
-    if (x != x) {
+#if G2_EDGES
+    // Counted iff edges[0] <= v < edges[nbuckets]. Q = nbuckets * (v - lo) / (hi - lo) in exact
+    // arithmetic; the bucket is floor of the computed quotient, which lies within 2^-40 of Q.
+    // t = fl(v * q_scale + q_off) lies within q_tol of Q (the host's bound on the rounding of
+    // q_scale, q_off and the fused multiply-add, plus the quotient's). With m the integer
+    // nearest t and d = t - m (exact), |d| > q_tol puts Q and the computed quotient strictly
+    // between the same two integers: the bucket is m - 1 + (d > 0). Otherwise (pairs within
+    // q_tol of an edge) the edges decide: the k with edges[k] <= v < edges[k + 1].
+    if (v >= acc.e_first && v < acc.e_last) {
+      const real t = g2_fma(v, acc.q_scale, acc.q_off);
+      const real r = t + G2_ROUND;
+      const real d = t - (r - G2_ROUND);
+      int k = g2_low(r) - (d > real(0) ? 0 : 1);
+      if (fabs(d) <= acc.q_tol) k = g2_edge_bucket(v, k, g.edges, g.nbuckets);
+      if (g.copies > 0)
+        atomicAdd(sh + acc.hbase + k, 1u);
+      else
+        atomicAdd(g.hist + k, 1ull);
+    } else if (v != v) {
       gpu2bs_raise(G2_HIST_NAN);
-    } else if (x >= g.lo && x < g.hi) {
-      const double q = g.nbd * (x - g.lo) / g.span + 1.0;
-      if (q >= 1.0 && q < g.nbd + 1.0) {
-        const int k = (int)q - 1;
+    }
+#else
+    if (v != v) {
+      gpu2bs_raise(G2_HIST_NAN);
+    } else {
+      const int k = g2_bucket(v, g);
+      if (k >= 0 && k < g.nbuckets) {
         if (g.copies > 0)
           atomicAdd(sh + acc.hbase + k, 1u);
         else
           atomicAdd(g.hist + k, 1ull);
-        acc.cnt += 1u;
       }
     }
+#endif
   }
 #else
   const unsigned m = __ballot_sync(0xffffffffu, keep);
@@ -268,6 +395,8 @@ extern "C" __global__ void __launch_bounds__(G2_B) g2_kernel(const G2Args g) {
   acc.s = 0.0;
   acc.c = 0.0;
   acc.hbase = 0;
+  acc.e_first = acc.e_last = real(0);
+  acc.q_scale = acc.q_off = acc.q_tol = real(0);
   if (tid == 0) {
     g2_block_error = 0;
     g2_stop = 0;
@@ -279,6 +408,13 @@ extern "C" __global__ void __launch_bounds__(G2_B) g2_kernel(const G2Args g) {
   }
 #endif
   __syncthreads();
+#if G2_KIND == 2 && G2_EDGES
+  acc.e_first = g.edges[0];
+  acc.e_last = g.edges[g.nbuckets];
+  acc.q_scale = (real)g.q_scale;
+  acc.q_off = (real)g.q_off;
+  acc.q_tol = (real)g.q_tol;
+#endif
   long long it = g.item0 + (long long)blockIdx.x * g.per_block;
   long long end = it + g.per_block;
   if (end > g.item0 + g.count) end = g.item0 + g.count;
@@ -327,6 +463,37 @@ extern "C" __global__ void __launch_bounds__(G2_B) g2_kernel(const G2Args g) {
     }
     const long long i0 = ta * G2_TILE + tid;
     const bool diag = G2_SELF && ta == tb;
+#if G2_KIND == 0 && defined(G2_PAIR_KEY)
+    if (!diag && afull && nr == G2_TILE) {
+      // Full tiles of a count whose predicate is key <= G2_KEY_MAX (gpu2bs_pair_key): the
+      // 4 x G2_RT keys of a step, then the carry chain of g2_count_keys.
+#pragma unroll 1
+      for (int j = 0; j < G2_TILE; j += 4) {
+        real bq[G2_NBC * 4];
+        unsigned char bnq[G2_NBC * 4];
+#pragma unroll
+        for (int c = 0; c < G2_NBC; ++c) {
+          g2_load4(sb + c * G2_TILE + j, bq + c * 4);
+          if (G2_NULLS_B) {
+            const unsigned w = *reinterpret_cast<const unsigned*>(sbn + c * G2_TILE + j);
+#pragma unroll
+            for (int u = 0; u < 4; ++u) bnq[c * 4 + u] = (unsigned char)(w >> (8 * u));
+          }
+        }
+        unsigned kq[4 * G2_RT];
+#pragma unroll
+        for (int u = 0; u < 4; ++u) {
+          Row rb;
+          rb.col = bq + u;
+          rb.nul = G2_NULLS_B ? bnq + u : 0;
+          rb.stride = 4;
+#pragma unroll
+          for (int r = 0; r < G2_RT; ++r) kq[u * G2_RT + r] = gpu2bs_pair_key(ra[r], rb);
+        }
+        g2_count_keys<4 * G2_RT>(acc.cnt, kq);
+      }
+    } else
+#endif
     if (!diag && afull && nr == G2_TILE) {
       // Full tiles: every pair exists, no predicate. Four b rows at a time come from shared
       // memory with vector loads (one per column) into registers; their Rows point there

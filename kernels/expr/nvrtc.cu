@@ -172,10 +172,16 @@ Cache& cache() {
 }
 
 int g_tile_threads = 0, g_tile_rows = 0;
+const char* g_fast_compile = nullptr;  // bench override of the level (null: none)
+
+// The --Ofast-compile level NVRTC gets for a call that asks for `wanted` ("" for none).
+std::string fast_compile_level(const std::string& wanted) {
+  return g_fast_compile ? g_fast_compile : wanted;
+}
 
 // Compiles `source` for `arch` into a loaded module (no cache); *nvrtc_ms = the NVRTC part
 // (program creation, compile, image), *load_ms = cudaLibraryLoadData and the kernel lookup.
-std::shared_ptr<Module> compile(const Nvrtc& n, const std::string& source, int arch,
+std::shared_ptr<Module> compile(const Nvrtc& n, const std::string& source, int arch, const std::string& fast,
                                 double* nvrtc_ms, double* load_ms) {
   const auto t0 = std::chrono::steady_clock::now();
   // CUBIN for the device when NVRTC knows its architecture; else PTX for the newest virtual
@@ -201,9 +207,11 @@ std::shared_ptr<Module> compile(const Nvrtc& n, const std::string& source, int a
   }
   const std::string arch_opt =
       std::string("--gpu-architecture=") + (cubin ? "sm_" : "compute_") + std::to_string(target);
-  const char* opts[] = {arch_opt.c_str(), "-std=c++17",       "--fmad=false",
-                        "--ftz=false",    "--prec-div=true",  "--prec-sqrt=true",
-                        "-default-device"};
+  std::vector<const char*> opts = {arch_opt.c_str(), "-std=c++17",      "--fmad=false",
+                                   "--ftz=false",    "--prec-div=true", "--prec-sqrt=true",
+                                   "-default-device"};
+  const std::string fast_opt = "--Ofast-compile=" + fast;
+  if (!fast.empty()) opts.push_back(fast_opt.c_str());
   nvrtcProgram prog = nullptr;
   G2_NVRTC(n, n.CreateProgram(&prog, source.c_str(), "gpu2bs_pair.cu", 0, nullptr, nullptr));
   struct Guard {
@@ -211,7 +219,7 @@ std::shared_ptr<Module> compile(const Nvrtc& n, const std::string& source, int a
     nvrtcProgram* p;
     ~Guard() { (void)n.DestroyProgram(p); }
   } guard{n, &prog};
-  const nvrtcResult r = n.CompileProgram(prog, int(sizeof opts / sizeof opts[0]), opts);
+  const nvrtcResult r = n.CompileProgram(prog, int(opts.size()), opts.data());
   if (r != kNvrtcSuccess) {
     size_t ls = 0;
     std::string log;
@@ -240,6 +248,11 @@ std::shared_ptr<Module> compile(const Nvrtc& n, const std::string& source, int a
   m->target = (cubin ? "sm_" : "compute_") + std::to_string(target);
   G2_CUDA(cudaLibraryLoadData(&m->lib, image.data(), nullptr, nullptr, 0, nullptr, nullptr, 0));
   G2_CUDA(cudaLibraryGetKernel(&m->kernel, m->lib, "g2_kernel"));
+  if (source.find("#define G2_EDGES 1\n") != std::string::npos &&
+      cudaLibraryGetKernel(&m->edges, m->lib, "g2_edges") != cudaSuccess) {
+    (void)cudaGetLastError();
+    m->edges = nullptr;
+  }
   *nvrtc_ms = std::chrono::duration<double, std::milli>(t1 - t0).count();
   *load_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t1).count();
   return m;
@@ -252,14 +265,16 @@ Module::~Module() {
   if (lib) (void)cudaLibraryUnload(lib);
 }
 
-std::shared_ptr<const Module> module_for(const std::string& source, int arch, double* compile_ms,
+std::shared_ptr<const Module> module_for(const std::string& source, int arch,
+                                         const std::string& fast_compile, double* compile_ms,
                                          bool* hit) {
   std::string why;
   const Nvrtc* n = nvrtc(&why);
   if (!n)
     throw Error(ErrorCode::DeviceUnavailable, "NVRTC is not available", why,
                 "Install the CUDA runtime compiler (libnvrtc), or use gpu2bs.device = cpu.");
-  std::string key = "sm_" + std::to_string(arch) + "\n" + source;
+  const std::string fast = fast_compile_level(fast_compile);
+  std::string key = "sm_" + std::to_string(arch) + " O" + fast + "\n" + source;
   Cache& c = cache();
   {
     std::lock_guard<std::mutex> lk(c.mu);
@@ -275,7 +290,7 @@ std::shared_ptr<const Module> module_for(const std::string& source, int arch, do
   // Compiled outside the lock: NVRTC takes a while and another thread may need other modules.
   const auto t0 = std::chrono::steady_clock::now();
   double nvrtc_ms = 0, load_ms = 0;
-  std::shared_ptr<const Module> m = compile(*n, source, arch, &nvrtc_ms, &load_ms);
+  std::shared_ptr<const Module> m = compile(*n, source, arch, fast, &nvrtc_ms, &load_ms);
   const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   std::lock_guard<std::mutex> lk(c.mu);
   ++c.compiled;
@@ -310,6 +325,8 @@ void set_tile_override(int threads, int rows_per_thread) {
   g_tile_threads = threads;
   g_tile_rows = rows_per_thread;
 }
+
+void set_fast_compile_override(const char* level) { g_fast_compile = level; }
 
 void get_tile_config(bool float32, int* threads, int* rows_per_thread) {
   *threads = g_tile_threads > 0 ? g_tile_threads : cuda_tuning::kExprThreads;

@@ -189,7 +189,7 @@ class Gen {
           call = std::string(n.op == ExprOp::Add ? "g2x_add" : n.op == ExprOp::Sub ? "g2x_sub"
                              : n.op == ExprOp::Mul ? "g2x_mul" : n.op == ExprOp::Div ? "g2x_div"
                              : "g2x_pow") + "(v" + x + ", v" + y + ", f)";
-        line(ind, "if (!n" + K + ") { v" + K + " = " + call + "; if (f) { gpu2bs_raise(f); return false; } }");
+        line(ind, "if (!n" + K + ") { v" + K + " = " + call + "; if (f) { gpu2bs_raise(f); " + fail + " } }");
         return;
       }
       case ExprOp::Neg: case ExprOp::Abs: case ExprOp::Atan: {
@@ -215,7 +215,7 @@ class Gen {
         line(ind, "const bool n" + K + " = n" + x + ";");
         line(ind, "real v" + K + " = (real)0;");
         line(ind, "if (!n" + K + ") { v" + K + " = " + unary_helper(n.op) + "(v" + x +
-                      ", f); if (f) { gpu2bs_raise(f); return false; } }");
+                      ", f); if (f) { gpu2bs_raise(f); " + fail + " } }");
         return;
       }
       case ExprOp::Least: case ExprOp::Greatest: {
@@ -292,6 +292,31 @@ class Gen {
   }
 
   std::string out;
+  std::string fail = "return false;";  // what the function returns after a fault
+
+  // True when node k's value, where it is not NULL and not NaN, is never negative nor -0 in
+  // round-to-nearest arithmetic: squares, abs, exp, non-negative constants, and + * / sqrt
+  // least greatest of such values (x + y, x * y, x / y of values >= +0 are >= +0; sqrt(-0) is
+  // -0, so sqrt takes its operand's property).
+  bool sign_clear(int k) const {
+    const ExprNode& n = e_.node(k);
+    switch (n.op) {
+      case ExprOp::Const:
+        return !n.is_null && (std::isnan(n.value) || n.value > 0 || (n.value == 0 && !std::signbit(n.value)));
+      case ExprOp::Abs: case ExprOp::Exp:
+        return true;
+      case ExprOp::Pow:
+        return is_const(e_.arg(k, 1), 2.0);
+      case ExprOp::Sqrt:
+        return sign_clear(e_.arg(k, 0));
+      case ExprOp::Add: case ExprOp::Mul: case ExprOp::Div: case ExprOp::Least: case ExprOp::Greatest:
+        for (uint32_t i = 0; i < n.nargs; ++i)
+          if (!sign_clear(e_.arg(k, int(i)))) return false;
+        return n.nargs > 0;
+      default:
+        return false;
+    }
+  }
 
  private:
   void line(int ind, const std::string& s) {
@@ -343,6 +368,38 @@ class Gen {
   bool f32_;
 };
 
+// A float32 count whose predicate is `x <= c` or `x < c` (or `c >= x`, `c > x`) with a
+// sign-clear x (Gen::sign_clear) and a constant c: *node = x, *key_max = the largest bit
+// pattern of a kept x (x <= c: c's pattern, -0 as +0; x < c: the float below c's). False for
+// other predicates and for c NaN or below the values x takes.
+bool count_key(const PairExpr& e, const Gen& g, int* node, unsigned* key_max) {
+  if (e.predicate < 0) return false;
+  const ExprNode& p = e.node(e.predicate);
+  if (p.op != ExprOp::Cmp || p.nargs != 2) return false;
+  int x = e.arg(e.predicate, 0), c = e.arg(e.predicate, 1);
+  CmpOp op = p.cmp;
+  if (op == CmpOp::Ge || op == CmpOp::Gt) {
+    std::swap(x, c);
+    op = op == CmpOp::Ge ? CmpOp::Le : CmpOp::Lt;
+  }
+  if (op != CmpOp::Le && op != CmpOp::Lt) return false;
+  const ExprNode& cn = e.node(c);
+  if (cn.op != ExprOp::Const || cn.is_null || !g.sign_clear(x)) return false;
+  const float cf = float(cn.value) + 0.0f;  // the literal's float value, -0 as +0
+  if (std::isnan(cf)) return false;
+  uint32_t bits = 0;
+  std::memcpy(&bits, &cf, 4);
+  if (op == CmpOp::Le) {
+    if (cf < 0) return false;
+    *key_max = bits;
+  } else {
+    if (!(cf > 0)) return false;
+    *key_max = bits - 1;
+  }
+  *node = x;
+  return true;
+}
+
 }  // namespace
 
 std::string generate_pair_source(const PairExpr& e, PairExprKind kind, Precision prec) {
@@ -382,6 +439,23 @@ std::string generate_pair_source(const PairExpr& e, PairExprKind kind, Precision
   }
   g.out += "  return true;\n}\n";
   s += g.out;
+  int key_node = -1;
+  unsigned key_max = 0;
+  if (kind == PairExprKind::Count && f32 && count_key(e, g, &key_node, &key_max)) {
+    // The count's key: the bit pattern of the compared value (never negative nor -0, so the
+    // patterns of the non-NaN values are in their order and every NaN's is above key_max).
+    Gen k(e, f32);
+    k.fail = "return 0xffffffffu;";
+    k.out += "#define G2_PAIR_KEY 1\n#define G2_KEY_MAX " + std::to_string(key_max) + "u\n";
+    k.out += "__device__ unsigned gpu2bs_pair_key(const Row& a, const Row& b) {\n";
+    k.out += "  int f = 0;\n";
+    k.out += "  (void)a; (void)b; (void)f;\n";
+    k.node(key_node, 1);
+    const std::string V = std::to_string(key_node);
+    k.out += "  if (n" + V + ") return 0xffffffffu;\n";
+    k.out += "  return __float_as_uint(v" + V + ");\n}\n";
+    s += k.out;
+  }
   s += "#undef G2X_ADD\n#undef G2X_SUB\n#undef G2X_MUL\n#undef G2X_DIV\n#undef G2X_SQRT\n#undef G2X_RADIANS_PER_DEGREE\n";
   return s;
 }

@@ -11,10 +11,16 @@
 //              (threads x rows per thread);
 //   hist       angular-separation histogram (acos of the clamped dot product, 1000 buckets)
 //              of 118,218 unit vectors (the Hipparcos catalogue's size);
-//   sum        pair energy sum 1/sqrt(d2) of 200,000 3-D points.
+//   sum        pair energy sum 1/sqrt(d2) of 200,000 3-D points;
+//   programs   cold NVRTC compile + load of every program above (float32 and float64, each
+//              compile a new program: a constant differs), without and with --Ofast-compile=min.
 // Figures are medians of `runs` runs after one warm-up (which compiles the module).
+// G2_BENCH_FAST=<level|none>: NVRTC's --Ofast-compile level for every compile of the run
+// (default: the level each call chooses by its number of pairs, expr_gpu.cu).
+// G2_STARS=<csv.gz with id,x,y,z>: hist also runs on those points (normalized to unit vectors).
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <string>
@@ -54,6 +60,7 @@ struct Timing {
 };
 
 std::string split_last();
+Cols read_stars(const char* path);
 
 // Runs the job once to warm up (compile), then g_runs times: median kernel and wall times.
 Timing time_job(const Job& j) {
@@ -246,6 +253,107 @@ void bench_hist() {
     report(f32 ? "angular histogram 118218 self 1000 f32" : "angular histogram 118218 self 1000 f64",
            118218.0 * 118217.0 / 2, time_job(j));
   }
+  const char* stars = std::getenv("G2_STARS");
+  if (!stars) return;
+  const Cols s = read_stars(stars);
+  if (s.n < 2) {
+    printf("no stars read from %s\n", stars);
+    return;
+  }
+  for (bool f32 : {true, false}) {
+    Job j = job(Kind::Histogram, f32, s, nullptr, angle_source());
+    j.lo = 0;
+    j.hi = M_PI;
+    j.nbuckets = 1000;
+    char what[96];
+    snprintf(what, sizeof what, "angular histogram stars %lld self 1000 %s", (long long)s.n, f32 ? "f32" : "f64");
+    const Timing t = time_job(j);
+    report(what, double(s.n) * double(s.n - 1) / 2, t);
+    if (f32) {  // the histogram for a comparison outside (e.g. TreeCorr's counts)
+      unsigned long long tot = 0;
+      for (uint64_t h : t.r.hist) tot += h;
+      printf("  stars f32 buckets 0..4: %llu %llu %llu %llu %llu, total %llu\n",
+             (unsigned long long)t.r.hist[0], (unsigned long long)t.r.hist[1], (unsigned long long)t.r.hist[2],
+             (unsigned long long)t.r.hist[3], (unsigned long long)t.r.hist[4], tot);
+    }
+  }
+}
+
+// Unit vectors of the rows of a gzip'd CSV (header, then id,x,y,z), or no rows.
+Cols read_stars(const char* path) {
+  Cols c;
+  c.ncols = 3;
+  std::vector<double> xs[3];
+  const std::string cmd = std::string("gzip -dc '") + path + "'";
+  FILE* f = popen(cmd.c_str(), "r");
+  if (!f) return c;
+  char line[512];
+  bool header = true;
+  while (fgets(line, sizeof line, f)) {
+    if (header) {
+      header = false;
+      continue;
+    }
+    long long id;
+    double x, y, z;
+    if (sscanf(line, "%lld,%lf,%lf,%lf", &id, &x, &y, &z) != 4) continue;
+    const double n = std::sqrt(x * x + y * y + z * z);
+    if (!(n > 0)) continue;
+    xs[0].push_back(x / n);
+    xs[1].push_back(y / n);
+    xs[2].push_back(z / n);
+  }
+  pclose(f);
+  c.n = int64_t(xs[0].size());
+  for (auto& v : xs) c.data.insert(c.data.end(), v.begin(), v.end());
+  return c;
+}
+
+// Cold compile + load of every benchmark program, each compile a program not seen before (a
+// constant differs: compiles of the same code, even in another process, are served faster).
+void bench_programs() {
+  const Cols a = uniform_cols(1000, 3, 3);
+  const double salt0 = double(Clock::now().time_since_epoch().count() % 1000000);
+  int serial = 0;
+  for (const char* level : {"", "min"}) {
+    exprgpu::detail::set_fast_compile_override(level);
+    struct P {
+      const char* name;
+      Kind k;
+      bool f32;
+      int which;
+    };
+    const P ps[] = {{"manhattan count f32", Kind::Count, true, 0}, {"manhattan count f64", Kind::Count, false, 0},
+                    {"manhattan join f32", Kind::Join, true, 0},   {"manhattan join f64", Kind::Join, false, 0},
+                    {"euclid count f32", Kind::Count, true, 1},    {"euclid count f64", Kind::Count, false, 1},
+                    {"angular hist f32", Kind::Histogram, true, 2}, {"angular hist f64", Kind::Histogram, false, 2},
+                    {"energy sum f32", Kind::Sum, true, 3},         {"energy sum f64", Kind::Sum, false, 3}};
+    for (const P& p : ps) {
+      std::vector<double> ms;
+      std::string splits;
+      for (int i = 0; i < std::max(3, g_runs); ++i) {
+        const double s = 1 + (salt0 * 64 + ++serial) * 1e-12;
+        std::string src = p.which == 0 ? manhattan_source(0.001 * s)
+                          : p.which == 1 ? euclid_source(3, 1e-4 * s)
+                          : p.which == 2 ? angle_source(s)
+                                         : energy_source(s);
+        Job j = job(p.k, p.f32, a, nullptr, src);
+        if (p.k == Kind::Histogram) {
+          j.lo = 0;
+          j.hi = M_PI;
+          j.nbuckets = 1000;
+        }
+        Control c;
+        Result r = exprgpu::run(j, nullptr, c);
+        ms.push_back(r.compile_ms);
+        splits += " " + split_last() + ";";
+      }
+      printf("compile %-22s --Ofast-compile=%-4s median %6.1f ms  min %6.1f  max %6.1f  (%s)\n", p.name,
+             *level ? level : "none", median(ms), *std::min_element(ms.begin(), ms.end()),
+             *std::max_element(ms.begin(), ms.end()), splits.c_str());
+    }
+  }
+  exprgpu::detail::set_fast_compile_override(nullptr);
 }
 
 // Pair energy sum.
@@ -264,6 +372,8 @@ int main(int argc, char** argv) {
   const std::string mode = argc > 1 ? argv[1] : "all";
   if (argc > 2) g_runs = std::max(1, atoi(argv[2]));
   std::string why;
+  if (const char* fast = std::getenv("G2_BENCH_FAST"))
+    exprgpu::detail::set_fast_compile_override(std::string(fast) == "none" ? "" : fast);
   Engine* gpu = cuda_engine(&why);
   if (!gpu) {
     printf("no usable GPU: %s\n", why.c_str());
@@ -288,6 +398,7 @@ int main(int argc, char** argv) {
     if (mode == "all" || mode == "euclid") bench_euclid();
     if (mode == "all" || mode == "hist") bench_hist();
     if (mode == "all" || mode == "sum") bench_sum();
+    if (mode == "programs") bench_programs();
     if (mode == "sweep") {
       g_sweep = true;
       bench_sweep();

@@ -1,8 +1,11 @@
 #!/usr/bin/env bash
 # Device run of the pair-expression GPU engine (kernels/expr/): builds the extension (and checks
 # that gpu2bs.so links neither NVRTC nor libcuda) and test/gpu's test_gpu and bench_expr, runs the
-# ExprGpu tests, bench_expr (all, then the tile-configuration sweep) and the pair-count tests.
-# Run from the repository root with .device carried (see device_build.sh); logs under $OUT.
+# ExprGpu tests, bench_expr (all; the kernels again without --Ofast-compile; every program's
+# cold compile; the tile-configuration sweep), then installs the extension and runs the
+# pair_expressions and planner_join regression tests with gpu2bs.device = gpu.
+# Run from the repository root with .device (and .devdata: the Hipparcos stars for bench_expr
+# hist) carried (see device_build.sh); logs under $OUT.
 #   bash test/gpu/expr_device.sh
 # PREBUILT=<dir with test_gpu and bench_expr built elsewhere from the same tree>: the ExprGpu
 # tests first run with those while the builds run (a shorter device session), then again with
@@ -53,10 +56,24 @@ if [ ! -x $B/bench_expr ] || [ ! -x $B/test_gpu ]; then
   B=${PREBUILT:-$B}
 fi
 step "test_gpu ExprGpu.*" 150 "$OUT/test_expr.log" $B/test_gpu --gtest_filter='ExprGpu.*'
-step "bench_expr all" 130 "$OUT/bench_expr.log" $B/bench_expr all 3
-# The same fixed source compiled by two processes in turn: does anything cache across processes?
-step "bench_expr compile x2" 60 "$OUT/bench_compile.log" bash -c \
-  "G2_BENCH_TOKEN=t$T0 $B/bench_expr compile 1; G2_BENCH_TOKEN=t$T0 $B/bench_expr compile 1"
+STARS=.devdata/stars3d.csv.gz
+[ -f "$STARS" ] || STARS=
+step "bench_expr all" 130 "$OUT/bench_expr.log" env ${STARS:+G2_STARS=$STARS} $B/bench_expr all 3
+step "bench_expr kernels without --Ofast-compile" 90 "$OUT/bench_nofast.log" bash -c \
+  "export G2_BENCH_FAST=none ${STARS:+G2_STARS=$STARS}; $B/bench_expr euclid 3; $B/bench_expr hist 3; $B/bench_expr manhattan 3"
+step "bench_expr programs" 60 "$OUT/bench_programs.log" $B/bench_expr programs 3
 step "bench_expr sweep" 110 "$OUT/bench_sweep.log" $B/bench_expr sweep 1
-step "test_gpu PairCount.*" 60 "$OUT/test_paircount.log" $B/test_gpu --gtest_filter='PairCount.*'
+if [ -f gpu2bs.so ] && make PG_CONFIG="$PG_CONFIG" install >"$OUT/install.log" 2>&1; then
+  (
+    source .device/pg-up.sh >"$OUT/pg-up.log" 2>&1 || exit 1
+    cp -r . /tmp/src-expr 2>/dev/null; chmod -R a+rX /tmp/src-expr; cd /tmp/src-expr
+    PGOPTIONS="-c gpu2bs.device=gpu" timeout 120 "$PG_REGRESS" --bindir="$PGBIN" --inputdir=test \
+      --load-extension=gpu2bs --outputdir=/tmp/regress-expr --user=pgdev pair_expressions planner_join \
+      >"$OUT/regress-gpu.log" 2>&1
+    [ -f /tmp/regress-expr/regression.diffs ] && cp /tmp/regress-expr/regression.diffs "$OUT/regress-gpu.diffs"
+    echo "regress (gpu): $(grep -E 'tests (passed|failed)|^(ok|not ok)' "$OUT/regress-gpu.log" | tr '\n' ' ')" >>"$OUT/steps.log"
+  )
+else
+  echo "install failed: $(tail -5 "$OUT/install.log" 2>/dev/null)" >>"$OUT/steps.log"
+fi
 cat "$OUT/steps.log"

@@ -92,6 +92,19 @@ inline std::string euclid_source(int dims, double r2) {
     s += "  dx = gpu2bs_col(a, " + std::to_string(k) + ") - gpu2bs_col(b, " + std::to_string(k) +
          ");\n  d2 = fma(dx, dx, d2);\n";
   s += "  return d2 <= " + lit(r2) + ";\n}\n";
+  // float32: the count's key, d2's bit pattern (d2 is +0, positive, +inf or NaN).
+  float r2f = float(r2) + 0.0f;  // -0 as +0
+  unsigned rb = 0;
+  std::memcpy(&rb, &r2f, 4);
+  if (r2f >= 0 && r2f == r2f) {
+    s += "#if G2_F32\n#define G2_PAIR_KEY 1\n#define G2_KEY_MAX " + std::to_string(rb) + "u\n";
+    s += "__device__ unsigned gpu2bs_pair_key(const Row& a, const Row& b) {\n";
+    s += "  real dx = gpu2bs_col(a, 0) - gpu2bs_col(b, 0);\n  real d2 = dx * dx;\n";
+    for (int k = 1; k < dims; ++k)
+      s += "  dx = gpu2bs_col(a, " + std::to_string(k) + ") - gpu2bs_col(b, " + std::to_string(k) +
+           ");\n  d2 = fma(dx, dx, d2);\n";
+    s += "  return __float_as_uint(d2);\n}\n#endif\n";
+  }
   return s;
 }
 template <typename T>
@@ -120,14 +133,15 @@ inline bool manhattan_cpu(const Cols& a, int64_t i, const Cols& b, int64_t j, T 
 
 // Pair energy 1 / sqrt(d2) over 3-D points, d2 = dx*dx + dy*dy + dz*dz (no fused operations);
 // pairs at distance 0 are not kept.
-inline std::string energy_source() {
+// `scale` != 1 (compile-time benchmarks): scale / sqrt(d2).
+inline std::string energy_source(double scale = 1) {
   return "__device__ bool gpu2bs_pair(const Row& a, const Row& b, real* value) {\n"
          "  const real dx = gpu2bs_col(a, 0) - gpu2bs_col(b, 0);\n"
          "  const real dy = gpu2bs_col(a, 1) - gpu2bs_col(b, 1);\n"
          "  const real dz = gpu2bs_col(a, 2) - gpu2bs_col(b, 2);\n"
          "  const real d2 = dx * dx + dy * dy + dz * dz;\n"
          "  if (!(d2 > (real)0)) return false;\n"
-         "  *value = (real)1 / sqrt(d2);\n"
+         "  *value = " + (scale == 1 ? std::string("(real)1") : lit(scale)) + " / sqrt(d2);\n"
          "  return true;\n}\n";
 }
 template <typename T>
@@ -142,12 +156,13 @@ inline bool energy_cpu(const Cols& a, int64_t i, const Cols& b, int64_t j, T* v)
 }
 
 // Angular separation of unit vectors: acos of the dot product clamped to [-1, 1].
-inline std::string angle_source() {
+// `scale` != 1 (compile-time benchmarks: a distinct program per scale): acos(d) * scale.
+inline std::string angle_source(double scale = 1) {
   return "__device__ bool gpu2bs_pair(const Row& a, const Row& b, real* value) {\n"
          "  real d = gpu2bs_col(a, 0) * gpu2bs_col(b, 0) + gpu2bs_col(a, 1) * gpu2bs_col(b, 1) +\n"
          "           gpu2bs_col(a, 2) * gpu2bs_col(b, 2);\n"
          "  d = d > (real)1 ? (real)1 : (d < (real)-1 ? (real)-1 : d);\n"
-         "  *value = acos(d);\n"
+         "  *value = acos(d)" + (scale == 1 ? std::string() : " * " + lit(scale)) + ";\n"
          "  return true;\n}\n";
 }
 template <typename T>

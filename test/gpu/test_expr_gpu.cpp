@@ -6,6 +6,7 @@
 
 #include "expr_fixtures.h"
 #include "fixtures.h"
+#include "core/pair_expr.h"
 #include "kernels/expr/nvrtc_cache.h"
 
 using namespace gpu2bs;
@@ -107,6 +108,81 @@ TEST(ExprGpu, EuclideanCountMatchesEngineAndReference) {
         });
         EXPECT_EQ(got2.count, want2) << "a x b, n=" << n << " dims=" << dims << " " << what;
       }
+}
+
+// Adds column c of side (0 = a, 1 = b) to a pair-expression program (the analyzed form).
+int ir_col(PairExpr& e, int side, int c) {
+  ExprNode n;
+  n.op = ExprOp::Col;
+  n.side = uint8_t(side);
+  n.col = uint16_t(c);
+  return e.add(n);
+}
+// Adds the constant v.
+int ir_const(PairExpr& e, double v) {
+  ExprNode n;
+  n.op = ExprOp::Const;
+  n.value = v;
+  return e.add(n);
+}
+// Adds the numeric operation o of the operands a.
+int ir_op(PairExpr& e, ExprOp o, std::vector<int> a) {
+  ExprNode n;
+  n.op = o;
+  return e.add(n, a);
+}
+// Adds the comparison x c y.
+int ir_cmp(PairExpr& e, CmpOp c, int x, int y) {
+  ExprNode n;
+  n.op = ExprOp::Cmp;
+  n.type = ExprType::Bool;
+  n.cmp = c;
+  return e.add(n, {x, y});
+}
+
+// The code generator's float32 count of a distance bound (the key carry chain on full tiles,
+// the generated gpu2bs_pair on edge tiles): (a.c0-b.c0)^2 + (a.c1-b.c1)^2 + (a.c2-b.c2)^2 <= c,
+// sqrt(...) < c and c >= abs(a.c0-b.c0) + abs(a.c1-b.c1), self and a x b, against the CPU count
+// with the same float32 operations.
+TEST(ExprGpu, GeneratedCountKeyMatchesCpu) {
+  REQUIRE_NVRTC();
+  for (int form = 0; form < 3; ++form) {
+    PairExpr e;
+    e.ncols[0] = e.ncols[1] = 3;
+    int x = -1;
+    for (int k = 0; k < 3; ++k) {
+      const int d = ir_op(e, ExprOp::Sub, {ir_col(e, 0, k), ir_col(e, 1, k)});
+      const int t = form == 2 ? ir_op(e, ExprOp::Abs, {d}) : ir_op(e, ExprOp::Pow, {d, ir_const(e, 2.0)});
+      x = x < 0 ? t : ir_op(e, ExprOp::Add, {x, t});
+    }
+    const double c = form == 0 ? 2.5e-3 : form == 1 ? 0.05 : 0.08;
+    if (form == 1) x = ir_op(e, ExprOp::Sqrt, {x});
+    e.predicate = form == 2 ? ir_cmp(e, CmpOp::Ge, ir_const(e, c), x)
+                            : ir_cmp(e, form == 0 ? CmpOp::Le : CmpOp::Lt, x, ir_const(e, c));
+    const std::string src = generate_pair_source(e, PairExprKind::Count, Precision::Float32);
+    ASSERT_NE(src.find("#define G2_PAIR_KEY 1"), std::string::npos) << src;
+    const float cf = float(c);
+    auto pred = [&](const Cols& p, int64_t i, const Cols& q, int64_t k) {
+      float s = 0;
+      for (int m = 0; m < 3; ++m) {
+        const float d = float(p.at(m, i)) - float(q.at(m, k));
+        const float t = form == 2 ? std::fabs(d) : d * d;
+        s = m == 0 ? t : s + t;
+      }
+      if (form == 1) return std::sqrt(s) < cf;
+      return form == 2 ? cf >= s : s <= cf;
+    };
+    for (int64_t n : {255, 1000, 3001}) {
+      const Cols a = uniform_cols(n, 3, 900 + n);
+      const Cols b = uniform_cols(n / 2 + 300, 3, 901 + n);
+      const Result self = run_job(make_job(Kind::Count, true, a, nullptr, src));
+      ASSERT_EQ(self.error, 0);
+      EXPECT_EQ(self.count, cpu_count(a, nullptr, pred)) << "form " << form << " self n=" << n;
+      const Result two = run_job(make_job(Kind::Count, true, a, &b, src));
+      ASSERT_EQ(two.error, 0);
+      EXPECT_EQ(two.count, cpu_count(a, &b, pred)) << "form " << form << " a x b n=" << n;
+    }
+  }
 }
 
 // Collects join pairs and the page sizes.
@@ -277,6 +353,80 @@ TEST(ExprGpu, AngularHistogramMatchesReference) {
       EXPECT_LE(dc, near);
       printf("angular histogram %s n=%lld: %llu bucket moves, %llu pairs near an edge\n",
              f32 ? "f32" : "f64", (long long)n, (unsigned long long)moved, (unsigned long long)near);
+    }
+}
+
+// The bucket without the float64 division (the rounding bound and the table of edges) against
+// PostgreSQL's width_bucket on the same value, for values at and within a few ulps of every
+// bucket edge, at lo and hi, outside [lo, hi), and uniform ones: value = a.c0 - 0, i.e. a.c0
+// rounded to the precision. Shared-memory copies and global atomics; the last configuration's
+// rounding bound is too wide for the edge table (the float64 quotient runs per pair).
+TEST(ExprGpu, HistogramEdgesExact) {
+  REQUIRE_NVRTC();
+  struct Range {
+    double lo, hi;
+    int nb;
+  };
+  const Range ranges[] = {{0, M_PI, 1000}, {-1.5, 1.75, 7}, {-1.5, 1.75, 4096}, {1, 2, 1},
+                          {-3e-3, 1e-2, 999}, {1e6, 1e6 + 1, 1000}};
+  Cols zero;
+  zero.ncols = 1;
+  zero.n = 1;
+  zero.data = {0.0};
+  for (bool f32 : {true, false})
+    for (const Range& r : ranges) {
+      std::vector<double> v;
+      auto near = [&](double x) {
+        if (f32) {
+          float f = float(x), g = f;
+          v.push_back(f);
+          for (int s = 0; s < 3; ++s) {
+            f = std::nextafter(f, INFINITY);
+            g = std::nextafter(g, -INFINITY);
+            v.push_back(f);
+            v.push_back(g);
+          }
+        } else {
+          double f = x, g = x;
+          v.push_back(f);
+          for (int s = 0; s < 3; ++s) {
+            f = std::nextafter(f, INFINITY);
+            g = std::nextafter(g, -INFINITY);
+            v.push_back(f);
+            v.push_back(g);
+          }
+        }
+      };
+      for (int k = 0; k <= r.nb; ++k) near(r.lo + (r.hi - r.lo) * k / r.nb);
+      near(r.lo);
+      near(r.hi);
+      for (double x : std::initializer_list<double>{-INFINITY, INFINITY, 0.0, -0.0, r.lo - 1, r.hi + 1})
+        v.push_back(x);
+      std::mt19937_64 rng(7);
+      std::uniform_real_distribution<double> u(r.lo - 0.1 * (r.hi - r.lo), r.hi + 0.1 * (r.hi - r.lo));
+      for (int k = 0; k < 20000; ++k) v.push_back(u(rng));
+      Cols a;
+      a.ncols = 1;
+      a.n = int64_t(v.size());
+      a.data = v;
+      std::vector<uint64_t> want(size_t(r.nb), 0);
+      for (double x : v) {
+        const double y = f32 ? double(float(x)) : x;
+        const int bk = pg_bucket(y, r.lo, r.hi, r.nb);
+        if (bk >= 0 && bk < r.nb) ++want[size_t(bk)];
+      }
+      for (int copies : {0, -1}) {
+        forced().sdh_copies = copies;
+        Job j = make_job(Kind::Histogram, f32, a, &zero, diff_source());
+        j.lo = r.lo;
+        j.hi = r.hi;
+        j.nbuckets = r.nb;
+        const Result got = run_job(j);
+        forced().sdh_copies = 0;
+        ASSERT_EQ(got.error, 0);
+        EXPECT_EQ(got.hist, want) << (f32 ? "f32" : "f64") << " [" << r.lo << ", " << r.hi << ") nb=" << r.nb
+                                  << " copies=" << copies << ": " << first_diff(got.hist, want);
+      }
     }
 }
 

@@ -115,6 +115,18 @@ SELECT gpu_pair_count('pe', 'pe', NULL) AS null_pred, gpu_pair_count(NULL::regcl
 SET gpu2bs.precision = float4;
 SELECT gpu_pair_count('pe', 'pe2', 'a.x + b.x > 1.1') = (SELECT count(*) FROM pe a, pe2 b WHERE a.x::real + b.x::real > 1.1::real) AS f4_add,
        gpu_pair_count('pe', 'pe', 'a.x * b.y < a.z / b.z') = (SELECT count(*) FROM pe a, pe b WHERE a.id < b.id AND a.x::real * b.y::real < a.z::real / b.z::real) AS f4_mul_div;
+-- float4 counts of a distance bound over full tiles (the GPU kernel counts them by the bit
+-- patterns of the distance)
+CREATE TABLE pe4 AS SELECT g AS id, ((g * 0.6180339887498949) % 1)::float8 AS x,
+  ((g * 0.7548776662466927) % 1)::float8 AS y FROM generate_series(1, 700) g;
+SELECT gpu_pair_count('pe4', 'pe4', '(a.x - b.x)^2 + (a.y - b.y)^2 <= 0.0025') =
+         (SELECT count(*) FROM pe4 a, pe4 b WHERE a.id < b.id AND (a.x::real - b.x::real) * (a.x::real - b.x::real) + (a.y::real - b.y::real) * (a.y::real - b.y::real) <= 0.0025::real) AS f4_d2,
+       gpu_pair_count('pe4', 'pe4', 'sqrt((a.x - b.x)^2 + (a.y - b.y)^2) < 0.05') =
+         (SELECT count(*) FROM pe4 a, pe4 b WHERE a.id < b.id AND sqrt(((a.x::real - b.x::real) * (a.x::real - b.x::real) + (a.y::real - b.y::real) * (a.y::real - b.y::real))::float8)::real < 0.05::real) AS f4_dist,
+       gpu_pair_count('pe4', 'pe4', '0.07 >= abs(a.x - b.x) + abs(a.y - b.y)') =
+         (SELECT count(*) FROM pe4 a, pe4 b WHERE a.id < b.id AND 0.07::real >= abs(a.x::real - b.x::real) + abs(a.y::real - b.y::real)) AS f4_manhattan,
+       gpu_pair_count('pe4', 'pe4', '(a.x - b.x)^2 + (a.y - b.y)^2 <= 0.0025') > 0 AS f4_nonzero;
+DROP TABLE pe4;
 SET gpu2bs.precision = float8;
 
 -- unsupported constructs and analysis errors

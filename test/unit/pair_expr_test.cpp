@@ -256,6 +256,62 @@ TEST(PairExpr, GeneratedSourceStructure) {
   EXPECT_EQ(depth, 0);
 }
 
+// A float32 count of `x <= c` / `x < c` with x never negative nor -0 gets the key function
+// (the bit pattern of x, counted up to G2_KEY_MAX); other predicates and precisions do not.
+TEST(PairExpr, GeneratedCountKey) {
+  auto key_max = [](const std::string& s) -> long long {
+    const size_t p = s.find("#define G2_KEY_MAX ");
+    if (p == std::string::npos) return -1;
+    EXPECT_NE(s.find("__device__ unsigned gpu2bs_pair_key(const Row& a, const Row& b)"), std::string::npos);
+    return std::stoll(s.substr(p + 19));
+  };
+  auto bits = [](float f) {
+    uint32_t u = 0;
+    std::memcpy(&u, &f, 4);
+    return (long long)u;
+  };
+  // Builds (a.c0 - b.c0)^2 + (a.c1 - b.c1)^2 (sqrt'd when `root`) OP c, or c OP' x when `flip`.
+  auto program = [](CmpOp o, double c, bool root, bool flip, bool square = true) {
+    PairExpr e;
+    e.ncols[0] = e.ncols[1] = 2;
+    const int d0 = op(e, ExprOp::Sub, {col(e, 0, 0), col(e, 1, 0)});
+    const int d1 = op(e, ExprOp::Sub, {col(e, 0, 1), col(e, 1, 1)});
+    int x = square ? op(e, ExprOp::Add, {op(e, ExprOp::Pow, {d0, cst(e, 2.0)}), op(e, ExprOp::Pow, {d1, cst(e, 2.0)})})
+                   : op(e, ExprOp::Add, {d0, d1});
+    if (root) x = op(e, ExprOp::Sqrt, {x});
+    const int k = cst(e, c);
+    e.predicate = flip ? cmp(e, o, k, x) : cmp(e, o, x, k);
+    return e;
+  };
+  const PairExpr le = program(CmpOp::Le, 0.01, false, false);
+  EXPECT_EQ(key_max(generate_pair_source(le, PairExprKind::Count, Precision::Float32)), bits(0.01f));
+  EXPECT_EQ(key_max(generate_pair_source(le, PairExprKind::Count, Precision::Float64)), -1);
+  EXPECT_EQ(key_max(generate_pair_source(le, PairExprKind::Join, Precision::Float32)), -1);
+  EXPECT_EQ(key_max(generate_pair_source(program(CmpOp::Lt, 0.1, true, false), PairExprKind::Count,
+                                         Precision::Float32)), bits(0.1f) - 1);
+  EXPECT_EQ(key_max(generate_pair_source(program(CmpOp::Ge, 0.1, true, true), PairExprKind::Count,
+                                         Precision::Float32)), bits(0.1f));
+  EXPECT_EQ(key_max(generate_pair_source(program(CmpOp::Le, -0.0, false, false), PairExprKind::Count,
+                                         Precision::Float32)), 0);  // -0 as +0
+  EXPECT_EQ(key_max(generate_pair_source(program(CmpOp::Le, INFINITY, false, false), PairExprKind::Count,
+                                         Precision::Float32)), bits(INFINITY));
+  // Not applicable: a negative or NaN bound, x < 0, x that may be negative, x >= c.
+  EXPECT_EQ(key_max(generate_pair_source(program(CmpOp::Le, -1.0, false, false), PairExprKind::Count,
+                                         Precision::Float32)), -1);
+  EXPECT_EQ(key_max(generate_pair_source(program(CmpOp::Le, NAN, false, false), PairExprKind::Count,
+                                         Precision::Float32)), -1);
+  EXPECT_EQ(key_max(generate_pair_source(program(CmpOp::Lt, 0.0, false, false), PairExprKind::Count,
+                                         Precision::Float32)), -1);
+  EXPECT_EQ(key_max(generate_pair_source(program(CmpOp::Le, 1.0, false, false, false), PairExprKind::Count,
+                                         Precision::Float32)), -1);
+  EXPECT_EQ(key_max(generate_pair_source(program(CmpOp::Ge, 1.0, false, false), PairExprKind::Count,
+                                         Precision::Float32)), -1);
+  // The key function returns the non-kept pattern after a fault, as gpu2bs_pair returns false.
+  const std::string s = generate_pair_source(le, PairExprKind::Count, Precision::Float32);
+  EXPECT_NE(s.find("gpu2bs_raise(f); return 0xffffffffu;"), std::string::npos) << s;
+  EXPECT_NE(s.find("gpu2bs_raise(f); return false;"), std::string::npos) << s;
+}
+
 TEST(PairExpr, WidthBucketAsPostgres15) {
   // PostgreSQL 15: count * (v - lo) / (hi - lo) + 1, truncated (not the quotient first).
   EXPECT_EQ(pair_expr_bucket(3.7517142857142853, 1.5, 4.1269999999999998, 14) + 1, 12);
