@@ -69,9 +69,11 @@ std::vector<XiRow> xi_rows(XiEstimator est, const std::vector<double>& edges,
                            const std::vector<double>& shell_edges, const XiCounts& c) {
   const size_t nb = edges.size() - 1;
   const bool analytic = c.nr < 0;
-  const double dd_pairs = c.nd * (c.nd - 1) / 2;
+  // Unordered pairs of n points (0 below 2 points).
+  auto pairs_of = [](double n) { return n >= 2 ? n * (n - 1) / 2 : 0.0; };
+  const double dd_pairs = pairs_of(c.nd);
   const double dr_pairs = analytic ? 0 : c.nd * c.nr;
-  const double rr_pairs = analytic ? dd_pairs : c.nr * (c.nr - 1) / 2;
+  const double rr_pairs = analytic ? dd_pairs : pairs_of(c.nr);
   // Volume of the unit D-ball: pi^(D/2) / Gamma(D/2 + 1).
   const double unit = std::pow(M_PI, c.dims / 2.0) / std::tgamma(c.dims / 2.0 + 1.0);
   std::vector<XiRow> rows(nb);
