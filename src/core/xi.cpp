@@ -2,11 +2,14 @@
 // edges as chords, and the normalization of DD, DR and RR into xi (float64, on the host).
 #include "xi.h"
 
+#include <algorithm>
 #include <cctype>
 #include <cmath>
 #include <string>
 
+#include "engine.h"
 #include "error.h"
+#include "rdf.h"
 
 namespace gpu2bs {
 
@@ -106,6 +109,96 @@ std::vector<XiRow> xi_rows(XiEstimator est, const std::vector<double>& edges,
       r.xi = (f_dd - 2 * f_dr + f_rr) / f_rr;
       r.has_xi = true;
     }
+  }
+  return rows;
+}
+
+namespace {
+
+// The points of `v` whose label differs from `skip`, copied (coordinates per axis).
+struct Subset {
+  std::vector<double> c[kMaxDims];
+  PointsView view(const PointsView& like) const {
+    PointsView v = like;
+    v.n = c[0].size();
+    for (int k = 0; k < like.dims; ++k) v.coord[k] = c[k].data();
+    return v;
+  }
+};
+Subset without(const PointsView& v, const int64_t* label, int64_t skip) {
+  Subset s;
+  for (size_t i = 0; i < v.n; ++i)
+    if (label[i] != skip)
+      for (int k = 0; k < v.dims; ++k) s.c[k].push_back(v.coord[k][i]);
+  return s;
+}
+
+// DD, and DR and RR with randoms, of one pair of point sets.
+XiCounts count_all(Engine& eng, Control& ctl, const PointsView& d, const PointsView* r,
+                   const std::vector<double>& bin_edges, const double* box, int nbox,
+                   Precision prec) {
+  XiCounts c;
+  c.nd = double(d.n);
+  c.dims = d.dims;
+  const RdfProblem pdd = make_rdf_edges(d, nullptr, bin_edges, box, nbox, prec);
+  c.dd = eng.rdf(pdd, ctl);
+  if (r) {
+    c.dr = eng.rdf(make_rdf_edges(d, r, bin_edges, box, nbox, prec), ctl);
+    c.rr = eng.rdf(make_rdf_edges(*r, nullptr, bin_edges, box, nbox, prec), ctl);
+    c.nr = double(r->n);
+  } else {
+    c.volume = rdf_volume(pdd);
+  }
+  return c;
+}
+
+}  // namespace
+
+std::vector<XiRow> xi_run(Engine& eng, Control& ctl, XiEstimator est, const PointsView& data,
+                          const PointsView* randoms, const std::vector<double>& edges,
+                          const std::vector<double>& bin_edges, const double* box, int nbox,
+                          Precision prec, const int64_t* data_patch,
+                          const int64_t* randoms_patch) {
+  if (randoms && randoms->dims != data.dims)
+    throw Error(ErrorCode::InvalidParameter, "relations have different numbers of coordinates",
+                std::to_string(data.dims) + " and " + std::to_string(randoms->dims) +
+                    " coordinates.");
+  const XiCounts all = count_all(eng, ctl, data, randoms, bin_edges, box, nbox, prec);
+  std::vector<XiRow> rows = xi_rows(est, edges, bin_edges, all);
+  if (!data_patch) return rows;
+  if (!randoms)
+    throw Error(ErrorCode::InvalidParameter, "jackknife errors need randoms",
+                "The analytic RR of a box has no patches.", "Give a relation of random points.");
+  std::vector<int64_t> labels(data_patch, data_patch + data.n);
+  labels.insert(labels.end(), randoms_patch, randoms_patch + randoms->n);
+  std::sort(labels.begin(), labels.end());
+  labels.erase(std::unique(labels.begin(), labels.end()), labels.end());
+  if (labels.size() > kMaxXiPatches)
+    throw Error(ErrorCode::ProgramLimit, "too many jackknife patches",
+                std::to_string(labels.size()) + " distinct patch values; at most " +
+                    std::to_string(kMaxXiPatches) + " are supported.");
+  const size_t P = labels.size(), nb = rows.size();
+  std::vector<std::vector<double>> xk(nb);
+  std::vector<bool> defined(nb, P >= 2);
+  for (int64_t skip : labels) {
+    const Subset sd = without(data, data_patch, skip), sr = without(*randoms, randoms_patch, skip);
+    const PointsView vd = sd.view(data), vr = sr.view(*randoms);
+    const std::vector<XiRow> rk =
+        xi_rows(est, edges, bin_edges, count_all(eng, ctl, vd, &vr, bin_edges, box, nbox, prec));
+    for (size_t k = 0; k < nb; ++k) {
+      if (!rk[k].has_xi) defined[k] = false;
+      xk[k].push_back(rk[k].xi);
+    }
+  }
+  for (size_t k = 0; k < nb; ++k) {
+    if (!defined[k]) continue;
+    double mean = 0;
+    for (double x : xk[k]) mean += x;
+    mean /= double(P);
+    double ss = 0;
+    for (double x : xk[k]) ss += (x - mean) * (x - mean);
+    rows[k].xi_err = std::sqrt(double(P - 1) / double(P) * ss);
+    rows[k].has_err = true;
   }
   return rows;
 }

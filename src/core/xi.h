@@ -12,6 +12,9 @@
 
 namespace gpu2bs {
 
+class Control;
+class Engine;
+
 // Which estimator turns the normalized counts into xi.
 enum class XiEstimator { LandySzalay, Natural };
 
@@ -47,6 +50,8 @@ struct XiRow {
   bool has_rr = false;
   double xi = 0;
   bool has_xi = false;
+  double xi_err = 0;  // jackknife error
+  bool has_err = false;
 };
 
 // The counts of one call and what the normalization needs. `nr` < 0: no randoms (analytic RR
@@ -68,5 +73,21 @@ struct XiCounts {
 // when a denominator is 0.
 std::vector<XiRow> xi_rows(XiEstimator est, const std::vector<double>& edges,
                            const std::vector<double>& shell_edges, const XiCounts& c);
+
+// Most patches a jackknife may have (each costs one more pass over DD, DR and RR).
+constexpr size_t kMaxXiPatches = 10000;
+
+// One gpu_xi call on an engine: DD of `data`, and DR and RR with `randoms` (null: analytic RR
+// over the box, which must then be periodic on every axis), in the bins of `bin_edges` (the
+// coordinates' units: chords for w(theta)); rows labelled with `edges`. With patch labels
+// (`data_patch` and `randoms_patch`, one per point; null: no jackknife) the counts are computed
+// again leaving out each of the P distinct labels in turn (data and randoms), xi_k from each,
+// and xi_err = sqrt((P - 1) / P * sum_k (xi_k - mean)^2), undefined when P < 2 or some xi_k is.
+// Throws Error(InvalidParameter) or Error(ProgramLimit).
+std::vector<XiRow> xi_run(Engine& eng, Control& ctl, XiEstimator est, const PointsView& data,
+                          const PointsView* randoms, const std::vector<double>& edges,
+                          const std::vector<double>& bin_edges, const double* box, int nbox,
+                          Precision prec, const int64_t* data_patch,
+                          const int64_t* randoms_patch);
 
 }  // namespace gpu2bs

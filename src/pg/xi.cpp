@@ -66,8 +66,9 @@ void check_same_srid(const SimjoinInput& in) {
 
 }  // namespace
 
-// gpu_xi(data, randoms, edges, estimator, box, coords, angular) -> (r_lo, r_hi, dd, dr, rr, xi).
-// NULL data or edges return no rows; randoms NULL asks for the analytic RR of a periodic box.
+// gpu_xi(data, randoms, edges, estimator, box, coords, angular, patch) -> (r_lo, r_hi, dd, dr,
+// rr, xi, xi_err). NULL data or edges return no rows; randoms NULL asks for the analytic RR of a
+// periodic box; patch names the integer column of jackknife patches.
 // Every argument is checked before a row is read.
 GPU2BS_FUNCTION(gpu2bs_xi) {
   ReturnSetInfo* rsinfo = (ReturnSetInfo*)fcinfo->resultinfo;
@@ -101,18 +102,28 @@ GPU2BS_FUNCTION(gpu2bs_xi) {
                 angular ? "The analytic RR needs a periodic box; w(theta) has none."
                         : "The analytic RR needs a periodic length on every axis.",
                 "Give a relation of random points, or a box with a positive length per axis.");
+  text* patch = PG_ARGISNULL(7) ? nullptr : PG_GETARG_TEXT_PP(7);
+  if (patch && !has_randoms)
+    throw Error(ErrorCode::InvalidParameter, "jackknife errors need randoms",
+                "The analytic RR of a box has no patches.", "Give a relation of random points.");
   const bool same = has_randoms && rel_r == rel_d;
   SimjoinArgs args;
   args.nrel = has_randoms && !same ? 2 : 1;
   args.relids[0] = rel_d;
   args.relids[1] = args.nrel == 2 ? rel_r : InvalidOid;
   args.coords = coords;
-  args.keyless = true;
+  // The patch column is read as the key column (an integer; rows with a NULL patch are
+  // skipped); eps, which a keyed read validates, is not used.
+  args.keyless = patch == nullptr;
+  args.id = patch;
+  args.eps = 1;
   SimjoinInput in;
   simjoin_read(args, &in);
   if (args.nrel == 2) check_same_srid(in);
   PointsView vd = points_view(in.rels[0]);
   PointsView vr = args.nrel == 2 ? points_view(in.rels[1]) : vd;
+  const int64_t* pd = patch ? in.rels[0].ids : nullptr;
+  const int64_t* pr = patch ? in.rels[args.nrel - 1].ids : nullptr;
   SpherePoints sd, sr;
   if (angular) {
     sd = sphere_points(vd);
@@ -126,40 +137,22 @@ GPU2BS_FUNCTION(gpu2bs_xi) {
       }
     }
   }
-  if (has_randoms && vr.dims != vd.dims)
-    throw Error(ErrorCode::InvalidParameter, "relations have different numbers of coordinates",
-                std::to_string(vd.dims) + " and " + std::to_string(vr.dims) + " coordinates.");
-  const double* boxp = has_box ? box.data() : nullptr;
-  const int nbox = int(box.size());
-  const RdfProblem pdd = make_rdf_edges(vd, nullptr, bin_edges, boxp, nbox, prec);
   std::string reason;
   Engine* eng = choose_engine(&reason);
   PgControl ctl;
   ctl.stats.scan_s = in.scan_s;
-  XiCounts counts;
-  counts.nd = double(vd.n);
-  counts.dims = vd.dims;
-  counts.dd = eng->rdf(pdd, ctl);
-  if (has_randoms) {
-    const RdfProblem pdr = make_rdf_edges(vd, &vr, bin_edges, boxp, nbox, prec);
-    const RdfProblem prr = make_rdf_edges(vr, nullptr, bin_edges, boxp, nbox, prec);
-    counts.dr = eng->rdf(pdr, ctl);
-    counts.rr = eng->rdf(prr, ctl);
-    counts.nr = double(vr.n);
-  } else {
-    counts.volume = rdf_volume(pdd);
-  }
+  const std::vector<XiRow> rows =
+      xi_run(*eng, ctl, est, vd, has_randoms ? &vr : nullptr, edges, bin_edges,
+             has_box ? box.data() : nullptr, int(box.size()), prec, pd, pr);
   uint64_t total = 0;
-  for (const auto* v : {&counts.dd, &counts.dr, &counts.rr})
-    for (uint64_t c : *v) total += c;
+  for (const XiRow& r : rows) total += r.dd + r.dr + (r.has_rr && !std::isnan(r.rr) ? uint64_t(r.rr) : 0);
   ctl.stats.pairs_emitted = total;
   record_run("gpu_xi", eng->name(), ctl.stats);
-  const std::vector<XiRow> rows = xi_rows(est, edges, bin_edges, counts);
   MemoryContext ctx = in.ctx;
   pg_guard([&] {
     MemoryContextDelete(ctx);
-    Datum values[6];
-    bool nulls[6] = {false, false, false, false, false, false};
+    Datum values[7];
+    bool nulls[7] = {false, false, false, false, false, false, false};
     for (const XiRow& r : rows) {
       values[0] = Float8GetDatum(r.r_lo);
       values[1] = Float8GetDatum(r.r_hi);
@@ -170,6 +163,8 @@ GPU2BS_FUNCTION(gpu2bs_xi) {
       nulls[4] = !r.has_rr;
       values[5] = Float8GetDatum(r.xi);
       nulls[5] = !r.has_xi;
+      values[6] = Float8GetDatum(r.xi_err);
+      nulls[6] = !r.has_err;
       tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
     }
   });

@@ -121,6 +121,49 @@ FROM g JOIN xi_wref(true, '{0,2,5,10,20,45,90,180}') d ON d.k = g.k
 SELECT sum(dd) = 250 * 249 / 2 AS all_dd, sum(dr) = 250 * 300 AS all_dr, sum(rr) = 300 * 299 / 2 AS all_rr
 FROM gpu_xi('xi_sky', 'xi_sky_r', '{0,180}', coords => '{ra,dec}', angular => true);
 
+-- Jackknife over 4 patches (patch = id % 4, rows with a NULL patch skipped): xi_k from the
+-- brute-force counts of the data and randoms without patch k, then
+-- xi_err = sqrt((P - 1) / P * sum_k (xi_k - mean)^2), against the function's xi_err.
+ALTER TABLE xi_d ADD COLUMN p int;
+ALTER TABLE xi_r ADD COLUMN p int;
+UPDATE xi_d SET p = id % 4 WHERE id <> 7;
+UPDATE xi_r SET p = id % 4 WHERE id <> 9;
+SET gpu2bs.precision = float8;
+WITH k AS (SELECT generate_series(0, 3) AS k),
+     c AS (SELECT k.k, dd.b,
+                  (SELECT count(*) FROM xi_d WHERE p IS NOT NULL AND p <> k.k AND x IS NOT NULL)::float8 AS nd,
+                  (SELECT count(*) FROM xi_r WHERE p IS NOT NULL AND p <> k.k)::float8 AS nr,
+                  dd.pairs AS dd, dr.pairs AS dr, rr.pairs AS rr
+           FROM k,
+                LATERAL (SELECT row_number() OVER () b, * FROM xi_ref(format('SELECT x, y, z FROM xi_d WHERE x IS NOT NULL AND p IS NOT NULL AND p <> %s', k.k), NULL, true, '{1,2,4,8}', 0)) dd,
+                LATERAL (SELECT row_number() OVER () b, * FROM xi_ref(format('SELECT x, y, z FROM xi_d WHERE x IS NOT NULL AND p IS NOT NULL AND p <> %s', k.k),
+                                                                     format('SELECT x, y, z FROM xi_r WHERE p IS NOT NULL AND p <> %s', k.k), false, '{1,2,4,8}', 0)) dr,
+                LATERAL (SELECT row_number() OVER () b, * FROM xi_ref(format('SELECT x, y, z FROM xi_r WHERE p IS NOT NULL AND p <> %s', k.k), NULL, true, '{1,2,4,8}', 0)) rr
+           WHERE dr.b = dd.b AND rr.b = dd.b),
+     x AS (SELECT b, (dd / (nd * (nd - 1) / 2) - 2 * dr / (nd * nr) + rr / (nr * (nr - 1) / 2)) / (rr / (nr * (nr - 1) / 2)) AS xk FROM c),
+     e AS (SELECT b, sqrt(3.0 / 4 * sum((xk - m) ^ 2)) AS err
+           FROM (SELECT b, xk, avg(xk) OVER (PARTITION BY b) m FROM x) y GROUP BY b),
+     g AS (SELECT row_number() OVER () b, * FROM gpu_xi('xi_d', 'xi_r', '{1,2,4,8}', coords => '{x,y,z}', patch => 'p'))
+SELECT g.r_lo, g.xi_err > 0 AS positive, abs(g.xi_err - e.err) <= 1e-12 * e.err AS err_ok
+FROM g JOIN e USING (b) ORDER BY b;
+-- xi and the counts with patches are those of every row with a patch
+CREATE VIEW xi_d_p AS SELECT * FROM xi_d WHERE p IS NOT NULL;
+CREATE VIEW xi_r_p AS SELECT * FROM xi_r WHERE p IS NOT NULL;
+SELECT bool_and(a.dd = b.dd AND a.dr = b.dr AND a.rr = b.rr AND a.xi = b.xi) AS same_xi, bool_and(b.xi_err IS NULL) AS no_err_without_patch
+FROM gpu_xi('xi_d', 'xi_r', '{1,2,4,8}', coords => '{x,y,z}', patch => 'p') a
+JOIN gpu_xi('xi_d_p', 'xi_r_p', '{1,2,4,8}', coords => '{x,y,z}') b USING (r_lo);
+-- one patch: xi, no error
+ALTER TABLE xi_d ADD COLUMN one int DEFAULT 1;
+ALTER TABLE xi_r ADD COLUMN one int DEFAULT 1;
+SELECT r_lo, xi IS NOT NULL AS has_xi, xi_err FROM gpu_xi('xi_d', 'xi_r', '{1,2}', coords => '{x,y,z}', patch => 'one');
+-- patch errors: no randoms (22023), not an integer column (42804), missing (42703)
+\set VERBOSITY sqlstate
+SELECT * FROM gpu_xi('xi_d', NULL, '{1,2}', box => '{21,21,21}', coords => '{x,y,z}', patch => 'p');
+SELECT * FROM gpu_xi('xi_sky', 'xi_sky_r', '{1,2}', coords => '{ra,dec}', angular => true, patch => 'ra');
+SELECT * FROM gpu_xi('xi_d', 'xi_r', '{1,2}', coords => '{x,y,z}', patch => 'nosuch');
+\set VERBOSITY default
+DROP VIEW xi_d_p, xi_r_p;
+
 -- Empty and one-row inputs: zero counts, xi NULL where a denominator is 0.
 CREATE TABLE xi_empty (x float8, y float8, z float8);
 CREATE TABLE xi_one AS SELECT 1.0::float8 x, 2.0::float8 y, 3.0::float8 z;
