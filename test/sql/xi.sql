@@ -164,6 +164,11 @@ SELECT * FROM gpu_xi('xi_d', 'xi_r', '{1,2}', coords => '{x,y,z}', patch => 'nos
 \set VERBOSITY default
 DROP VIEW xi_d_p, xi_r_p;
 
+-- One relation as data and randoms: dr counts ordered pairs of distinct rows (2 dd) in bins that
+-- exclude distance 0; rr = dd, so Landy-Szalay gives 2 - 2 (N - 1) / N = 2 / N (N = 300).
+SELECT bool_and(dr = 2 * dd AND rr = dd) AS counts_ok, bool_and(abs(xi - 2 / 300.0) < 1e-12) AS xi_2_over_n
+FROM gpu_xi('xi_d', 'xi_d', '{1,2,4,8}', coords => '{x,y,z}');
+
 -- Empty and one-row inputs: zero counts, xi NULL where a denominator is 0.
 CREATE TABLE xi_empty (x float8, y float8, z float8);
 CREATE TABLE xi_one AS SELECT 1.0::float8 x, 2.0::float8 y, 3.0::float8 z;

@@ -258,6 +258,52 @@ TEST(XiEdges, Checks) {
   EXPECT_THROW(parse_xi_estimator("hamilton"), Error);
 }
 
+// The jackknife of xi_run against xi recomputed by hand from brute-force counts of the subsets
+// without each patch.
+TEST(XiJackknife, EqualsLeaveOnePatchOut) {
+  const Pts d = uniform(1200, 3, 0, 10, 31), r = uniform(1500, 3, 0, 10, 32);
+  std::vector<int64_t> pd(d.c[0].size()), pr(r.c[0].size());
+  for (size_t i = 0; i < pd.size(); ++i) pd[i] = int64_t(i % 5) * 7 - 3;
+  for (size_t i = 0; i < pr.size(); ++i) pr[i] = int64_t(i % 5) * 7 - 3;
+  const std::vector<double> e = {0.5, 1, 2, 3};
+  auto eng = make_cpu_engine();
+  Control ctl;
+  ctl.threads = 2;
+  const PointsView vd = d.view(), vr = r.view();
+  const auto rows = xi_run(*eng, ctl, XiEstimator::LandySzalay, vd, &vr, e, e, nullptr, 0,
+                           Precision::Float64, pd.data(), pr.data());
+  std::vector<std::vector<double>> xk(3);
+  for (int64_t skip = -3; skip <= 25; skip += 7) {
+    Pts sd{3, {}}, sr{3, {}};
+    for (size_t i = 0; i < pd.size(); ++i)
+      if (pd[i] != skip)
+        for (int k = 0; k < 3; ++k) sd.c[k].push_back(d.c[k][i]);
+    for (size_t i = 0; i < pr.size(); ++i)
+      if (pr[i] != skip)
+        for (int k = 0; k < 3; ++k) sr.c[k].push_back(r.c[k][i]);
+    const PointsView a = sd.view(), b = sr.view();
+    XiCounts c;
+    c.dd = brute<double>(make_rdf_edges(a, nullptr, e, nullptr, 0, Precision::Float64));
+    c.dr = brute<double>(make_rdf_edges(a, &b, e, nullptr, 0, Precision::Float64));
+    c.rr = brute<double>(make_rdf_edges(b, nullptr, e, nullptr, 0, Precision::Float64));
+    c.nd = double(a.n);
+    c.nr = double(b.n);
+    const auto rk = xi_rows(XiEstimator::LandySzalay, e, e, c);
+    for (size_t k = 0; k < 3; ++k) xk[k].push_back(rk[k].xi);
+  }
+  for (size_t k = 0; k < 3; ++k) {
+    double mean = 0, ss = 0;
+    for (double x : xk[k]) mean += x / 5;
+    for (double x : xk[k]) ss += (x - mean) * (x - mean);
+    ASSERT_TRUE(rows[k].has_err);
+    EXPECT_NEAR(rows[k].xi_err, std::sqrt(4.0 / 5.0 * ss), 1e-12 * rows[k].xi_err) << k;
+    EXPECT_GT(rows[k].xi_err, 0.0);
+  }
+  EXPECT_THROW(xi_run(*eng, ctl, XiEstimator::Natural, vd, nullptr, e, e, nullptr, 0,
+                      Precision::Float64, pd.data(), nullptr),
+               Error);
+}
+
 // Empty and one-point inputs count nothing.
 TEST(XiCounts, EmptyAndOnePoint) {
   Pts none{3, {}}, one{3, {{1.0}, {2.0}, {3.0}}};
