@@ -115,9 +115,10 @@ std::vector<XiRow> xi_rows(XiEstimator est, const std::vector<double>& edges,
 
 namespace {
 
-// The points of `v` whose label differs from `skip`, copied (coordinates per axis).
+// A copy of some points of a view (coordinates per axis).
 struct Subset {
   std::vector<double> c[kMaxDims];
+  // The copy as a view with the dimensions and name of `like`.
   PointsView view(const PointsView& like) const {
     PointsView v = like;
     v.n = c[0].size();
@@ -125,6 +126,8 @@ struct Subset {
     return v;
   }
 };
+
+// The points of `v` whose label differs from `skip`.
 Subset without(const PointsView& v, const int64_t* label, int64_t skip) {
   Subset s;
   for (size_t i = 0; i < v.n; ++i)

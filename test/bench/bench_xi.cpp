@@ -29,6 +29,7 @@ namespace {
 
 struct Set {
   std::vector<double> c[3];
+  // The points as an engine view.
   PointsView view() const {
     PointsView v;
     v.dims = 3;
@@ -65,6 +66,7 @@ double time_count(Engine* e, const PointsView& a, const PointsView* b,
   return t[t.size() / 2];
 }
 
+// Sum of the counts.
 uint64_t sum(const std::vector<uint64_t>& v) {
   uint64_t s = 0;
   for (uint64_t x : v) s += x;

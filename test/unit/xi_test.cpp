@@ -22,6 +22,7 @@ namespace {
 struct Pts {
   int dims;
   std::vector<double> c[3];
+  // The points as an engine view.
   PointsView view() const {
     PointsView v;
     v.dims = dims;
@@ -112,6 +113,7 @@ std::vector<uint64_t> reference(const RdfProblem& p, double rel, uint64_t* near)
   return h;
 }
 
+// The CPU engine's counts of a problem (3 threads).
 std::vector<uint64_t> run(const RdfProblem& p) {
   auto e = make_cpu_engine();
   Control c;
