@@ -6,7 +6,8 @@
 // shared memory, merged into the uint64 counts with one global atomic per non-empty bucket at
 // the end of the block; when the histogram does not fit (or a block could count 2^32 pairs),
 // every pair goes straight to the global counts. Distances and buckets are periodic_sq_dist and
-// rdf_bucket, so the counts equal the CPU engine's bit for bit.
+// rdf_bucket (or, with bin edges, edges_bucket over the squared edges held in shared memory), so
+// the counts equal the CPU engine's bit for bit.
 #include <algorithm>
 #include <vector>
 
@@ -35,19 +36,27 @@ struct RdfArgs {
   T len[kMaxDims];
   T half[kMaxDims];
   T cut2, inv_w, nb_t;
+  const T* e2;                      // nb + 1 squared edges (EDGES kernels)
   unsigned long long* hist;
   int nb;
   bool self;
 };
 
-template <typename T, int D, bool SHARED>
+// Shared memory of a block: the tile of b points, then (EDGES) the nb + 1 squared edges, then
+// (SHARED) the private histogram.
+template <typename T, int D, bool SHARED, bool EDGES>
 __global__ void __launch_bounds__(kRdfBlock) rdf_kernel(RdfArgs<T> g) {
   extern __shared__ __align__(16) unsigned char g2_smem[];
   T* sb = reinterpret_cast<T*>(g2_smem);  // sb[k * kRdfBlock + j]
-  unsigned* sh = reinterpret_cast<unsigned*>(g2_smem + sizeof(T) * D * kRdfBlock);
+  T* se2 = reinterpret_cast<T*>(g2_smem + sizeof(T) * D * kRdfBlock);
+  unsigned* sh = reinterpret_cast<unsigned*>(g2_smem + sizeof(T) * D * kRdfBlock +
+                                             (EDGES ? sizeof(T) * size_t(g.nb + 1) : 0));
   const int tid = threadIdx.x;
   if constexpr (SHARED) {
     for (int k = tid; k < g.nb; k += kRdfBlock) sh[k] = 0;
+  }
+  if constexpr (EDGES) {
+    for (int k = tid; k <= g.nb; k += kRdfBlock) se2[k] = g.e2[k];
   }
   const unsigned long long item = g.items[g.item0 + blockIdx.x];
   const unsigned cell = unsigned(item >> 32);
@@ -87,7 +96,12 @@ __global__ void __launch_bounds__(kRdfBlock) rdf_kernel(RdfArgs<T> g) {
         T q[D];
 #pragma unroll
         for (int k = 0; k < D; ++k) q[k] = sb[k * kRdfBlock + u];
-        const int kb = rdf_bucket<T>(periodic_sq_dist<T, D>(p, q, len, half), cut2, inv_w, nb_t);
+        const T d2 = periodic_sq_dist<T, D>(p, q, len, half);
+        int kb;
+        if constexpr (EDGES)
+          kb = d2 < cut2 ? edges_bucket<T>(d2, se2, g.nb) : -1;
+        else
+          kb = rdf_bucket<T>(d2, cut2, inv_w, nb_t);
         if (kb >= 0) {
           if constexpr (SHARED)
             atomicAdd(&sh[kb], 1u);
@@ -159,6 +173,8 @@ std::vector<uint64_t> rdf_run(const RdfProblem& p, Control& ctl) {
   g.cut2 = c.cut2;
   g.inv_w = c.inv_w;
   g.nb_t = c.nb_t;
+  const bool edges = !c.e2.empty();
+  g.e2 = edges ? put(call, c.e2, "bin edges") : nullptr;
   g.hist = hist;
   g.nb = nb;
   g.self = p.self;
@@ -166,8 +182,10 @@ std::vector<uint64_t> rdf_run(const RdfProblem& p, Control& ctl) {
   const size_t tile = sizeof(T) * D * kRdfBlock;
   const bool shared = size_t(nb) * 4 <= kRdfSharedHistBytes &&
                       double(kRdfBlock) * double(max_per_row) < 4294967295.0;
-  const size_t smem = tile + (shared ? size_t(nb) * 4 : 0);
-  auto kernel = shared ? rdf_kernel<T, D, true> : rdf_kernel<T, D, false>;
+  const size_t smem =
+      tile + (edges ? sizeof(T) * size_t(nb + 1) : 0) + (shared ? size_t(nb) * 4 : 0);
+  auto kernel = edges ? (shared ? rdf_kernel<T, D, true, true> : rdf_kernel<T, D, false, true>)
+                      : (shared ? rdf_kernel<T, D, true, false> : rdf_kernel<T, D, false, false>);
   G2_CUDA(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
   LastRun& lr = last_run();
   const cudaEvent_t ev0 = call.event(true), ev1 = call.event(true);

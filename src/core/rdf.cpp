@@ -47,9 +47,13 @@ void check_rdf_args(int nbuckets, double r_max, Precision prec) {
                                            : "Rescale the coordinates.");
 }
 
-RdfProblem make_rdf(const PointsView& a, const PointsView* b, int nbuckets, double r_max,
-                    const double* box, int nbox, Precision prec) {
-  check_rdf_args(nbuckets, r_max, prec);
+namespace {
+
+// The checks and fields make_rdf and make_rdf_edges share: point counts, dimensions, the box
+// and r_max against it, the bounds and their range.
+// `rname` names r_max in messages.
+RdfProblem make_rdf_common(const PointsView& a, const PointsView* b, int nbuckets, double r_max,
+                           const double* box, int nbox, Precision prec, const char* rname) {
   check_point_count(a.n, a.name);
   if (b) check_point_count(b->n, b->name);
   if (b && b->dims != a.dims)
@@ -62,7 +66,6 @@ RdfProblem make_rdf(const PointsView& a, const PointsView* b, int nbuckets, doub
   p.nbuckets = nbuckets;
   p.r_max = r_max;
   p.prec = prec;
-  p.params = make_sdh_params(nbuckets, r_max / nbuckets, true, Bounds(), prec);
   if (box && nbox != a.dims)
     throw Error(ErrorCode::InvalidParameter, "box must have one length per coordinate",
                 "box has " + std::to_string(nbox) + " elements, the points have " +
@@ -80,8 +83,8 @@ RdfProblem make_rdf(const PointsView& a, const PointsView* b, int nbuckets, doub
   }
   if (r_max > shortest / 2)
     throw Error(ErrorCode::InvalidParameter,
-                "r_max must be at most half the shortest periodic box length",
-                "r_max is " + float8_text(r_max) + ", the shortest periodic length is " + float8_text(shortest) + ".",
+                std::string(rname) + " must be at most half the shortest periodic box length",
+                std::string(rname) + " is " + float8_text(r_max) + ", the shortest periodic length is " + float8_text(shortest) + ".",
                 "Minimum-image distances are defined up to half a periodic length.");
   p.bounds = compute_bounds(p.a, p.self ? nullptr : &p.b);
   check_range(p.bounds, prec);
@@ -92,6 +95,79 @@ RdfProblem make_rdf(const PointsView& a, const PointsView* b, int nbuckets, doub
       wide.hi[k] = p.box[k];
     }
   check_range(wide, prec);
+  return p;
+}
+
+}  // namespace
+
+RdfProblem make_rdf(const PointsView& a, const PointsView* b, int nbuckets, double r_max,
+                    const double* box, int nbox, Precision prec) {
+  check_rdf_args(nbuckets, r_max, prec);
+  RdfProblem p = make_rdf_common(a, b, nbuckets, r_max, box, nbox, prec, "r_max");
+  p.params = make_sdh_params(nbuckets, r_max / nbuckets, true, Bounds(), prec);
+  return p;
+}
+
+void check_edges(const std::vector<double>& edges, Precision prec, const char* what) {
+  const std::string w(what);
+  if (edges.size() < 2 || edges.size() > size_t(kMaxEdgeBins) + 1)
+    throw Error(ErrorCode::InvalidParameter,
+                w + " must have between 2 and " + std::to_string(kMaxEdgeBins + 1) + " elements",
+                w + " has " + std::to_string(edges.size()) + " elements.");
+  const bool f32 = prec == Precision::Float32;
+  double prev_sq = -1;
+  for (size_t k = 0; k < edges.size(); ++k) {
+    const double e = edges[k];
+    if (!std::isfinite(e) || e < 0)
+      throw Error(ErrorCode::InvalidParameter, w + " must be non-negative finite numbers",
+                  w + " element " + std::to_string(k + 1) + " is " +
+                      (std::isnan(e) ? std::string("NaN") : float8_text(e)) + ".");
+    if (k > 0 && !(e > edges[k - 1]))
+      throw Error(ErrorCode::InvalidParameter, w + " must be strictly increasing",
+                  w + " element " + std::to_string(k + 1) + " is " + float8_text(e) +
+                      ", the one before it " + float8_text(edges[k - 1]) + ".");
+    const double sq = f32 ? double(float(e * e)) : e * e;
+    if (e > 0 && !(sq >= (f32 ? double(FLT_MIN) : DBL_MIN)))
+      throw Error(ErrorCode::InvalidParameter,
+                  w + " out of range for " + (f32 ? "float4" : "float8") + " precision",
+                  "The square of " + w + " element " + std::to_string(k + 1) + " (" +
+                      float8_text(e) + ") underflows " + (f32 ? "float4" : "float8") + ".",
+                  f32 ? "Use 0 or a larger edge, or set gpu2bs.precision = float8."
+                      : "Use 0 or a larger edge, or rescale the coordinates.");
+    if (k > 0 && !(sq > prev_sq))
+      throw Error(ErrorCode::InvalidParameter,
+                  std::string("squares of ") + what + " must be strictly increasing in " +
+                      (f32 ? "float4" : "float8") + " precision",
+                  w + " elements " + std::to_string(k) + " and " + std::to_string(k + 1) + " (" +
+                      float8_text(edges[k - 1]) + ", " + float8_text(e) +
+                      ") have the same rounded square.",
+                  f32 ? "Use edges further apart, or set gpu2bs.precision = float8."
+                      : "Use edges further apart.");
+    prev_sq = sq;
+  }
+  const double last = edges.back();
+  const double lim = f32 ? double(FLT_MAX) : DBL_MAX;
+  const double sq = last * last * (1.0 + 0x1p-10);
+  if (!(sq < lim / 4))
+    throw Error(ErrorCode::InvalidParameter,
+                std::string("last element of ") + what + " out of range for " +
+                    (f32 ? "float4" : "float8") + " precision",
+                "The square of " + float8_text(last) + " overflows " +
+                    (f32 ? "float4" : "float8") + ".",
+                f32 ? "Set gpu2bs.precision = float8, or rescale the coordinates."
+                    : "Rescale the coordinates.");
+}
+
+RdfProblem make_rdf_edges(const PointsView& a, const PointsView* b,
+                          const std::vector<double>& edges, const double* box, int nbox,
+                          Precision prec) {
+  check_edges(edges, prec, "edges");
+  const int nb = int(edges.size()) - 1;
+  RdfProblem p = make_rdf_common(a, b, nb, edges.back(), box, nbox, prec, "the last edge");
+  p.edges = edges;
+  p.params.nbuckets = nb;
+  p.params.explicit_width = true;
+  p.params.width = edges.back() / nb;
   return p;
 }
 
@@ -138,6 +214,11 @@ RdfCells<T> build_rdf_cells(const RdfProblem& p) {
     c.half[k] = per ? T(p.box[k] / 2) : std::numeric_limits<T>::infinity();
   }
   c.cut2 = T(cut2_of(p.r_max));
+  if (!p.edges.empty()) {
+    c.e2.resize(p.edges.size());
+    for (size_t k = 0; k < p.edges.size(); ++k) c.e2[k] = T(p.edges[k] * p.edges[k]);
+    c.cut2 = c.e2.back();
+  }
   c.inv_w = sizeof(T) == 4 ? T(p.params.inv_width_f) : T(p.params.inv_width);
   c.nb_t = T(p.nbuckets);
   // Cell of each point, then a stable counting sort by cell.
@@ -250,8 +331,8 @@ std::vector<RdfRow> rdf_rows(const RdfProblem& p, const std::vector<uint64_t>& c
   const double w = p.params.width;
   for (int k = 0; k < p.nbuckets; ++k) {
     RdfRow& r = rows[size_t(k)];
-    r.r_lo = k * w;
-    r.r_hi = (k + 1) * w;
+    r.r_lo = p.edges.empty() ? k * w : p.edges[size_t(k)];
+    r.r_hi = p.edges.empty() ? (k + 1) * w : p.edges[size_t(k) + 1];
     r.pairs = k < int(counts.size()) ? counts[size_t(k)] : 0;
     const double shell = unit * (std::pow(r.r_hi, D) - std::pow(r.r_lo, D));
     const double denom = pairs_per_v * shell;

@@ -73,7 +73,28 @@ G2_HD int rdf_bucket_select(T d2, T cut2, T inv_w, T nb_t) {
   return d2 < cut2 ? k : -1;
 }
 
+// The bin of a squared distance among ascending squared edges e2[0..nb]: the k with
+// e2[k] <= d2 < e2[k+1], or -1 when d2 < e2[0] or d2 >= e2[nb]. A branch-free binary search, so
+// the CPU and the GPU pick the same bin from the same comparisons.
+template <typename T>
+G2_HD int edges_bucket(T d2, const T* e2, int nb) {
+  if (!(d2 < e2[nb]) || d2 < e2[0]) return -1;
+  int base = 0, n = nb;
+  while (n > 1) {
+    const int half = n / 2;
+    base = e2[base + half] <= d2 ? base + half : base;
+    n -= half;
+  }
+  return base;
+}
+
+// Most bins a call with explicit edges may have (the squared edges sit in GPU shared memory).
+constexpr int kMaxEdgeBins = 4096;
+
 // An RDF call: a (and b unless self), nbuckets over [0, r_max), per-axis periodic lengths.
+// With `edges` (nbuckets + 1 ascending values, r_max the last) bin k holds the pairs with
+// fl(edges[k]^2) <= d2 < fl(edges[k+1]^2), the squares computed in float64 and rounded once to
+// the precision, instead of the equal-width buckets.
 struct RdfProblem {
   PointsView a;
   PointsView b;              // = a when self
@@ -84,6 +105,7 @@ struct RdfProblem {
   double box[kMaxDims] = {}; // periodic length per axis, 0 = not periodic
   Bounds bounds;             // of a and b together, computed once
   Precision prec = Precision::Float32;
+  std::vector<double> edges; // bin edges (empty: equal-width buckets of params)
 };
 
 // Validates nbuckets (1..kMaxBuckets) and r_max (positive, finite, its width's reciprocal and
@@ -97,6 +119,17 @@ void check_rdf_args(int nbuckets, double r_max, Precision prec);
 // Error(InvalidParameter) or Error(ProgramLimit).
 RdfProblem make_rdf(const PointsView& a, const PointsView* b, int nbuckets, double r_max,
                     const double* box, int nbox, Precision prec);
+
+// Validates bin edges before any point is read: 2 to kMaxEdgeBins + 1 finite values, the first
+// at least 0, strictly increasing, their squares (float64, rounded to the precision) strictly
+// increasing, the last square a normal number of the precision. `what` names the argument in
+// messages. Throws Error(InvalidParameter).
+void check_edges(const std::vector<double>& edges, Precision prec, const char* what);
+
+// make_rdf with explicit bin edges (check_edges; r_max = the last edge).
+RdfProblem make_rdf_edges(const PointsView& a, const PointsView* b,
+                          const std::vector<double>& edges, const double* box, int nbox,
+                          Precision prec);
 
 // Cell lists of an RDF problem in the working precision T, built on the host (both engines use
 // the same lists). Cells are at least r_max (plus a rounding margin) wide on every axis, so
@@ -114,7 +147,8 @@ struct RdfCells {
   std::vector<uint32_t> b_start;   // cells + 1 offsets into b (empty when self)
   T len[kMaxDims] = {};            // periodic length in T, 0 when not periodic
   T half[kMaxDims] = {};           // (T)(L / 2), +Infinity when not periodic
-  T cut2 = 0;                      // rdf_bucket's cut
+  T cut2 = 0;                      // rdf_bucket's cut (with edges: the last squared edge)
+  std::vector<T> e2;               // squared edges in T (empty: equal-width buckets)
   T inv_w = 0;
   T nb_t = 0;
   uint64_t max_b_per_a = 0;        // most b points any a cell's neighbourhood holds

@@ -1,0 +1,172 @@
+// gpu_xi: the two-point correlation function xi(r) (or w(theta) of (ra, dec) points) of a
+// relation of data points, with a relation of random points or, in a periodic box, the analytic
+// RR, as a set-returning function (r_lo, r_hi, dd, dr, rr, xi). The relations are read as gpu_rdf
+// reads them; the engine chosen by gpu2bs.device counts DD, DR and RR in the bins of the edges
+// (the RDF cell lists with explicit edges, src/core/rdf.h); xi is computed on the host
+// (src/core/xi.h).
+#include "pg.h"
+
+extern "C" {
+#include "catalog/pg_type.h"
+#include "funcapi.h"
+#include "utils/array.h"
+#include "utils/builtins.h"
+#include "utils/memutils.h"
+#include "utils/tuplestore.h"
+}
+
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "../core/error.h"
+#include "../core/rdf.h"
+#include "../core/xi.h"
+#include "settings.h"
+#include "simjoin.h"
+
+using namespace gpu2bs;
+using namespace gpu2bs::pg;
+
+namespace {
+
+// A float8[] argument named `what` as values; NULL elements become `null_value`, or are 22023
+// when `nulls_ok` is false; a multi-dimensional array is 22023.
+std::vector<double> float8_values(ArrayType* arr, const char* what, bool nulls_ok,
+                                  double null_value) {
+  std::vector<double> out;
+  pg_guard([&] {
+    if (ARR_NDIM(arr) > 1)
+      ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+                      errmsg("%s must be a one-dimensional array", what),
+                      errdetail("The array has %d dimensions.", ARR_NDIM(arr))));
+    Datum* elems;
+    bool* nulls;
+    int n;
+    deconstruct_array(arr, FLOAT8OID, 8, FLOAT8PASSBYVAL, TYPALIGN_DOUBLE, &elems, &nulls, &n);
+    for (int k = 0; k < n; ++k) {
+      if (nulls[k] && !nulls_ok)
+        ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+                        errmsg("%s must not contain NULL elements", what),
+                        errdetail("Element %d is NULL.", k + 1)));
+      out.push_back(nulls[k] ? null_value : DatumGetFloat8(elems[k]));
+    }
+  });
+  return out;
+}
+
+// The SRID check of two relations read together (both PostGIS columns with an SRID).
+void check_same_srid(const SimjoinInput& in) {
+  if (in.rels[0].srid_seen && in.rels[1].srid_seen && in.rels[0].srid != in.rels[1].srid)
+    throw Error(ErrorCode::InvalidParameter, "relations have different SRIDs",
+                std::string(in.rels[0].relname) + " has SRID " + std::to_string(in.rels[0].srid) +
+                    ", " + in.rels[1].relname + " has SRID " + std::to_string(in.rels[1].srid) + ".",
+                "Transform both to one SRID, for example with ST_Transform.");
+}
+
+}  // namespace
+
+// gpu_xi(data, randoms, edges, estimator, box, coords, angular, patch) -> (r_lo, r_hi, dd, dr,
+// rr, xi, xi_err). NULL data or edges return no rows; randoms NULL asks for the analytic RR of a
+// periodic box; patch names the integer column of jackknife patches.
+// Every argument is checked before a row is read.
+GPU2BS_FUNCTION(gpu2bs_xi) {
+  ReturnSetInfo* rsinfo = (ReturnSetInfo*)fcinfo->resultinfo;
+  pg_guard([&] { InitMaterializedSRF(fcinfo, 0); });
+  if (PG_ARGISNULL(0) || PG_ARGISNULL(2)) return (Datum)0;
+  const Oid rel_d = PG_GETARG_OID(0);
+  const bool has_randoms = !PG_ARGISNULL(1);
+  const Oid rel_r = has_randoms ? PG_GETARG_OID(1) : InvalidOid;
+  const std::vector<double> edges =
+      float8_values(PG_GETARG_ARRAYTYPE_P(2), "edges", false, 0.0);
+  std::string est_name = "landy-szalay";
+  if (!PG_ARGISNULL(3)) pg_guard([&] { est_name = text_to_cstring(PG_GETARG_TEXT_PP(3)); });
+  const XiEstimator est = parse_xi_estimator(est_name);
+  const bool has_box = !PG_ARGISNULL(4);
+  std::vector<double> box;
+  if (has_box) box = float8_values(PG_GETARG_ARRAYTYPE_P(4), "box", true, 0.0);
+  ArrayType* coords = PG_ARGISNULL(5) ? nullptr : PG_GETARG_ARRAYTYPE_P(5);
+  const bool angular = !PG_ARGISNULL(6) && PG_GETARG_BOOL(6);
+  const Precision prec = current_precision();
+  if (angular && has_box)
+    throw Error(ErrorCode::InvalidParameter, "angular correlation takes no box",
+                "The points lie on the unit sphere.", "Pass box => NULL.");
+  // The edges in the units the points are binned in: chords of the unit sphere for w(theta).
+  const std::vector<double> bin_edges = angular ? chord_edges(edges) : edges;
+  check_edges(bin_edges, prec, "edges");
+  bool all_periodic = has_box && !box.empty();
+  for (double L : box) all_periodic = all_periodic && L > 0;
+  if (!has_randoms && (angular || !all_periodic))
+    throw Error(ErrorCode::InvalidParameter,
+                "randoms are required unless every axis is periodic",
+                angular ? "The analytic RR needs a periodic box; w(theta) has none."
+                        : "The analytic RR needs a periodic length on every axis.",
+                "Give a relation of random points, or a box with a positive length per axis.");
+  text* patch = PG_ARGISNULL(7) ? nullptr : PG_GETARG_TEXT_PP(7);
+  if (patch && !has_randoms)
+    throw Error(ErrorCode::InvalidParameter, "jackknife errors need randoms",
+                "The analytic RR of a box has no patches.", "Give a relation of random points.");
+  const bool same = has_randoms && rel_r == rel_d;
+  SimjoinArgs args;
+  args.nrel = has_randoms && !same ? 2 : 1;
+  args.relids[0] = rel_d;
+  args.relids[1] = args.nrel == 2 ? rel_r : InvalidOid;
+  args.coords = coords;
+  // The patch column is read as the key column (an integer; rows with a NULL patch are
+  // skipped); eps, which a keyed read validates, is not used.
+  args.keyless = patch == nullptr;
+  args.id = patch;
+  args.eps = 1;
+  SimjoinInput in;
+  simjoin_read(args, &in);
+  if (args.nrel == 2) check_same_srid(in);
+  PointsView vd = points_view(in.rels[0]);
+  PointsView vr = args.nrel == 2 ? points_view(in.rels[1]) : vd;
+  const int64_t* pd = patch ? in.rels[0].ids : nullptr;
+  const int64_t* pr = patch ? in.rels[args.nrel - 1].ids : nullptr;
+  SpherePoints sd, sr;
+  if (angular) {
+    sd = sphere_points(vd);
+    vd = sd.view();
+    if (has_randoms) {
+      if (args.nrel == 2) {
+        sr = sphere_points(vr);
+        vr = sr.view();
+      } else {
+        vr = vd;
+      }
+    }
+  }
+  std::string reason;
+  Engine* eng = choose_engine(&reason);
+  PgControl ctl;
+  ctl.stats.scan_s = in.scan_s;
+  const std::vector<XiRow> rows =
+      xi_run(*eng, ctl, est, vd, has_randoms ? &vr : nullptr, edges, bin_edges,
+             has_box ? box.data() : nullptr, int(box.size()), prec, pd, pr);
+  uint64_t total = 0;
+  for (const XiRow& r : rows) total += r.dd + r.dr + (r.has_rr && !std::isnan(r.rr) ? uint64_t(r.rr) : 0);
+  ctl.stats.pairs_emitted = total;
+  record_run("gpu_xi", eng->name(), ctl.stats);
+  MemoryContext ctx = in.ctx;
+  pg_guard([&] {
+    MemoryContextDelete(ctx);
+    Datum values[7];
+    bool nulls[7] = {false, false, false, false, false, false, false};
+    for (const XiRow& r : rows) {
+      values[0] = Float8GetDatum(r.r_lo);
+      values[1] = Float8GetDatum(r.r_hi);
+      values[2] = Int64GetDatum(int64(r.dd));
+      values[3] = Int64GetDatum(int64(r.dr));
+      nulls[3] = !r.has_dr;
+      values[4] = Float8GetDatum(r.rr);
+      nulls[4] = !r.has_rr;
+      values[5] = Float8GetDatum(r.xi);
+      nulls[5] = !r.has_xi;
+      values[6] = Float8GetDatum(r.xi_err);
+      nulls[6] = !r.has_err;
+      tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
+    }
+  });
+  return (Datum)0;
+}
