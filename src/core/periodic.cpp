@@ -56,7 +56,8 @@ PeriodicJoin make_periodic_join(const SimjoinProblem& p, const double* box, cons
   c.b = p.b;
   c.self = p.self;
   c.nbuckets = 1;
-  c.r_max = p.eps;
+  // The cells' width: eps, or the smallest normal number for r = 0 (cells of positive width).
+  c.r_max = std::max(p.eps, DBL_MIN);
   c.prec = p.prec;
   check_box(box, p.a.dims, p.a.dims, p.eps, what, c.box);
   c.bounds = p.box;

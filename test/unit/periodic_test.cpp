@@ -101,6 +101,20 @@ TEST(Periodic, FacesAreOnePoint) {
   EXPECT_EQ(sink.v[0].dist, 0.0);
 }
 
+TEST(Periodic, ZeroRadiusAndFlatAxis) {
+  // r = 0 counts coincident points (faces included); the open axis z holds one value.
+  Pts p{3, {}};
+  p.c[0] = {0, 10, 5, 5, 2};
+  p.c[1] = {1, 1, 3, 3, 4};
+  p.c[2] = {0, 0, 0, 0, 0};
+  const double box[3] = {10, 10, 0};
+  for (Precision prec : {Precision::Float32, Precision::Float64}) {
+    const SimjoinProblem sp = make_simjoin(p.view(), nullptr, make_radius(0, prec), prec, 0);
+    Control ctl;
+    EXPECT_EQ(cpu_periodic_count(make_periodic_join(sp, box, "r"), ctl), 2u);
+  }
+}
+
 TEST(Periodic, BoxChecks) {
   double out[kMaxDims];
   const double ok[3] = {10, 0, 8}, bad[3] = {10, -1, 8}, nan[3] = {10, NAN, 8};
