@@ -85,6 +85,8 @@ SELECT gpu_pair_count(rel => 'pts', r => 1.25, coords => NULL, box => '{10,10,8}
        gpu_pair_count('pts'::regclass, 1.25, '{x,y,z}') = (SELECT count(*) FROM gpu_simjoin('pts', 1.25, '{x,y,z}')) AS plain_forms;
 -- Named coordinates and key, and the filters PostgreSQL applies above the function.
 SELECT count(*) FROM gpu_simjoin('pts', 1.25, '{x,y,z}', 'id', '{10,10,8}') WHERE dist > 1;
+-- The box forms run as a function scan (no custom scan, no pushdown).
+EXPLAIN (COSTS OFF) SELECT count(*) FROM gpu_simjoin('pts', 1.25, '{x,y,z}', 'id', '{10,10,8}') WHERE dist > 1;
 SELECT id1, id2, dist FROM gpu_simjoin(rel => 'pts', eps => 1.25, coords => NULL, id => NULL, box => '{10,10,8}') ORDER BY dist DESC, id1, id2 LIMIT 3;
 
 -- Pair count: r = 0 (coincident points, faces included), 1.25, 4.
