@@ -194,6 +194,9 @@ void simjoin(const SimjoinProblem& p, PairSink& sink, Control& ctl);  // kernels
 void dbscan(const SimjoinProblem& p, const int64_t* keys, int64_t minpoints, DbscanComponents& out,
             Control& ctl);
 std::vector<uint64_t> rdf(const RdfProblem& p, Control& ctl);          // rdf.cu
+// The join over a periodic box (periodic.cu): pairs to `sink` (null: counted only); returns
+// their number.
+uint64_t periodic_join(const PeriodicJoin& p, PairSink* sink, Control& ctl);
 
 // Resolution of cell pairs (resolve.cu): the SDH and the pair count over the density map, and
 // the cost model that chooses them (kernels/tuning.h); 2-D and 3-D only.

@@ -449,6 +449,16 @@ class CudaEngine final : public Engine {
     return cuda::rdf(p, ctl);
   }
 
+  // The join and the pair count over a periodic box (kernels/periodic.cu).
+  void periodic_join(const PeriodicJoin& p, PairSink& sink, Control& ctl) override {
+    last_run() = LastRun();
+    cuda::periodic_join(p, &sink, ctl);
+  }
+  uint64_t periodic_count(const PeriodicJoin& p, Control& ctl) override {
+    last_run() = LastRun();
+    return cuda::periodic_join(p, nullptr, ctl);
+  }
+
   // The pushed-down filter and reductions run in the join kernel (kernels/join/kernel.cu).
   bool applies_pair_filter() const override { return true; }
   bool reduces_pairs(PairReduce::Kind) const override { return true; }

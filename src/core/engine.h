@@ -161,6 +161,7 @@ struct PairwiseProblem;  // pairwise.h: the all-pairs matrix over float vectors
 struct PairExprProblem;  // pair_expr.h: a user-defined pair expression over two relations
 struct PairExprResult;
 struct RdfProblem;       // rdf.h: the radial distribution function over cell lists
+struct PeriodicJoin;     // periodic.h: a join or pair count over a periodic box
 
 class Engine {
  public:
@@ -202,6 +203,11 @@ class Engine {
     (void)p, (void)keys, (void)minpoints, (void)out, (void)ctl;
     return false;
   }
+  // Pairs within eps over a periodic box (periodic.h: minimum-image distances over the cell
+  // lists of rdf.h) to `sink`, and their number; an engine without its own kernels (the CPU
+  // engine) runs cpu_periodic_join / cpu_periodic_count on all cores.
+  virtual void periodic_join(const PeriodicJoin& p, PairSink& sink, Control& ctl);
+  virtual uint64_t periodic_count(const PeriodicJoin& p, Control& ctl);
 };
 
 // The CPU engine (all cores, cache-tiled, grid index for the join).

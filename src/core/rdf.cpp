@@ -11,6 +11,7 @@
 
 #include "engine.h"
 #include "error.h"
+#include "periodic.h"
 #include "rdf_cpu.h"
 
 namespace gpu2bs {
@@ -66,35 +67,10 @@ RdfProblem make_rdf_common(const PointsView& a, const PointsView* b, int nbucket
   p.nbuckets = nbuckets;
   p.r_max = r_max;
   p.prec = prec;
-  if (box && nbox != a.dims)
-    throw Error(ErrorCode::InvalidParameter, "box must have one length per coordinate",
-                "box has " + std::to_string(nbox) + " elements, the points have " +
-                    std::to_string(a.dims) + " coordinates.",
-                "Give 0 or NULL for an axis that is not periodic.");
-  double shortest = INFINITY;
-  for (int k = 0; k < a.dims; ++k) {
-    const double L = box ? box[k] : 0.0;
-    if (!std::isfinite(L) || L < 0)
-      throw Error(ErrorCode::InvalidParameter,
-                  "box lengths must be 0, NULL or positive finite numbers",
-                  "box element " + std::to_string(k + 1) + " is " + float8_text(L) + ".");
-    p.box[k] = L;
-    if (L > 0) shortest = std::min(shortest, L);
-  }
-  if (r_max > shortest / 2)
-    throw Error(ErrorCode::InvalidParameter,
-                std::string(rname) + " must be at most half the shortest periodic box length",
-                std::string(rname) + " is " + float8_text(r_max) + ", the shortest periodic length is " + float8_text(shortest) + ".",
-                "Minimum-image distances are defined up to half a periodic length.");
+  check_box(box, nbox, a.dims, r_max, rname, p.box);
   p.bounds = compute_bounds(p.a, p.self ? nullptr : &p.b);
   check_range(p.bounds, prec);
-  Bounds wide = p.bounds;
-  for (int k = 0; k < a.dims; ++k)
-    if (p.box[k] > 0) {
-      wide.lo[k] = 0;
-      wide.hi[k] = p.box[k];
-    }
-  check_range(wide, prec);
+  check_box_range(p.bounds, p.box, prec);
   return p;
 }
 
@@ -222,7 +198,8 @@ RdfCells<T> build_rdf_cells(const RdfProblem& p) {
   c.inv_w = sizeof(T) == 4 ? T(p.params.inv_width_f) : T(p.params.inv_width);
   c.nb_t = T(p.nbuckets);
   // Cell of each point, then a stable counting sort by cell.
-  auto place = [&](const PointsView& v, std::vector<T>* out, std::vector<uint32_t>& start) {
+  auto place = [&](const PointsView& v, std::vector<T>* out, std::vector<uint32_t>& start,
+                   std::vector<uint32_t>& order) {
     std::vector<uint32_t> cell(v.n);
     start.assign(c.cells + 1, 0);
     std::vector<double> w(v.n);
@@ -253,7 +230,7 @@ RdfCells<T> build_rdf_cells(const RdfProblem& p) {
     }
     for (uint64_t q = 0; q < c.cells; ++q) start[q + 1] += start[q];
     std::vector<uint32_t> pos(start.begin(), start.end() - 1);
-    std::vector<uint32_t> order(v.n);
+    order.resize(v.n);
     for (size_t i = 0; i < v.n; ++i) order[pos[cell[i]]++] = uint32_t(i);
     std::vector<T> tmp(v.n);
     for (int k = 0; k < D; ++k) {
@@ -261,8 +238,8 @@ RdfCells<T> build_rdf_cells(const RdfProblem& p) {
       out[k].swap(tmp);
     }
   };
-  place(p.a, c.a, c.a_start);
-  if (!p.self) place(p.b, c.b, c.b_start);
+  place(p.a, c.a, c.a_start, c.a_order);
+  if (!p.self) place(p.b, c.b, c.b_start, c.b_order);
   return c;
 }
 

@@ -145,6 +145,8 @@ struct RdfCells {
   std::vector<T> b[kMaxDims];      // b's points (empty when self)
   std::vector<uint32_t> a_start;   // cells + 1 offsets into a
   std::vector<uint32_t> b_start;   // cells + 1 offsets into b (empty when self)
+  std::vector<uint32_t> a_order;   // input index of each sorted point of a
+  std::vector<uint32_t> b_order;   // input index of each sorted point of b (empty when self)
   T len[kMaxDims] = {};            // periodic length in T, 0 when not periodic
   T half[kMaxDims] = {};           // (T)(L / 2), +Infinity when not periodic
   T cut2 = 0;                      // rdf_bucket's cut (with edges: the last squared edge)

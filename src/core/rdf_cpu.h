@@ -1,4 +1,4 @@
-// The CPU engine's RDF kernel: one variant per instruction set (rdf_cpu.inc), chosen at run time.
+// The CPU engine's RDF and periodic-join kernels: one variant per instruction set (rdf_cpu.inc), chosen at run time.
 #pragma once
 
 #include <vector>
@@ -12,11 +12,19 @@ namespace gpu2bs {
 // runs (every variant gives the same counts).
 std::vector<uint64_t> rdf_cpu_run(const RdfProblem& p, Control& ctl);
 
+struct PeriodicJoin;
+
+// The periodic join's pairs to `sink` (null: counted only) on all cores, with the best variant
+// the processor runs; returns the number of pairs.
+uint64_t periodic_cpu_run(const PeriodicJoin& p, PairSink* sink, Control& ctl);
+
 namespace rdf_generic {
 std::vector<uint64_t> run(const RdfProblem& p, Control& ctl);
+uint64_t periodic_join(const PeriodicJoin& p, PairSink* sink, Control& ctl);
 }
 namespace rdf_avx2 {
 std::vector<uint64_t> run(const RdfProblem& p, Control& ctl);
+uint64_t periodic_join(const PeriodicJoin& p, PairSink* sink, Control& ctl);
 }
 
 }  // namespace gpu2bs

@@ -19,4 +19,12 @@ std::vector<uint64_t> rdf_cpu_run(const RdfProblem& p, Control& ctl) {
   return rdf_generic::run(p, ctl);
 }
 
+uint64_t periodic_cpu_run(const PeriodicJoin& p, PairSink* sink, Control& ctl) {
+#if defined(__x86_64__) && defined(G2_HAVE_AVX2_VARIANT)
+  static const bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+  if (avx2) return rdf_avx2::periodic_join(p, sink, ctl);
+#endif
+  return rdf_generic::periodic_join(p, sink, ctl);
+}
+
 }  // namespace gpu2bs

@@ -15,6 +15,7 @@ extern "C" {
 
 #include "../core/dbscan.h"
 #include "../core/error.h"
+#include "../core/periodic.h"
 #include "admission.h"
 #include "settings.h"
 #include "simjoin.h"
@@ -22,9 +23,13 @@ extern "C" {
 using namespace gpu2bs;
 using namespace gpu2bs::pg;
 
-// gpu_dbscan(rel, eps, minpoints, coords, id) -> (id bigint, cluster int): NULL rel, eps or
-// minpoints return no rows; minpoints < 1 is 22023 before the relation is read.
-GPU2BS_FUNCTION(gpu2bs_dbscan) {
+namespace {
+
+// Shared body of gpu_dbscan(rel, eps, minpoints, coords, id [, box]) -> (id bigint, cluster int):
+// NULL rel, eps or minpoints return no rows; minpoints < 1 and a bad box are 22023 before the
+// relation is read. With a periodic box the passes run over PeriodicEngine (minimum-image
+// distances, the pairs streamed from the engine's periodic join).
+Datum dbscan_impl(FunctionCallInfo fcinfo, bool with_box) {
   ReturnSetInfo* rsinfo = (ReturnSetInfo*)fcinfo->resultinfo;
   pg_guard([&] { InitMaterializedSRF(fcinfo, 0); });
   if (PG_ARGISNULL(0) || PG_ARGISNULL(1) || PG_ARGISNULL(2)) return (Datum)0;
@@ -39,6 +44,7 @@ GPU2BS_FUNCTION(gpu2bs_dbscan) {
   args.eps = PG_GETARG_FLOAT8(1);
   args.coords = PG_ARGISNULL(3) ? nullptr : PG_GETARG_ARRAYTYPE_P(3);
   args.id = PG_ARGISNULL(4) ? nullptr : PG_GETARG_TEXT_PP(4);
+  if (with_box) simjoin_box_arg(fcinfo, 5, args.eps, "eps", &args);
   SimjoinInput in;
   simjoin_read(args, &in);  // validates eps (22023) before reading
   const RelPoints& rel = in.rels[0];
@@ -52,10 +58,13 @@ GPU2BS_FUNCTION(gpu2bs_dbscan) {
   SimjoinProblem prob = make_simjoin(pts, nullptr, in.eps, in.prec, 0);
   std::string reason;
   Engine* eng = choose_engine(&reason);
+  double lens[kMaxDims] = {};
+  if (args.periodic) check_box(args.box.data(), int(args.box.size()), pts.dims, prob.eps, "eps", lens);
+  PeriodicEngine periodic(*eng, lens, pts.dims);
   PgControl ctl;
   ctl.stats.scan_s = in.scan_s;
   DeviceGrant grant(eng, ctl, 0, 0);
-  DbscanResult res = dbscan(*eng, prob, rel.ids, minpoints, ctl);
+  DbscanResult res = dbscan(args.periodic ? periodic : *eng, prob, rel.ids, minpoints, ctl);
   ctl.stats.pairs_emitted = res.pairs_seen;
   record_run("gpu_dbscan", eng->name(), ctl.stats);
 
@@ -84,3 +93,11 @@ GPU2BS_FUNCTION(gpu2bs_dbscan) {
   });
   return (Datum)0;
 }
+
+}  // namespace
+
+// gpu_dbscan(rel, eps, minpoints, coords, id).
+GPU2BS_FUNCTION(gpu2bs_dbscan) { return dbscan_impl(fcinfo, false); }
+
+// gpu_dbscan(rel, eps, minpoints, coords, id, box): over a periodic box.
+GPU2BS_FUNCTION(gpu2bs_dbscan_box) { return dbscan_impl(fcinfo, true); }

@@ -26,7 +26,8 @@ extern "C" {
 using namespace gpu2bs;
 using namespace gpu2bs::pg;
 
-namespace {
+namespace gpu2bs {
+namespace pg {
 
 // The box argument as lengths (0 for a NULL element: not periodic); a multi-dimensional array is
 // 22023.
@@ -46,7 +47,8 @@ std::vector<double> box_lengths(ArrayType* arr) {
   return out;
 }
 
-}  // namespace
+}  // namespace pg
+}  // namespace gpu2bs
 
 // gpu_rdf(a, b, nbuckets, r_max, box, coords) -> (r_lo, r_hi, pairs, g): a = b is the self form
 // (unordered pairs of distinct rows). NULL a, b, nbuckets or r_max return no rows; nbuckets,

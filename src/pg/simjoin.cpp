@@ -36,6 +36,7 @@ extern "C" {
 #include <cmath>
 
 #include "../core/error.h"
+#include "../core/periodic.h"
 #include "../core/pipeline.h"
 #include "admission.h"
 #include "heap_read.h"
@@ -689,10 +690,39 @@ SimjoinPrepared simjoin_prepare(const SimjoinArgs& a, SimjoinInput* in) {
   return out;
 }
 
+void simjoin_box_arg(FunctionCallInfo fcinfo, int argno, double range, const char* what,
+                     SimjoinArgs* a) {
+  a->box.clear();
+  a->periodic = false;
+  if (PG_ARGISNULL(argno)) return;
+  a->box = box_lengths(PG_GETARG_ARRAYTYPE_P(argno));
+  double lens[kMaxDims];
+  const int nbox = int(a->box.size());
+  if (nbox > kMaxDims)
+    throw Error(ErrorCode::InvalidParameter, "box must have one length per coordinate",
+                "box has " + std::to_string(nbox) + " elements, points have at most " +
+                    std::to_string(kMaxDims) + " coordinates.");
+  a->periodic = check_box(a->box.data(), nbox, nbox, range, what, lens);
+}
+
 bool simjoin_run(const SimjoinArgs& a, SimjoinInput* in, PairSink& sink, const PairFilter* filter, PairStage* stage,
                  PairReduce* reduce) {
   SimjoinPrepared prep = simjoin_prepare(a, in);
   Engine* eng = prep.engine;
+  if (a.periodic) {
+    // Over a periodic box: the engine's periodic join; a pushed-down filter or reduction is
+    // applied to the pages by the sinks.
+    double lens[kMaxDims];
+    check_box(a.box.data(), int(a.box.size()), prep.prob.a.dims, prep.prob.eps, "eps", lens);
+    const PeriodicJoin pj = make_periodic_join(prep.prob, lens, "eps");
+    FilterSink filtered(filter, sink);
+    PgControl ctl;
+    ctl.stats.scan_s = in->scan_s;
+    DeviceGrant grant(eng, ctl, 0, 0);
+    eng->periodic_join(pj, filtered, ctl);
+    record_run("gpu_simjoin", eng->name(), ctl.stats);
+    return false;
+  }
   if (reduce && (eng->reduces_pairs(reduce->kind) || eng->reduces_pairs_in_workers(reduce->kind))) {
     prep.prob.reduce = reduce;
     prep.prob.filter = filter;
@@ -722,12 +752,25 @@ bool simjoin_run(const SimjoinArgs& a, SimjoinInput* in, PairSink& sink, const P
 
 namespace {
 
-// Shared body of both SRF forms: `nrel` relations in args 0..nrel-1, then eps, coords, id.
-Datum simjoin_impl(FunctionCallInfo fcinfo, int nrel) {
+// Shared body of the SRF forms: `nrel` relations in args 0..nrel-1, then eps, coords, id
+// [, box].
+Datum simjoin_impl(FunctionCallInfo fcinfo, int nrel, bool with_box) {
   ReturnSetInfo* rsinfo = (ReturnSetInfo*)fcinfo->resultinfo;
   pg_guard([&] { InitMaterializedSRF(fcinfo, 0); });
   SimjoinArgs args;
-  if (!simjoin_args(fcinfo, nrel, &args)) return (Datum)0;
+  if (!with_box) {
+    if (!simjoin_args(fcinfo, nrel, &args)) return (Datum)0;
+  } else {
+    for (int k = 0; k <= nrel; ++k)
+      if (PG_ARGISNULL(k)) return (Datum)0;  // NULL relation or eps: no rows
+    args.nrel = nrel;
+    args.relids[0] = PG_GETARG_OID(0);
+    args.relids[1] = nrel == 2 ? PG_GETARG_OID(1) : InvalidOid;
+    args.eps = PG_GETARG_FLOAT8(nrel);
+    args.coords = PG_ARGISNULL(nrel + 1) ? nullptr : PG_GETARG_ARRAYTYPE_P(nrel + 1);
+    args.id = PG_ARGISNULL(nrel + 2) ? nullptr : PG_GETARG_TEXT_PP(nrel + 2);
+    simjoin_box_arg(fcinfo, nrel + 3, args.eps, "eps", &args);
+  }
   SimjoinInput in;
   simjoin_read(args, &in);
   TuplestoreSink sink(rsinfo, in.rels[0].ids, in.rels[nrel - 1].ids, nrel == 1);
@@ -740,7 +783,13 @@ Datum simjoin_impl(FunctionCallInfo fcinfo, int nrel) {
 }  // namespace
 
 // gpu_simjoin(rel, eps, coords, id): self-join, each unordered pair once with id1 < id2.
-GPU2BS_FUNCTION(gpu2bs_simjoin_self) { return simjoin_impl(fcinfo, 1); }
+GPU2BS_FUNCTION(gpu2bs_simjoin_self) { return simjoin_impl(fcinfo, 1, false); }
 
 // gpu_simjoin(a, b, eps, coords, id): every (a, b) pair within eps.
-GPU2BS_FUNCTION(gpu2bs_simjoin_two) { return simjoin_impl(fcinfo, 2); }
+GPU2BS_FUNCTION(gpu2bs_simjoin_two) { return simjoin_impl(fcinfo, 2, false); }
+
+// gpu_simjoin(rel, eps, coords, id, box): the self-join over a periodic box.
+GPU2BS_FUNCTION(gpu2bs_simjoin_self_box) { return simjoin_impl(fcinfo, 1, true); }
+
+// gpu_simjoin(a, b, eps, coords, id, box): the two-relation join over a periodic box.
+GPU2BS_FUNCTION(gpu2bs_simjoin_two_box) { return simjoin_impl(fcinfo, 2, true); }

@@ -10,6 +10,8 @@ extern "C" {
 #include "utils/rel.h"
 }
 
+#include <vector>
+
 #include "../core/engine.h"
 
 namespace gpu2bs {
@@ -61,7 +63,19 @@ struct SimjoinArgs {
   ArrayType* coords = nullptr;
   text* id = nullptr;
   bool keyless = false;  // coordinates only, no key column and no eps (read_coordinates)
+  bool periodic = false;    // box given with at least one periodic axis (simjoin_box_arg)
+  std::vector<double> box;  // its lengths as given, 0 for a NULL element (not periodic)
 };
+
+// The box argument as lengths (0 for a NULL element: not periodic); a multi-dimensional array
+// is 22023. PostgreSQL code behind pg_guard (throws).
+std::vector<double> box_lengths(ArrayType* arr);
+// Decodes the box argument `argno` of a periodic form into a->box and a->periodic (a NULL box:
+// no axis periodic) and validates it before any row is read: lengths 0, NULL or positive
+// finite, `range` (named `what`) at most half the shortest periodic length (22023). The number
+// of lengths is checked against the coordinates once they are read.
+void simjoin_box_arg(FunctionCallInfo fcinfo, int argno, double range, const char* what,
+                     SimjoinArgs* a);
 
 // The points read for one call; `ctx` owns them.
 struct SimjoinInput {
