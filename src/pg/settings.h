@@ -22,6 +22,7 @@ extern int join_threads_per_point_setting;  // GPU join lanes per query point (0
 extern int pairwise_precision_setting;  // PairwisePrecision: exact or fast (gpu_pairwise)
 extern int sdh_method_setting;        // SdhMethod
 extern bool enable_join_setting;      // gpu2bs.enable_join: the planner's join path
+extern char* devices_setting;         // gpu2bs.devices: "all" or a list of GPU ordinals
 
 // Registers the settings (from _PG_init).
 void define_settings();
