@@ -626,35 +626,44 @@ class PageQueue {
 };
 
 // A device's sink for one slab's sub-join: maps the slab's indices back to the input's and
-// queues the page for the calling thread.
+// queues pages of up to kBatch pairs for the calling thread (flush() queues the rest).
 class QueueSink final : public PairSink {
  public:
+  static constexpr size_t kBatch = size_t(1) << 16;
   QueueSink(PageQueue& q, const std::vector<uint32_t>& ia, const std::vector<uint32_t>& ib)
       : q_(q), ia_(ia), ib_(ib) {}
   void consume(const PairRecord* pairs, size_t n) override {
-    if (n == 0) return;
-    std::vector<PairRecord> page(n);
-    for (size_t k = 0; k < n; ++k) page[k] = PairRecord{ia_[pairs[k].i], ib_[pairs[k].j], pairs[k].dist};
-    q_.push(std::move(page));
+    for (size_t k = 0; k < n; ++k) {
+      page_.push_back(PairRecord{ia_[pairs[k].i], ib_[pairs[k].j], pairs[k].dist});
+      if (page_.size() == kBatch) flush();
+    }
+  }
+  // Queues the pairs held back.
+  void flush() {
+    if (page_.empty()) return;
+    q_.push(std::move(page_));
+    page_ = std::vector<PairRecord>();
+    page_.reserve(kBatch);
   }
 
  private:
   PageQueue& q_;
   const std::vector<uint32_t>& ia_;
   const std::vector<uint32_t>& ib_;
+  std::vector<PairRecord> page_;
 };
 
-// The join over several devices: slabs (at least two per device, more when one slab must fit
-// the smallest share budget) taken by the devices from one counter; every device drains its
+// The join over several devices: slabs (one per device, more when one slab must fit the
+// smallest share budget) taken by the devices from one counter; every device drains its
 // result pages into the queue, and the calling thread alone hands them to `sink`.
 void simjoin_shares(const SimjoinProblem& p, PairSink& sink, Control& ctl, const std::vector<int>& devs,
                     size_t budget) {
   auto t0 = Clock::now();
   const split::SlabPlan fit = split::plan_slabs_for_budget(p, budget);
-  const int S = std::max(int(fit.slabs.size()), 2 * int(devs.size()));
+  const int S = std::max(int(fit.slabs.size()), int(devs.size()));
   const split::SlabPlan plan = split::plan_slabs(p, S);
   ctl.stats.prepare_s += seconds_since(t0);
-  PageQueue queue(size_t(4) * devs.size() + 4);
+  PageQueue queue(size_t(2) * devs.size() + 2);
   std::atomic<size_t> next{0};
   uint64_t emitted = 0;
   run_shares(
@@ -667,10 +676,12 @@ void simjoin_shares(const SimjoinProblem& p, PairSink& sink, Control& ctl, const
           if (jobs.has_inner) {
             QueueSink q(queue, sl.own, sl.own);
             cuda::simjoin(jobs.inner, q, c);
+            q.flush();
           }
           if (jobs.has_cross) {
             QueueSink q(queue, sl.own, sl.halo);
             cuda::simjoin(jobs.cross, q, c);
+            q.flush();
           }
         }
         c.stats.slabs = plan.slabs.size();
@@ -681,7 +692,7 @@ void simjoin_shares(const SimjoinProblem& p, PairSink& sink, Control& ctl, const
           if (p.max_pairs && emitted + page.size() > p.max_pairs) split::throw_too_many_pairs(p.max_pairs);
           emitted += page.size();
           sink.consume(page.data(), page.size());
-          if (!final) return;
+          if (!final && ctl.interrupt_pending()) return;
         }
       },
       [&] { queue.close(); });

@@ -6,6 +6,8 @@
 #include <cctype>
 #include <cmath>
 #include <cstdlib>
+#include <future>
+#include <memory>
 
 #include "error.h"
 
@@ -147,24 +149,76 @@ double slab_halo(const SimjoinProblem& p, int axis) {
   return e * (1.0 + 1e-9) + m * std::ldexp(1.0, -49);
 }
 
-SlabPlan plan_slabs(const SimjoinProblem& p, int slabs) {
-  SlabPlan plan;
-  if (slabs < 1) slabs = 1;
+namespace {
+
+// Places the order statistics at positions pos[k0..k1) of v[lo, hi) (ascending positions).
+void select_positions(std::vector<double>& v, size_t lo, size_t hi, const std::vector<size_t>& pos,
+                      size_t k0, size_t k1) {
+  if (k0 >= k1 || lo >= hi) return;
+  const size_t km = (k0 + k1) / 2;
+  const size_t at = pos[km];
+  std::nth_element(v.begin() + long(lo), v.begin() + long(at), v.begin() + long(hi));
+  select_positions(v, lo, at, pos, k0, km);
+  select_positions(v, at + 1, hi, pos, km + 1, k1);
+}
+
+// The axis of largest extent of p's box.
+int slab_axis(const SimjoinProblem& p) {
   int axis = 0;
   for (int k = 1; k < p.box.dims; ++k)
     if (p.box.hi[k] - p.box.lo[k] > p.box.hi[axis] - p.box.lo[axis]) axis = k;
+  return axis;
+}
+
+// The slabs - 1 cuts at the quantiles n k / slabs of x (selection, not a full sort).
+std::vector<double> quantile_cuts(const double* x, size_t n, int slabs) {
+  if (n == 0 || slabs <= 1) return std::vector<double>(size_t(std::max(slabs, 1)) - 1, 0.0);
+  std::vector<double> v(x, x + n);
+  std::vector<size_t> pos;
+  for (int k = 1; k < slabs; ++k) pos.push_back(n * size_t(k) / size_t(slabs));
+  select_positions(v, 0, n, pos, 0, pos.size());
+  std::vector<double> cuts;
+  for (size_t q : pos) cuts.push_back(v[q]);
+  return cuts;
+}
+
+// Device bytes of the largest sub-join of the slabs of `cuts` (counts only, no lists).
+uint64_t largest_slab_bytes(const SimjoinProblem& p, int axis, double h, const std::vector<double>& cuts) {
+  const size_t S = cuts.size() + 1;
+  std::vector<uint64_t> own(S, 0), halo(S, 0);
+  auto slab_of = [&](double x) {
+    return size_t(std::upper_bound(cuts.begin(), cuts.end(), x) - cuts.begin());
+  };
+  const double* xa = p.a.coord[axis];
+  for (size_t i = 0; i < p.a.n; ++i) {
+    const size_t t = slab_of(xa[i]);
+    ++own[t];
+    if (p.self)
+      for (size_t s = slab_of(xa[i] - h); s < t; ++s) ++halo[s];
+  }
+  if (!p.self) {
+    const double* xb = p.b.coord[axis];
+    for (size_t j = 0; j < p.b.n; ++j)
+      for (size_t s = slab_of(xb[j] - h), e = slab_of(xb[j] + h); s <= e && s < S; ++s) ++halo[s];
+  }
+  uint64_t need = 0;
+  for (size_t s = 0; s < S; ++s) {
+    if (p.self) need = std::max(need, join_core_bytes(own[s], 0, true, p.a.dims, p.prec));
+    need = std::max(need, join_core_bytes(own[s], halo[s], false, p.a.dims, p.prec));
+  }
+  return need;
+}
+
+// The plan of `cuts`: every point of a in its slab, the halos.
+SlabPlan plan_with_cuts(const SimjoinProblem& p, int axis, std::vector<double> cut_values) {
+  SlabPlan plan;
   plan.axis = axis;
   plan.halo = slab_halo(p, axis);
+  plan.cuts = std::move(cut_values);
   const double* xa = p.a.coord[axis];
   const size_t na = p.a.n;
-  if (na > 0 && slabs > 1) {
-    std::vector<double> v(xa, xa + na);
-    std::sort(v.begin(), v.end());
-    for (int k = 1; k < slabs; ++k) plan.cuts.push_back(v[na * size_t(k) / size_t(slabs)]);
-  } else {
-    plan.cuts.assign(size_t(slabs) - 1, 0.0);
-  }
-  plan.slabs.resize(size_t(slabs));
+  plan.slabs.resize(plan.cuts.size() + 1);
+  for (Slab& sl : plan.slabs) sl.own.reserve(na / plan.slabs.size() + 16);
   const auto& cuts = plan.cuts;
   const double h = plan.halo;
   auto slab_of = [&](double x) {
@@ -187,6 +241,13 @@ SlabPlan plan_slabs(const SimjoinProblem& p, int slabs) {
     }
   }
   return plan;
+}
+
+}  // namespace
+
+SlabPlan plan_slabs(const SimjoinProblem& p, int slabs) {
+  const int axis = slab_axis(p);
+  return plan_with_cuts(p, axis, quantile_cuts(p.a.coord[axis], p.a.n, std::max(slabs, 1)));
 }
 
 // Per point: raw and sorted coordinates, cell keys (two arrays), grid order (two arrays), the
@@ -272,15 +333,13 @@ SlabPlan plan_slabs_for_budget(const SimjoinProblem& p, uint64_t budget) {
   // Below the fixed part no slab fits; past the point where more slabs stop shrinking the
   // largest one (its halo dominates) none will.
   uint64_t prev = UINT64_MAX;
+  const int axis = slab_axis(p);
+  const double h = slab_halo(p, axis);
   for (int slabs = 2; slabs <= (1 << 16) && avail > join_core_bytes(1, 0, true, p.a.dims, p.prec);
        slabs *= 2) {
-    SlabPlan plan = plan_slabs(p, slabs);
-    uint64_t need = 0;
-    for (const Slab& s : plan.slabs) {
-      if (p.self) need = std::max(need, join_core_bytes(s.own.size(), 0, true, p.a.dims, p.prec));
-      need = std::max(need, join_core_bytes(s.own.size(), s.halo.size(), false, p.a.dims, p.prec));
-    }
-    if (need <= avail) return plan;
+    std::vector<double> cuts = quantile_cuts(p.a.coord[axis], p.a.n, slabs);
+    const uint64_t need = largest_slab_bytes(p, axis, h, cuts);
+    if (need <= avail) return plan_with_cuts(p, axis, std::move(cuts));
     if (need >= prev) break;
     prev = need;
   }
@@ -291,12 +350,29 @@ SlabPlan plan_slabs_for_budget(const SimjoinProblem& p, uint64_t budget) {
               "Raise gpu2bs.gpu_memory_limit, or use gpu2bs.device = cpu.");
 }
 
+// The next slab's points are gathered on a helper thread while the current slab's sub-joins run.
 void slab_simjoin(const SimjoinProblem& p, const SlabPlan& plan, PairSink& sink, const RunJoin& run) {
   uint64_t emitted = 0;
   SlabSink out(sink, p.max_pairs, &emitted);
-  for (size_t s = 0; s < plan.slabs.size(); ++s) {
-    SlabJobs jobs;
-    make_slab_jobs(p, plan, s, &jobs);
+  const size_t S = plan.slabs.size();
+  std::unique_ptr<SlabJobs> next(new SlabJobs);
+  if (S > 0) make_slab_jobs(p, plan, 0, next.get());
+  for (size_t s = 0; s < S; ++s) {
+    std::unique_ptr<SlabJobs> cur = std::move(next);
+    std::future<void> ahead;
+    if (s + 1 < S) {
+      next.reset(new SlabJobs);
+      SlabJobs* nj = next.get();
+      ahead = std::async(std::launch::async, [&p, &plan, s, nj] { make_slab_jobs(p, plan, s + 1, nj); });
+    }
+    // The helper's gather finishes before `next` is read or freed (also on an error here).
+    struct Join {
+      std::future<void>& f;
+      ~Join() {
+        if (f.valid()) f.wait();
+      }
+    } join_ahead{ahead};
+    SlabJobs& jobs = *cur;
     const Slab& sl = plan.slabs[s];
     if (jobs.has_inner) {
       out.map(&sl.own, &sl.own);
@@ -306,6 +382,7 @@ void slab_simjoin(const SimjoinProblem& p, const SlabPlan& plan, PairSink& sink,
       out.map(&sl.own, &sl.halo);
       run(jobs.cross, out);
     }
+    if (ahead.valid()) ahead.get();  // rethrows the helper's error (bad_alloc)
   }
 }
 

@@ -86,8 +86,9 @@ int main(int argc, char** argv) {
     PointsView v = pts.view();
     const SimjoinProblem p = make_simjoin(v, nullptr, 0.002, Precision::Float32, 0);
     uint64_t n1 = 0, nm = 0, ns = 0, slabs = 0;
-    const double t1 = median_ms(reps, [&] { Control c = ctl_for(false); CountSink s; gpu->simjoin(p, s, c); n1 = s.n; });
-    const double tm = median_ms(reps, [&] { Control c = ctl_for(true); CountSink s; gpu->simjoin(p, s, c); nm = s.n; });
+    RunStats s1, sm, ss;
+    const double t1 = median_ms(reps, [&] { Control c = ctl_for(false); CountSink s; gpu->simjoin(p, s, c); n1 = s.n; s1 = c.stats; });
+    const double tm = median_ms(reps, [&] { Control c = ctl_for(true); CountSink s; gpu->simjoin(p, s, c); nm = s.n; sm = c.stats; });
     const uint64_t core = split::join_core_bytes(p.a.n, 0, true, 2, p.prec);
     const double ts = median_ms(reps, [&] {
       Control c = ctl_for(false);
@@ -96,11 +97,19 @@ int main(int argc, char** argv) {
       gpu->simjoin(p, s, c);
       ns = s.n;
       slabs = c.stats.slabs;
+      ss = c.stats;
     });
     printf("join N=2000000 2-D float32 eps=0.002 self (%llu pairs): one device %.1f ms, shares %.1f ms, "
            "%llu slabs on one device under %.0f MB %.1f ms, equal %s\n",
            (unsigned long long)n1, t1, tm, (unsigned long long)slabs,
            double(core / 8 + split::kJoinMinBankBytes) / 1048576.0, ts, n1 == nm && n1 == ns ? "yes" : "NO");
+    auto show = [](const char* what, const RunStats& st) {
+      printf("  %s: prepare %.1f ms, transfer %.1f ms, kernel %.1f ms, merge %.1f ms (largest share)\n", what,
+             st.prepare_s * 1e3, st.transfer_s * 1e3, st.kernel_s * 1e3, st.merge_s * 1e3);
+    };
+    show("one device", s1);
+    show("shares", sm);
+    show("slabs under the budget", ss);
   }
   return 0;
 }

@@ -142,7 +142,7 @@ TEST(MultiGpu, JoinSlabsEqualOneDeviceAndCpu) {
           char what[96];
           snprintf(what, sizeof what, "shares=%d d=%d %s %s", shares, dims, pname(prec), self ? "self" : "a x b");
           EXPECT_EQ(many.stats.shares, uint64_t(shares)) << what;
-          EXPECT_GE(many.stats.slabs, uint64_t(2 * shares)) << what;
+          EXPECT_GE(many.stats.slabs, uint64_t(shares)) << what;
           EXPECT_GT(jm.size(), 1000u) << what;
           EXPECT_TRUE(jm == j1) << what << ": slabs vs one device, " << first_diff(jm, j1);
           EXPECT_TRUE(jm == jc) << what << ": slabs vs CPU, " << first_diff(jm, jc);
@@ -178,7 +178,7 @@ TEST(MultiGpu, JoinSlabEdgeCases) {
   const Case cases[] = {{&line, nullptr, eps, "line self"},      {&line, &column, eps, "line x column"},
                         {&column, nullptr, 0.002, "column self"}, {&column, &line, 0.4, "column x line"},
                         {&few, nullptr, 0.05, "few x self"},      {&single, nullptr, 0.1, "one point"},
-                        {&pair, nullptr, 0.0, "two equal points"}, {&single, &line, 1.0, "one x line"}};
+                        {&pair, nullptr, 0.001, "two equal points"}, {&single, &line, 1.0, "one x line"}};
   for (const Case& c : cases)
     for (Precision prec : {Precision::Float32, Precision::Float64})
       for (int shares : {2, 4}) {
