@@ -115,7 +115,11 @@ bool parse_devices(const std::string& text, int count, std::vector<int>* out, st
   while (pos <= t.size()) {
     const size_t comma = t.find(',', pos);
     const std::string item = t.substr(pos, comma == std::string::npos ? std::string::npos : comma - pos);
-    if (item.empty() || item.size() > 6 ||
+    if (item.empty()) {
+      *err = "the list has an empty entry";
+      return false;
+    }
+    if (item.size() > 6 ||
         !std::all_of(item.begin(), item.end(), [](char c) { return c >= '0' && c <= '9'; })) {
       *err = "\"" + item + "\" is not a device ordinal";
       return false;

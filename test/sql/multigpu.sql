@@ -1,6 +1,7 @@
 -- gpu2bs.devices: the values its check hook accepts and refuses (22023), and the answers on the
 -- CPU engine, which ignores the list. The splits across devices and the join's slabs are tested
 -- on the GPU by test/gpu/test_multigpu.cpp (bit for bit against one device).
+LOAD 'gpu2bs';
 SHOW gpu2bs.devices;
 SET gpu2bs.devices = 'ALL';
 SET gpu2bs.devices = '0';
