@@ -476,12 +476,13 @@ size_t min_share_budget(const Control& ctl, const std::vector<int>& devs) {
 
 // Runs fn(control of share k, k) for every device of `devs` on its own thread (one CUDA stream
 // set each: every share opens its own Call). The calling thread polls the caller's interrupt
-// every poll_ms and runs pump(false) meanwhile (pump(true) once every share ended); `abort`
+// every poll_ms and runs pump(false) meanwhile, waiting up to wait_ms for a share to end
+// between pumps (pump(true) once every share ended); `abort`
 // releases shares blocked on the calling thread. Stats and the first share's LastRun are
 // merged into the caller's; the first error is rethrown (Interrupted when the caller cancelled).
 template <class F, class Pump, class Abort>
 void run_shares(Control& ctl, const std::vector<int>& devs, size_t budget, size_t share_block, F fn,
-                Pump pump, Abort abort) {
+                Pump pump, Abort abort, int wait_ms) {
   const int D = int(devs.size());
   std::atomic<bool> stop{false};
   std::atomic<int> left{D};
@@ -500,6 +501,8 @@ void run_shares(Control& ctl, const std::vector<int>& devs, size_t budget, size_
     c.resolve_stats = nullptr;
     c.stats = RunStats();
   }
+  std::mutex done_mu;
+  std::condition_variable done_cv;  // a share ended
   std::vector<std::thread> threads;
   bool cancelled = false;
   std::exception_ptr main_err;
@@ -508,7 +511,7 @@ void run_shares(Control& ctl, const std::vector<int>& devs, size_t budget, size_
       Control* c = cs[size_t(k)].get();
       LastRun* run = runs.data() + k;
       std::exception_ptr* err = errs.data() + k;
-      threads.emplace_back([&fn, &stop, &left, c, run, err, k] {
+      threads.emplace_back([&fn, &stop, &left, &done_mu, &done_cv, c, run, err, k] {
         try {
           fn(*c, k);
           *run = last_run();
@@ -516,11 +519,19 @@ void run_shares(Control& ctl, const std::vector<int>& devs, size_t budget, size_
           *err = std::current_exception();
           stop = true;
         }
-        --left;
+        {
+          std::lock_guard<std::mutex> lk(done_mu);
+          --left;
+        }
+        done_cv.notify_all();
       });
     }
     while (left.load() > 0) {
       pump(false);
+      if (wait_ms > 0) {
+        std::unique_lock<std::mutex> lk(done_mu);
+        done_cv.wait_for(lk, std::chrono::milliseconds(wait_ms), [&] { return left.load() == 0; });
+      }
       if (!stop.load() && ctl.interrupt_pending()) {
         cancelled = true;
         stop = true;
@@ -688,14 +699,14 @@ void simjoin_shares(const SimjoinProblem& p, PairSink& sink, Control& ctl, const
       },
       [&](bool final) {
         std::vector<PairRecord> page;
-        while (queue.pop(&page, final ? 0 : std::max(1, ctl.poll_ms))) {
+        while (queue.pop(&page, final ? 0 : 1)) {
           if (p.max_pairs && emitted + page.size() > p.max_pairs) split::throw_too_many_pairs(p.max_pairs);
           emitted += page.size();
           sink.consume(page.data(), page.size());
           if (!final && ctl.interrupt_pending()) return;
         }
       },
-      [&] { queue.close(); });
+      [&] { queue.close(); }, 0);
 }
 
 }  // namespace
@@ -748,8 +759,7 @@ class CudaEngine final : public Engine {
       std::vector<std::vector<uint64_t>> parts(devs.size());
       run_shares(ctl, devs, budget, block,
                  [&](Control& c, int k) { parts[size_t(k)] = cuda::sdh(p, c); },
-                 [&](bool) { std::this_thread::sleep_for(std::chrono::milliseconds(std::max(1, ctl.poll_ms))); },
-                 [] {});
+                 [](bool) {}, [] {}, std::max(1, ctl.poll_ms));
       auto tm = Clock::now();
       std::vector<uint64_t> out(size_t(p.params.nbuckets), 0);
       for (const auto& h : parts)
@@ -786,8 +796,7 @@ class CudaEngine final : public Engine {
       std::vector<uint64_t> parts(devs.size(), 0);
       run_shares(ctl, devs, budget, block,
                  [&](Control& c, int k) { parts[size_t(k)] = cuda::pair_count(p, c); },
-                 [&](bool) { std::this_thread::sleep_for(std::chrono::milliseconds(std::max(1, ctl.poll_ms))); },
-                 [] {});
+                 [](bool) {}, [] {}, std::max(1, ctl.poll_ms));
       uint64_t total = 0;
       for (uint64_t c : parts) total += c;
       return total;
