@@ -433,6 +433,7 @@ namespace {
 class ShareControl final : public Control {
  public:
   explicit ShareControl(const std::atomic<bool>* stop) : stop_(stop) {}
+  // The calling thread's verdict, set when the caller cancels or a share fails.
   bool interrupt_pending() override { return stop_->load(); }
 
  private:
@@ -643,6 +644,7 @@ class QueueSink final : public PairSink {
   static constexpr size_t kBatch = size_t(1) << 16;
   QueueSink(PageQueue& q, const std::vector<uint32_t>& ia, const std::vector<uint32_t>& ib)
       : q_(q), ia_(ia), ib_(ib) {}
+  // Maps the pairs of one drained page to input indices and buffers them.
   void consume(const PairRecord* pairs, size_t n) override {
     for (size_t k = 0; k < n; ++k) {
       page_.push_back(PairRecord{ia_[pairs[k].i], ib_[pairs[k].j], pairs[k].dist});

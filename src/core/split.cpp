@@ -51,6 +51,7 @@ uint64_t triangle_pairs_before(uint64_t n, uint64_t tile, uint64_t t) {
   return uint64_t(pairs);
 }
 
+// Each boundary is the first tile pair before which the share's target of point pairs lies.
 std::vector<uint64_t> triangle_shares(uint64_t n, uint64_t tile, int shares) {
   if (shares < 1) shares = 1;
   const uint64_t M = tile ? (n + tile - 1) / tile : 0;
@@ -71,6 +72,7 @@ std::vector<uint64_t> triangle_shares(uint64_t n, uint64_t tile, int shares) {
   return b;
 }
 
+// Each boundary is the first item whose prefix weight reaches the share's target.
 std::vector<size_t> weighted_shares(const std::vector<uint64_t>& weights, int shares) {
   if (shares < 1) shares = 1;
   std::vector<u128> prefix(weights.size() + 1, 0);
@@ -87,6 +89,7 @@ std::vector<size_t> weighted_shares(const std::vector<uint64_t>& weights, int sh
   return b;
 }
 
+// r(r-1)/2 for a diagonal block pair, r_i r_j otherwise, in run_block_pairs' row order.
 std::vector<uint64_t> block_pair_weights(uint64_t n, uint64_t block) {
   std::vector<uint64_t> w;
   if (block == 0) return w;
@@ -98,6 +101,7 @@ std::vector<uint64_t> block_pair_weights(uint64_t n, uint64_t block) {
   return w;
 }
 
+// Spaces are ignored and "all" matches in any case; ordinals keep the order given.
 bool parse_devices(const std::string& text, int count, std::vector<int>* out, std::string* err) {
   out->clear();
   std::string t;
@@ -249,6 +253,7 @@ SlabPlan plan_with_cuts(const SimjoinProblem& p, int axis, std::vector<double> c
 
 }  // namespace
 
+// Cuts at quantiles of the axis of largest extent.
 SlabPlan plan_slabs(const SimjoinProblem& p, int slabs) {
   const int axis = slab_axis(p);
   return plan_with_cuts(p, axis, quantile_cuts(p.a.coord[axis], p.a.n, std::max(slabs, 1)));
@@ -264,6 +269,7 @@ uint64_t join_core_bytes(uint64_t na, uint64_t nb, bool self, int dims, Precisio
   return n * per + (uint64_t(8) << 20);
 }
 
+// One contiguous array per coordinate, in the order of idx.
 PointsView gather_points(const PointsView& v, const std::vector<uint32_t>& idx,
                          std::vector<std::vector<double>>* store) {
   PointsView out;
@@ -280,6 +286,7 @@ PointsView gather_points(const PointsView& v, const std::vector<uint32_t>& idx,
   return out;
 }
 
+// The sub-problems carry no filter, stage, reduction or limit; their boxes are their points'.
 void make_slab_jobs(const SimjoinProblem& p, const SlabPlan& plan, size_t s, SlabJobs* jobs) {
   const Slab& sl = plan.slabs[s];
   const PointsView own = gather_points(p.a, sl.own, &jobs->own_store);
@@ -306,12 +313,14 @@ void make_slab_jobs(const SimjoinProblem& p, const SlabPlan& plan, size_t s, Sla
   }
 }
 
+// The in-memory join's error (kernels/join/banks.cu), for the same limit.
 void throw_too_many_pairs(uint64_t max_pairs) {
   throw Error(ErrorCode::ProgramLimit, "similarity join result exceeds gpu2bs.max_result_rows",
               "More than " + std::to_string(max_pairs) + " pairs are within eps.",
               "Use a smaller eps, or raise gpu2bs.max_result_rows.");
 }
 
+// Checks the limit before any pair of the page is handed on.
 void SlabSink::consume(const PairRecord* pairs, size_t n) {
   if (n == 0) return;
   if (max_pairs_ && *emitted_ + n > max_pairs_) throw_too_many_pairs(max_pairs_);
@@ -325,6 +334,7 @@ void SlabSink::consume(const PairRecord* pairs, size_t n) {
   out_.consume(buf_.data(), n);
 }
 
+// Slab counts 2, 4, 8, ... sized by counts of points per slab until the largest fits.
 SlabPlan plan_slabs_for_budget(const SimjoinProblem& p, uint64_t budget) {
   const uint64_t nb = p.self ? 0 : p.b.n;
   if (budget >= kJoinMinBankBytes &&
