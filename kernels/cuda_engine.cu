@@ -801,6 +801,8 @@ class CudaEngine final : public Engine {
                  [](bool) {}, [] {}, std::max(1, ctl.poll_ms));
       uint64_t total = 0;
       for (uint64_t c : parts) total += c;
+      // Every share counts all pairs as examined; the call examined each once.
+      ctl.stats.pairs_examined -= (devs.size() - 1) * (uint64_t(p.pts.n) * (p.pts.n - 1) / 2);
       return total;
     }
     if (use_resolve(ctl, p.pts, [&] {
