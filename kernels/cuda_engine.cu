@@ -4,14 +4,19 @@
 #include <algorithm>
 #include <atomic>
 #include <cmath>
+#include <condition_variable>
 #include <cstdlib>
 #include <cstring>
+#include <deque>
+#include <exception>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <thread>
 
 #include "common.cuh"
 #include "core/admission.h"
+#include "core/split.h"
 #include "expr/expr_gpu.h"
 #include "core/pair_expr.h"
 #include "pairwise/pairwise_api.h"
@@ -24,6 +29,8 @@ namespace {
 std::atomic<size_t> g_bytes_in_use{0};
 std::atomic<size_t> g_peak_bytes{0};
 DeviceFacts g_facts;
+int g_device_count = 0;          // CUDA devices of the machine
+std::vector<int> g_all_devices;  // those the engine can use (compute capability 8.0 or newer)
 
 // Pinned staging buffer kept for the process (cudaHostAlloc costs milliseconds): one call at a
 // time borrows it; a concurrent call allocates its own.
@@ -60,7 +67,40 @@ __global__ void probe_kernel(int* out) {
   throw Error(code, msg, {}, {}, file, line, nullptr);  // located at the failing CUDA call
 }
 
-const DeviceFacts& device_facts() { return g_facts; }
+namespace {
+
+std::mutex g_facts_mu;
+std::map<int, std::unique_ptr<DeviceFacts>> g_dev_facts;  // devices other than the first
+thread_local const DeviceFacts* t_facts = nullptr;        // the device of this thread's call
+
+// Facts of device `ordinal` (-1: the first device), read once per process.
+const DeviceFacts& facts_for(int ordinal) {
+  if (ordinal < 0 || ordinal == g_facts.device) return g_facts;
+  std::lock_guard<std::mutex> lk(g_facts_mu);
+  std::unique_ptr<DeviceFacts>& slot = g_dev_facts[ordinal];
+  if (!slot) {
+    auto f = std::make_unique<DeviceFacts>();
+    f->device = ordinal;
+    G2_CUDA(cudaGetDeviceProperties(&f->prop, ordinal));
+    if (f->prop.major < 8)
+      throw Error(ErrorCode::DeviceUnavailable,
+                  "GPU " + std::to_string(ordinal) + " has compute capability " +
+                      std::to_string(f->prop.major) + "." + std::to_string(f->prop.minor),
+                  {}, "Leave it out of gpu2bs.devices (the CUDA engine needs 8.0 or newer).");
+    f->sms = f->prop.multiProcessorCount;
+    f->smem_per_sm = f->prop.sharedMemPerMultiprocessor;
+    f->smem_per_block_optin = f->prop.sharedMemPerBlockOptin;
+    f->smem_reserved = f->prop.reservedSharedMemPerBlock;
+    f->name = std::string(f->prop.name) + ", sm_" + std::to_string(f->prop.major * 10 + f->prop.minor);
+    slot = std::move(f);
+  }
+  return *slot;
+}
+
+}  // namespace
+
+// The facts of the device of the calling thread's current call (the first device otherwise).
+const DeviceFacts& device_facts() { return t_facts ? *t_facts : g_facts; }
 size_t engine_bytes_in_use() { return g_bytes_in_use.load(); }
 size_t engine_peak_bytes() { return g_peak_bytes.load(); }
 void reset_engine_peak_bytes() { g_peak_bytes = g_bytes_in_use.load(); }
@@ -74,7 +114,9 @@ LastRun& last_run() {
 // ---- Call ----------------------------------------------------------------------------------------
 
 Call::Call(Control& c) : ctl(c) {
-  G2_CUDA(cudaSetDevice(g_facts.device));
+  const DeviceFacts& f = facts_for(ctl.device);
+  t_facts = &f;
+  G2_CUDA(cudaSetDevice(f.device));
   // The limit (a setting or the admission's grant), never above 90 % of what is free on the
   // device now (other processes' contexts and allocations are outside the admission's budget):
   // the SDH and pair count then run in blocks rather than failing in cudaMalloc.
@@ -382,9 +424,311 @@ PrivChoice choose_privatization(int nbuckets, int threads, size_t tile_bytes, do
   return c;
 }
 
+// ---- several devices ---------------------------------------------------------------------------
+
+namespace {
+
+// The Control of one device's share: the caller's settings, with the interrupt read from a flag
+// that the calling thread sets (only the calling thread may ask the caller).
+class ShareControl final : public Control {
+ public:
+  explicit ShareControl(const std::atomic<bool>* stop) : stop_(stop) {}
+  // The calling thread's verdict, set when the caller cancels or a share fails.
+  bool interrupt_pending() override { return stop_->load(); }
+
+ private:
+  const std::atomic<bool>* stop_;
+};
+
+// The device ordinals of a call: the override, else gpu2bs.devices, else every usable device.
+// Throws Error(InvalidParameter) for an ordinal the machine does not have.
+std::vector<int> call_devices(const Control& ctl) {
+  const std::vector<int>& d = !ctl.overrides.devices.empty() ? ctl.overrides.devices : ctl.devices;
+  for (int x : d)
+    if (x < 0 || x >= g_device_count)
+      throw Error(ErrorCode::InvalidParameter,
+                  "gpu2bs.devices names device " + std::to_string(x) + ", which does not exist",
+                  "This machine has " + std::to_string(g_device_count) + " CUDA device" +
+                      (g_device_count == 1 ? "" : "s") + " (ordinals from 0).",
+                  "Set gpu2bs.devices to all or to ordinals below " + std::to_string(g_device_count) + ".");
+  if (!d.empty()) return d;
+  if (!g_all_devices.empty()) return g_all_devices;
+  return {g_facts.device};
+}
+
+// Bytes one share on device `dev` may allocate: the call's limit (per device) and 90 % of the
+// device's free memory, divided among the shares that run on the same device.
+size_t share_budget(const Control& ctl, int dev, int same_device) {
+  G2_CUDA(cudaSetDevice(dev));
+  size_t free_b = 0, total_b = 0;
+  G2_CUDA(cudaMemGetInfo(&free_b, &total_b));
+  size_t b = size_t(double(free_b) * 0.9);
+  if (ctl.device_memory_limit) b = std::min(b, ctl.device_memory_limit);
+  return b / size_t(std::max(1, same_device));
+}
+
+// The smallest share budget over `devs` (an ordinal listed k times counts k shares).
+size_t min_share_budget(const Control& ctl, const std::vector<int>& devs) {
+  size_t b = SIZE_MAX;
+  for (int d : devs)
+    b = std::min(b, share_budget(ctl, d, int(std::count(devs.begin(), devs.end(), d))));
+  return b;
+}
+
+// Runs fn(control of share k, k) for every device of `devs` on its own thread (one CUDA stream
+// set each: every share opens its own Call). The calling thread polls the caller's interrupt
+// every poll_ms and runs pump(false) meanwhile, waiting up to wait_ms for a share to end
+// between pumps (pump(true) once every share ended); `abort`
+// releases shares blocked on the calling thread. Stats and the first share's LastRun are
+// merged into the caller's; the first error is rethrown (Interrupted when the caller cancelled).
+template <class F, class Pump, class Abort>
+void run_shares(Control& ctl, const std::vector<int>& devs, size_t budget, size_t share_block, F fn,
+                Pump pump, Abort abort, int wait_ms) {
+  const int D = int(devs.size());
+  std::atomic<bool> stop{false};
+  std::atomic<int> left{D};
+  std::vector<std::unique_ptr<ShareControl>> cs;
+  std::vector<std::exception_ptr> errs(static_cast<size_t>(D));
+  std::vector<LastRun> runs(static_cast<size_t>(D));
+  for (int k = 0; k < D; ++k) {
+    cs.push_back(std::make_unique<ShareControl>(&stop));
+    Control& c = *cs.back();
+    c = ctl;
+    c.device = devs[size_t(k)];
+    c.share = k;
+    c.shares = D;
+    c.share_block = share_block;
+    c.device_memory_limit = budget;
+    c.resolve_stats = nullptr;
+    c.stats = RunStats();
+  }
+  std::mutex done_mu;
+  std::condition_variable done_cv;  // a share ended
+  std::vector<std::thread> threads;
+  bool cancelled = false;
+  std::exception_ptr main_err;
+  try {
+    for (int k = 0; k < D; ++k) {
+      Control* c = cs[size_t(k)].get();
+      LastRun* run = runs.data() + k;
+      std::exception_ptr* err = errs.data() + k;
+      threads.emplace_back([&fn, &stop, &left, &done_mu, &done_cv, c, run, err, k] {
+        try {
+          fn(*c, k);
+          *run = last_run();
+        } catch (...) {
+          *err = std::current_exception();
+          stop = true;
+        }
+        {
+          std::lock_guard<std::mutex> lk(done_mu);
+          --left;
+        }
+        done_cv.notify_all();
+      });
+    }
+    while (left.load() > 0) {
+      pump(false);
+      if (wait_ms > 0) {
+        std::unique_lock<std::mutex> lk(done_mu);
+        done_cv.wait_for(lk, std::chrono::milliseconds(wait_ms), [&] { return left.load() == 0; });
+      }
+      if (!stop.load() && ctl.interrupt_pending()) {
+        cancelled = true;
+        stop = true;
+        abort();
+      }
+      if (stop.load()) abort();
+    }
+    pump(true);
+  } catch (...) {
+    main_err = std::current_exception();
+    stop = true;
+    abort();
+  }
+  for (auto& t : threads) t.join();
+  if (main_err) std::rethrow_exception(main_err);
+  if (cancelled) throw Error(ErrorCode::Interrupted, "interrupted");
+  std::exception_ptr first;
+  for (auto& e : errs) {
+    if (!e) continue;
+    try {
+      std::rethrow_exception(e);
+    } catch (const Error& x) {
+      if (x.code() != ErrorCode::Interrupted) std::rethrow_exception(e);
+      if (!first) first = e;
+    } catch (...) {
+      std::rethrow_exception(e);
+    }
+  }
+  if (first) std::rethrow_exception(first);
+  RunStats& st = ctl.stats;
+  LastRun lr = runs[0];
+  for (int k = 0; k < D; ++k) {
+    const RunStats& s = cs[size_t(k)]->stats;
+    if (k > 0) {
+      lr.kernel_ms = std::max(lr.kernel_ms, runs[size_t(k)].kernel_ms);
+      lr.launches += runs[size_t(k)].launches;
+      lr.drains += runs[size_t(k)].drains;
+    }
+    st.prepare_s = std::max(st.prepare_s, s.prepare_s);
+    st.transfer_s = std::max(st.transfer_s, s.transfer_s);
+    st.kernel_s = std::max(st.kernel_s, s.kernel_s);
+    st.merge_s = std::max(st.merge_s, s.merge_s);
+    st.pairs_examined += s.pairs_examined;
+    st.pairs_emitted += s.pairs_emitted;
+    st.block_points = std::max(st.block_points, s.block_points);
+    st.block_pairs += s.block_pairs;
+    st.slabs = std::max(st.slabs, s.slabs);
+  }
+  st.shares = uint64_t(D);
+  last_run() = lr;
+}
+
+// The block size every share of an SDH or pair count uses under `budget` (0: in memory).
+size_t shares_block(const PointsView& pts, Precision prec, int nbuckets, size_t budget) {
+  if (admission::tiles_bytes(pts.n, pts.dims, prec, nbuckets) <= budget) return 0;
+  const size_t block = size_t(admission::block_points(budget, pts.dims, prec, nbuckets));
+  if (block == 0)
+    throw Error(ErrorCode::OutOfMemory, "GPU memory limit exceeded",
+                "Blocks of points need at least " +
+                    std::to_string(admission::tiles_block_min_bytes(pts.n, pts.dims, prec, nbuckets)) +
+                    " bytes of device memory on each device; the limit leaves " +
+                    std::to_string(budget) + ".",
+                "Raise gpu2bs.gpu_memory_limit, or use gpu2bs.device = cpu.");
+  return block;
+}
+
+// Result pages of several devices' joins handed to the calling thread: bounded (a full queue
+// blocks the producing device's drain), closed on error or cancel.
+class PageQueue {
+ public:
+  explicit PageQueue(size_t cap) : cap_(cap) {}
+  // Adds a page (producer threads); throws Error(Interrupted) once the queue is closed.
+  void push(std::vector<PairRecord>&& page) {
+    std::unique_lock<std::mutex> lk(mu_);
+    room_.wait(lk, [&] { return closed_ || q_.size() < cap_; });
+    if (closed_) throw Error(ErrorCode::Interrupted, "interrupted");
+    q_.push_back(std::move(page));
+    ready_.notify_one();
+  }
+  // Takes a page, waiting up to `ms` milliseconds; false when none came.
+  bool pop(std::vector<PairRecord>* page, int ms) {
+    std::unique_lock<std::mutex> lk(mu_);
+    if (!ready_.wait_for(lk, std::chrono::milliseconds(ms), [&] { return !q_.empty(); }))
+      return false;
+    *page = std::move(q_.front());
+    q_.pop_front();
+    room_.notify_one();
+    return true;
+  }
+  // Wakes and refuses every producer from now on.
+  void close() {
+    std::lock_guard<std::mutex> lk(mu_);
+    closed_ = true;
+    room_.notify_all();
+  }
+
+ private:
+  std::mutex mu_;
+  std::condition_variable room_, ready_;
+  std::deque<std::vector<PairRecord>> q_;
+  size_t cap_;
+  bool closed_ = false;
+};
+
+// A device's sink for one slab's sub-join: maps the slab's indices back to the input's and
+// queues pages of up to kBatch pairs for the calling thread (flush() queues the rest).
+class QueueSink final : public PairSink {
+ public:
+  static constexpr size_t kBatch = size_t(1) << 16;
+  QueueSink(PageQueue& q, const std::vector<uint32_t>& ia, const std::vector<uint32_t>& ib)
+      : q_(q), ia_(ia), ib_(ib) {}
+  // Maps the pairs of one drained page to input indices and buffers them.
+  void consume(const PairRecord* pairs, size_t n) override {
+    for (size_t k = 0; k < n; ++k) {
+      page_.push_back(PairRecord{ia_[pairs[k].i], ib_[pairs[k].j], pairs[k].dist});
+      if (page_.size() == kBatch) flush();
+    }
+  }
+  // Queues the pairs held back.
+  void flush() {
+    if (page_.empty()) return;
+    q_.push(std::move(page_));
+    page_ = std::vector<PairRecord>();
+    page_.reserve(kBatch);
+  }
+
+ private:
+  PageQueue& q_;
+  const std::vector<uint32_t>& ia_;
+  const std::vector<uint32_t>& ib_;
+  std::vector<PairRecord> page_;
+};
+
+// The join over several devices: slabs (one per device, more when one slab must fit the
+// smallest share budget) taken by the devices from one counter; every device drains its
+// result pages into the queue, and the calling thread alone hands them to `sink`.
+void simjoin_shares(const SimjoinProblem& p, PairSink& sink, Control& ctl, const std::vector<int>& devs,
+                    size_t budget) {
+  auto t0 = Clock::now();
+  const split::SlabPlan fit = split::plan_slabs_for_budget(p, budget);
+  const int S = std::max(int(fit.slabs.size()), int(devs.size()));
+  const split::SlabPlan plan = split::plan_slabs(p, S);
+  ctl.stats.prepare_s += seconds_since(t0);
+  PageQueue queue(size_t(2) * devs.size() + 2);
+  std::atomic<size_t> next{0};
+  uint64_t emitted = 0;
+  run_shares(
+      ctl, devs, budget, 0,
+      [&](Control& c, int) {
+        for (size_t s = next++; s < plan.slabs.size(); s = next++) {
+          split::SlabJobs jobs;
+          split::make_slab_jobs(p, plan, s, &jobs);
+          const split::Slab& sl = plan.slabs[s];
+          if (jobs.has_inner) {
+            QueueSink q(queue, sl.own, sl.own);
+            cuda::simjoin(jobs.inner, q, c);
+            q.flush();
+          }
+          if (jobs.has_cross) {
+            QueueSink q(queue, sl.own, sl.halo);
+            cuda::simjoin(jobs.cross, q, c);
+            q.flush();
+          }
+        }
+        c.stats.slabs = plan.slabs.size();
+      },
+      [&](bool final) {
+        std::vector<PairRecord> page;
+        while (queue.pop(&page, final ? 0 : 1)) {
+          if (p.max_pairs && emitted + page.size() > p.max_pairs) split::throw_too_many_pairs(p.max_pairs);
+          emitted += page.size();
+          sink.consume(page.data(), page.size());
+          if (!final && ctl.interrupt_pending()) return;
+        }
+      },
+      [&] { queue.close(); }, 0);
+}
+
+}  // namespace
+
 // ---- the engine ------------------------------------------------------------------------------
 
 namespace {
+
+// Runs the engine's one-device paths on `dev` for the scope (restores Control::device after).
+class OnDevice {
+ public:
+  OnDevice(Control& ctl, int dev) : ctl_(ctl), old_(ctl.device) { ctl.device = dev; }
+  ~OnDevice() { ctl_.device = old_; }
+  OnDevice(const OnDevice&) = delete;
+  OnDevice& operator=(const OnDevice&) = delete;
+
+ private:
+  Control& ctl_;
+  int old_;
+};
 
 class CudaEngine final : public Engine {
   // Resolution (resolve.cu) for 2-D and 3-D sets of 2 .. 2^32 - 1 points when the setting
@@ -406,6 +750,26 @@ class CudaEngine final : public Engine {
 
   std::vector<uint64_t> sdh(const SdhProblem& p, Control& ctl) override {
     last_run() = LastRun();
+    const std::vector<int> devs = call_devices(ctl);
+    OnDevice on(ctl, devs[0]);
+    if (devs.size() > 1 && p.pts.n >= 2 && !use_resolve(ctl, p.pts, [&] {
+          return resolve_sdh_wins(p.pts.n, p.pts.dims, p.params.nbuckets);
+        })) {
+      // The tile pairs split across the devices; integer histograms added on the host.
+      const size_t budget = min_share_budget(ctl, devs);
+      const size_t block = shares_block(p.pts, p.prec, p.params.nbuckets, budget);
+      std::vector<std::vector<uint64_t>> parts(devs.size());
+      run_shares(ctl, devs, budget, block,
+                 [&](Control& c, int k) { parts[size_t(k)] = cuda::sdh(p, c); },
+                 [](bool) {}, [] {}, std::max(1, ctl.poll_ms));
+      auto tm = Clock::now();
+      std::vector<uint64_t> out(size_t(p.params.nbuckets), 0);
+      for (const auto& h : parts)
+        for (size_t b = 0; b < out.size(); ++b) out[b] += h[b];
+      ctl.stats.pairs_examined -= (devs.size() - 1) * (uint64_t(p.pts.n) * (p.pts.n - 1) / 2);
+      ctl.stats.merge_s += seconds_since(tm);
+      return out;
+    }
     if (use_resolve(ctl, p.pts, [&] {
           return resolve_sdh_wins(p.pts.n, p.pts.dims, p.params.nbuckets);
         })) {
@@ -422,6 +786,25 @@ class CudaEngine final : public Engine {
 
   uint64_t pair_count(const PairCountProblem& p, Control& ctl) override {
     last_run() = LastRun();
+    const std::vector<int> devs = call_devices(ctl);
+    OnDevice on(ctl, devs[0]);
+    // Several devices for the tiles count (forced, or where the grid does not apply); the grid
+    // count and the resolution run on the first device.
+    const bool tiles = ctl.overrides.count_path == 1 || !std::isfinite(p.r) || !(p.r > 0) ||
+                       (p.pts.n < cuda_tuning::kGridCountMinPoints && ctl.overrides.count_path != 2);
+    if (devs.size() > 1 && p.pts.n >= 2 && tiles && ctl.sdh_method != SdhMethod::Resolve) {
+      const size_t budget = min_share_budget(ctl, devs);
+      const size_t block = shares_block(p.pts, p.prec, 0, budget);
+      std::vector<uint64_t> parts(devs.size(), 0);
+      run_shares(ctl, devs, budget, block,
+                 [&](Control& c, int k) { parts[size_t(k)] = cuda::pair_count(p, c); },
+                 [](bool) {}, [] {}, std::max(1, ctl.poll_ms));
+      uint64_t total = 0;
+      for (uint64_t c : parts) total += c;
+      // Every share counts all pairs as examined; the call examined each once.
+      ctl.stats.pairs_examined -= (devs.size() - 1) * (uint64_t(p.pts.n) * (p.pts.n - 1) / 2);
+      return total;
+    }
     if (use_resolve(ctl, p.pts, [&] {
           const Bounds& box = p.box;
           double extent = 0;
@@ -439,8 +822,27 @@ class CudaEngine final : public Engine {
     return cuda::pair_count(p, ctl);
   }
 
+  // Joins that hand their pairs to the sink (no pushed-down filter or reduction) run in slabs
+  // over several devices, or in slabs one after another on one device when the points and grid
+  // exceed the budget; otherwise in memory on the first device.
   void simjoin(const SimjoinProblem& p, PairSink& sink, Control& ctl) override {
     last_run() = LastRun();
+    const std::vector<int> devs = call_devices(ctl);
+    OnDevice on(ctl, devs[0]);
+    if (!p.filter && !p.stage && !p.reduce && p.a.n > 0 && p.b.n > 0) {
+      const size_t budget = min_share_budget(ctl, devs);
+      if (devs.size() > 1) return simjoin_shares(p, sink, ctl, devs, budget);
+      auto t0 = Clock::now();
+      const split::SlabPlan plan = split::plan_slabs_for_budget(p, budget);
+      ctl.stats.prepare_s += seconds_since(t0);
+      if (plan.slabs.size() > 1) {
+        ctl.stats.slabs = plan.slabs.size();
+        split::slab_simjoin(p, plan, sink, [&](const SimjoinProblem& sub, PairSink& out) {
+          cuda::simjoin(sub, out, ctl);
+        });
+        return;
+      }
+    }
     cuda::simjoin(p, sink, ctl);
   }
 
@@ -576,6 +978,13 @@ void initialize() {
     return;
   }
   g_facts = f;
+  g_device_count = count;
+  g_all_devices.clear();
+  for (int d = 0; d < count; ++d) {
+    cudaDeviceProp prop{};
+    if (cudaGetDeviceProperties(&prop, d) == cudaSuccess && prop.major >= 8) g_all_devices.push_back(d);
+  }
+  (void)cudaGetLastError();
   g_engine.reset(new CudaEngine());
 }
 
@@ -628,6 +1037,22 @@ InfoRows cuda_info() {
   if (cudaRuntimeGetVersion(&rt) == cudaSuccess) rows.emplace_back("cuda_runtime_version", cuda::version(rt));
   (void)cudaGetLastError();
   rows.emplace_back("cublas", cuda::pairwise_blas_status());
+  // Every device of the machine: name, SMs, memory, and whether gpu2bs.devices = all uses it.
+  rows.emplace_back("gpu_device_count", std::to_string(cuda::g_device_count));
+  for (int d = 0; d < cuda::g_device_count; ++d) {
+    cudaDeviceProp prop{};
+    if (cudaGetDeviceProperties(&prop, d) != cudaSuccess) {
+      (void)cudaGetLastError();
+      continue;
+    }
+    const bool used = std::find(cuda::g_all_devices.begin(), cuda::g_all_devices.end(), d) !=
+                      cuda::g_all_devices.end();
+    rows.emplace_back("gpu_device_" + std::to_string(d),
+                      std::string(prop.name) + ", " + std::to_string(prop.multiProcessorCount) +
+                          " SMs, " + cuda::mb(prop.totalGlobalMem) + " MB, compute capability " +
+                          std::to_string(prop.major) + "." + std::to_string(prop.minor) +
+                          (used ? "" : " (not usable: needs 8.0)"));
+  }
   return rows;
 }
 

@@ -241,7 +241,8 @@ uint64_t pair_count(const PairCountProblem& p, Control& ctl) {
   const int forced = ctl.overrides.count_path;
   // The grid needs a finite positive radius (cells of side ~r), as on the CPU. Under a memory
   // limit it does not fit, the tiles count instead (in blocks if need be): the same count.
-  if (forced != 1 && std::isfinite(p.r) && p.r > 0 &&
+  // One share of several devices: the tiles only (the grid is not split).
+  if (ctl.shares <= 1 && forced != 1 && std::isfinite(p.r) && p.r > 0 &&
       (n >= cuda_tuning::kGridCountMinPoints || forced == 2)) {
     try {
       Call call(ctl);

@@ -23,6 +23,7 @@
 #include "common.cuh"
 #include "core/admission.h"
 #include "core/arith.h"
+#include "core/split.h"
 
 namespace gpu2bs {
 namespace cuda {
@@ -193,14 +194,16 @@ __global__ void __launch_bounds__(B) tile_kernel(TileArgs<T> args, typename Op::
 // slice stays below 2^32 pairs so 32-bit private counters cannot overflow. The Op's outputs
 // are global atomics, so overlapping slices are safe.
 // `rect_tiles2` > 0: `kernel` is a RECT instance over that many column tiles (args.rect).
+// [first, last) restricts the run to those tile pairs (last < 0: to the end), one device's share.
 template <typename T, typename P>
 void run_tiles_one(Call& call, void (*kernel)(TileArgs<T>, P), int threads, int tile, size_t smem,
                    TileArgs<T> args, const P& prm, double guess_pairs_per_s,
-                   long long rect_tiles2 = 0) {
+                   long long rect_tiles2 = 0, long long first = 0, long long last = -1) {
   LastRun& lr = last_run();
   const long long M = args.tiles;
-  const long long total = rect_tiles2 ? M * rect_tiles2 : M * (M + 1) / 2;
-  if (total == 0) return;
+  const long long all = rect_tiles2 ? M * rect_tiles2 : M * (M + 1) / 2;
+  const long long total = last < 0 ? all : std::min(last, all);
+  if (total <= first) return;
   // Always raise the dynamic shared memory limit: with the kernel's static shared memory the
   // 48 KB default can be exceeded even below 48 KB of dynamic memory.
   G2_CUDA(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
@@ -233,7 +236,7 @@ void run_tiles_one(Call& call, void (*kernel)(TileArgs<T>, P), int threads, int 
   cudaEvent_t evs[3] = {call.event(true), call.event(true), call.event(true)};
   std::deque<Slot> inflight;
   int n_launched = 0;
-  long long next = 0;
+  long long next = first;
   cudaEvent_t prev_end = t_start;
   float span_ms = 0;
   auto t0 = Clock::now();
@@ -290,8 +293,13 @@ template <typename T>
 bool plan_blocks(Call& call, const PointsView& v, int nbuckets, BlockPlan* plan) {
   const Precision prec = sizeof(T) == 4 ? Precision::Float32 : Precision::Float64;
   const size_t budget = call.budget_left();
-  if (admission::tiles_bytes(v.n, v.dims, prec, nbuckets) <= budget) return false;
-  const size_t block = size_t(admission::block_points(budget, v.dims, prec, nbuckets));
+  // Several devices: every share runs the same decomposition, chosen by the caller.
+  if (call.ctl.shares > 1 && call.ctl.share_block == 0) return false;
+  if (call.ctl.shares <= 1 && admission::tiles_bytes(v.n, v.dims, prec, nbuckets) <= budget)
+    return false;
+  const size_t block = call.ctl.shares > 1
+                           ? call.ctl.share_block
+                           : size_t(admission::block_points(budget, v.dims, prec, nbuckets));
   if (block == 0)
     throw Error(ErrorCode::OutOfMemory, "GPU memory limit exceeded",
                 "Blocks of points need at least " +
@@ -369,6 +377,12 @@ void run_block_pairs(Call& call, void (*kernel)(TileArgs<T>, P), void (*rect_ker
   std::vector<std::pair<int, int>> steps;
   for (int i = 0; i < K; ++i)
     for (int j = i; j < K; ++j) steps.emplace_back(i, j);
+  if (call.ctl.shares > 1) {  // this device's run of block pairs, balanced by point pairs
+    const std::vector<size_t> b =
+        split::weighted_shares(split::block_pair_weights(bp.n, bp.block), call.ctl.shares);
+    steps = std::vector<std::pair<int, int>>(steps.begin() + long(b[size_t(call.ctl.share)]),
+                                             steps.begin() + long(b[size_t(call.ctl.share) + 1]));
+  }
   for (size_t st = 0; st < steps.size(); ++st) {
     const int i = steps[st].first, j = steps[st].second;
     // Nothing runs between pairs: any slot but the one holding j may take block i.
@@ -410,11 +424,16 @@ template <typename T, typename P>
 void run_tiles(Call& call, void (*kernel)(TileArgs<T>, P), void (*rect_kernel)(TileArgs<T>, P),
                int threads, int tile, size_t smem, TileArgs<T> args, const P& prm,
                double guess_pairs_per_s) {
-  if (call.blocks)
+  if (call.blocks) {
     run_block_pairs<T>(call, kernel, rect_kernel, threads, tile, smem, args, prm,
                        guess_pairs_per_s);
-  else
+  } else if (call.ctl.shares > 1) {  // this device's run of tile pairs, balanced by point pairs
+    const std::vector<uint64_t> b = split::triangle_shares(args.n, uint64_t(tile), call.ctl.shares);
+    run_tiles_one<T>(call, kernel, threads, tile, smem, args, prm, guess_pairs_per_s, 0,
+                     (long long)b[size_t(call.ctl.share)], (long long)b[size_t(call.ctl.share) + 1]);
+  } else {
     run_tiles_one<T>(call, kernel, threads, tile, smem, args, prm, guess_pairs_per_s);
+  }
 }
 
 }  // namespace cuda

@@ -82,6 +82,8 @@ struct RunStats {
   uint64_t pairs_emitted = 0;
   uint64_t block_points = 0;  // GPU SDH / pair count in blocks: points per block (0: in memory)
   uint64_t block_pairs = 0;   // block pairs run (i <= j)
+  uint64_t shares = 0;        // GPU: devices (shares) the call was split across (0: one)
+  uint64_t slabs = 0;         // GPU join in slabs: slabs planned (0: in memory)
 };
 
 // Load balancing of the similarity join's work (similarity-join load-imbalance paper, "Load
@@ -118,6 +120,9 @@ struct EngineOverrides {
   double join_estimate_scale = 1.0;  // GPU join: factor on the sampled result-size estimate
   unsigned long long resolve_min_pairs = 0;  // GPU resolution: the walk's stop size in point
                                              // pairs (0: tuning.h)
+  // GPU: the device ordinals of the call, replacing Control::devices; an ordinal may repeat
+  // (emulated devices: the multi-device paths run with several shares on one GPU).
+  std::vector<int> devices;
 };
 
 // What the caller lends the engine: an interrupt probe, thread count and buffer sizes.
@@ -137,6 +142,16 @@ class Control {
   // 32; 32 / k points per warp step); 0 = automatic (kernels/tuning.h). The CPU ignores it.
   int join_threads_per_point = 0;
   EngineOverrides overrides;   // tests and benchmarks only
+  // GPU device ordinals one call may use (gpu2bs.devices; empty: the first device). Several:
+  // SDH and pair count by tiles split their tile pairs, the similarity join its slabs.
+  std::vector<int> devices;
+  // Set by the GPU engine on the Control of each of its per-device calls: the ordinal (-1: the
+  // first device) and this call's share of the tile pairs (share of shares), and, with
+  // shares > 1, the block size every share uses (0: all points in memory).
+  int device = -1;
+  int share = 0;
+  int shares = 1;
+  size_t share_block = 0;
   // SDH and pair count: brute force or resolution of whole cell pairs (both engines); Auto
   // follows each engine's cost model (resolve_cpu.h, kernels/tuning.h).
   SdhMethod sdh_method = SdhMethod::Auto;

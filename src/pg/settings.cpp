@@ -18,6 +18,7 @@ extern "C" {
 #include <thread>
 
 #include "../core/error.h"
+#include "../core/split.h"
 #include "settings.h"
 
 namespace gpu2bs {
@@ -35,6 +36,7 @@ int pairwise_precision_setting = 0;
 int sdh_method_setting = int(SdhMethod::Auto);
 bool enable_join_setting = true;
 bool direct_scan_setting = true;
+char* devices_setting = nullptr;
 
 namespace {
 
@@ -68,6 +70,25 @@ bool check_threads_per_point(int* newval, void** /*extra*/, GucSource /*source*/
   const int k = *newval;
   if (k == 0 || k == 1 || k == 2 || k == 4 || k == 8 || k == 16 || k == 32) return true;
   GUC_check_errdetail("gpu2bs.join_threads_per_point must be 0 (automatic), 1, 2, 4, 8, 16 or 32.");
+  return false;
+}
+
+// True when a gpu2bs.devices value is "all" (any case, spaces ignored).
+bool devices_all(const char* v) {
+  std::string t;
+  for (const char* c = v; *c; ++c)
+    if (!isspace((unsigned char)*c)) t += char(tolower((unsigned char)*c));
+  return t == "all";
+}
+
+// GUC check hook of gpu2bs.devices: "all" or a comma list of distinct device ordinals (whether
+// each exists is checked when a GPU call runs: the hook never initializes CUDA).
+bool check_devices(char** newval, void** /*extra*/, GucSource /*source*/) {
+  std::vector<int> d;
+  std::string err;
+  if (*newval && (devices_all(*newval) || split::parse_devices(*newval, 1 << 20, &d, &err))) return true;
+  GUC_check_errdetail("gpu2bs.devices must be \"all\" or a comma list of distinct device ordinals such as \"0,1\": %s.",
+                      *newval ? err.c_str() : "no value");
   return false;
 }
 
@@ -155,6 +176,12 @@ void define_settings() {
                           "Device memory the GPU engine may allocate per query (0: 90% of free memory).",
                           nullptr, &gpu_memory_limit_setting, 0, 0, 16 * 1024 * 1024, PGC_USERSET,
                           GUC_UNIT_MB, nullptr, nullptr, nullptr);
+  DefineCustomStringVariable("gpu2bs.devices",
+                             "GPUs one query uses: all, or a comma list of device ordinals.",
+                             "SDH and pair count by tiles split their tile pairs across the devices "
+                             "and add the integer counts; the similarity join splits its points "
+                             "into slabs with an eps halo, joined on the devices.",
+                             &devices_setting, "all", PGC_USERSET, 0, check_devices, nullptr, nullptr);
   DefineCustomEnumVariable("gpu2bs.join_balance",
                            "Load balancing of the similarity join: auto, workqueue, cell or sortbywl.",
                            "Similarity-join load-imbalance paper. GPU (work items of up to 32 rows "
@@ -255,6 +282,11 @@ PgControl::PgControl() {
   join_balance = JoinBalance(join_balance_setting);
   join_threads_per_point = join_threads_per_point_setting;
   sdh_method = SdhMethod(sdh_method_setting);
+  // "all" leaves the list empty (every usable device); the check hook accepted the text.
+  std::string err;
+  if (devices_setting && !devices_all(devices_setting) &&
+      !split::parse_devices(devices_setting, 1 << 20, &devices, &err))
+    devices.clear();
 }
 
 // Cancel, statement timeout and termination requests (read only; processed at the boundary).
@@ -301,6 +333,8 @@ InfoRows last_run_rows() {
   rows.emplace_back("last_pairs_emitted", std::to_string(last_run.stats.pairs_emitted));
   rows.emplace_back("last_block_points", std::to_string(last_run.stats.block_points));
   rows.emplace_back("last_block_pairs", std::to_string(last_run.stats.block_pairs));
+  rows.emplace_back("last_devices", std::to_string(std::max<uint64_t>(1, last_run.stats.shares)));
+  rows.emplace_back("last_slabs", std::to_string(last_run.stats.slabs));
   return rows;
 }
 

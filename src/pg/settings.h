@@ -23,6 +23,7 @@ extern int pairwise_precision_setting;  // PairwisePrecision: exact or fast (gpu
 extern int sdh_method_setting;        // SdhMethod
 extern bool enable_join_setting;      // gpu2bs.enable_join: the planner's join path
 extern bool direct_scan_setting;      // gpu2bs.direct_scan: the direct heap reader (heap_read.cpp)
+extern char* devices_setting;         // gpu2bs.devices: "all" or a list of GPU ordinals
 
 // Registers the settings (from _PG_init).
 void define_settings();

@@ -1,0 +1,404 @@
+// Shares of the tile-pair triangle and of block pairs, device lists, and the similarity join's
+// slab decomposition with its eps halo (split.h).
+#include "split.h"
+
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+#include <cstdlib>
+#include <future>
+#include <memory>
+
+#include "error.h"
+
+namespace gpu2bs {
+namespace split {
+
+namespace {
+
+using u128 = unsigned __int128;
+
+// Tile pairs before row a of the triangle of M tiles.
+u128 row_start(u128 a, u128 M) { return a ? a * M - a * (a - 1) / 2 : 0; }
+
+// Pairs of r points among themselves.
+u128 tri(u128 r) { return r ? r * (r - 1) / 2 : 0; }
+
+}  // namespace
+
+// Whole rows r < row of the triangle hold full tiles only (the short last tile is row M - 1).
+uint64_t triangle_pairs_before(uint64_t n, uint64_t tile, uint64_t t) {
+  if (n < 2 || tile == 0) return 0;
+  const u128 M = (n + tile - 1) / tile;
+  const u128 total_items = M * (M + 1) / 2;
+  if (t >= total_items) return uint64_t(tri(n));
+  // The row r holding item t: the largest r with row_start(r) <= t.
+  u128 lo = 0, hi = M - 1;
+  while (lo < hi) {
+    const u128 mid = (lo + hi + 1) / 2;
+    if (row_start(mid, M) <= t) lo = mid; else hi = mid - 1;
+  }
+  const u128 r = lo;
+  const u128 T = tile;
+  // Rows a < r are full tiles: T(T-1)/2 on the diagonal plus T * (n - (a + 1) T) after it.
+  u128 pairs = r * tri(T) + T * (r * u128(n) - T * (r * (r + 1) / 2));
+  const u128 c = u128(t) - row_start(r, M);  // items of row r before t
+  if (c >= 1) {
+    const u128 rows_r = std::min<u128>(T, u128(n) - r * T);
+    pairs += tri(rows_r);
+    if (c >= 2) pairs += rows_r * (std::min<u128>((r + c) * T, n) - (r + 1) * T);
+  }
+  return uint64_t(pairs);
+}
+
+// Each boundary is the first tile pair before which the share's target of point pairs lies.
+std::vector<uint64_t> triangle_shares(uint64_t n, uint64_t tile, int shares) {
+  if (shares < 1) shares = 1;
+  const uint64_t M = tile ? (n + tile - 1) / tile : 0;
+  const uint64_t items = M * (M + 1) / 2;
+  const u128 P = tri(n);
+  std::vector<uint64_t> b(size_t(shares) + 1, 0);
+  b[size_t(shares)] = items;
+  for (int k = 1; k < shares; ++k) {
+    const u128 target = P * u128(k) / u128(shares);
+    // The first item t with pairs before it >= target.
+    uint64_t lo = b[size_t(k) - 1], hi = items;
+    while (lo < hi) {
+      const uint64_t mid = lo + (hi - lo) / 2;
+      if (u128(triangle_pairs_before(n, tile, mid)) >= target) hi = mid; else lo = mid + 1;
+    }
+    b[size_t(k)] = lo;
+  }
+  return b;
+}
+
+// Each boundary is the first item whose prefix weight reaches the share's target.
+std::vector<size_t> weighted_shares(const std::vector<uint64_t>& weights, int shares) {
+  if (shares < 1) shares = 1;
+  std::vector<u128> prefix(weights.size() + 1, 0);
+  for (size_t i = 0; i < weights.size(); ++i) prefix[i + 1] = prefix[i] + weights[i];
+  const u128 W = prefix.back();
+  std::vector<size_t> b(size_t(shares) + 1, 0);
+  b[size_t(shares)] = weights.size();
+  for (int k = 1; k < shares; ++k) {
+    const u128 target = W * u128(k) / u128(shares);
+    b[size_t(k)] = size_t(std::lower_bound(prefix.begin() + long(b[size_t(k) - 1]), prefix.end(), target) -
+                          prefix.begin());
+    b[size_t(k)] = std::min(b[size_t(k)], weights.size());
+  }
+  return b;
+}
+
+// r(r-1)/2 for a diagonal block pair, r_i r_j otherwise, in run_block_pairs' row order.
+std::vector<uint64_t> block_pair_weights(uint64_t n, uint64_t block) {
+  std::vector<uint64_t> w;
+  if (block == 0) return w;
+  const uint64_t K = (n + block - 1) / block;
+  auto count = [&](uint64_t i) { return std::min(block, n - i * block); };
+  for (uint64_t i = 0; i < K; ++i)
+    for (uint64_t j = i; j < K; ++j)
+      w.push_back(i == j ? uint64_t(tri(count(i))) : count(i) * count(j));
+  return w;
+}
+
+// Spaces are ignored and "all" matches in any case; ordinals keep the order given.
+bool parse_devices(const std::string& text, int count, std::vector<int>* out, std::string* err) {
+  out->clear();
+  std::string t;
+  for (char ch : text)
+    if (!std::isspace(static_cast<unsigned char>(ch))) t += char(std::tolower(static_cast<unsigned char>(ch)));
+  if (t == "all") {
+    for (int d = 0; d < count; ++d) out->push_back(d);
+    return true;
+  }
+  if (t.empty()) {
+    *err = "the device list is empty";
+    return false;
+  }
+  size_t pos = 0;
+  while (pos <= t.size()) {
+    const size_t comma = t.find(',', pos);
+    const std::string item = t.substr(pos, comma == std::string::npos ? std::string::npos : comma - pos);
+    if (item.empty()) {
+      *err = "the list has an empty entry";
+      return false;
+    }
+    if (item.size() > 6 ||
+        !std::all_of(item.begin(), item.end(), [](char c) { return c >= '0' && c <= '9'; })) {
+      *err = "\"" + item + "\" is not a device ordinal";
+      return false;
+    }
+    const int d = std::atoi(item.c_str());
+    if (d >= count) {
+      *err = "device " + item + " does not exist (" + std::to_string(count) + " CUDA device" +
+             (count == 1 ? "" : "s") + ")";
+      return false;
+    }
+    if (std::find(out->begin(), out->end(), d) != out->end()) {
+      *err = "device " + item + " is listed twice";
+      return false;
+    }
+    out->push_back(d);
+    if (comma == std::string::npos) break;
+    pos = comma + 1;
+  }
+  return true;
+}
+
+// The eps bound plus the coordinate rounding of the precision (float32: each coordinate rounded
+// to 24 bits, the difference rounded again), with a relative margin above every rounding.
+double slab_halo(const SimjoinProblem& p, int axis) {
+  const double m = std::max(std::fabs(p.box.lo[axis]), std::fabs(p.box.hi[axis]));
+  if (p.prec == Precision::Float32) {
+    const double e = std::max(p.eps, std::sqrt(double(p.eps2_f)));
+    return e * (1.0 + 1e-5) + m * std::ldexp(1.0, -21);
+  }
+  const double e = std::max(p.eps, std::sqrt(p.eps2));
+  return e * (1.0 + 1e-9) + m * std::ldexp(1.0, -49);
+}
+
+namespace {
+
+// Places the order statistics at positions pos[k0..k1) of v[lo, hi) (ascending positions).
+void select_positions(std::vector<double>& v, size_t lo, size_t hi, const std::vector<size_t>& pos,
+                      size_t k0, size_t k1) {
+  if (k0 >= k1 || lo >= hi) return;
+  const size_t km = (k0 + k1) / 2;
+  const size_t at = pos[km];
+  std::nth_element(v.begin() + long(lo), v.begin() + long(at), v.begin() + long(hi));
+  select_positions(v, lo, at, pos, k0, km);
+  select_positions(v, at + 1, hi, pos, km + 1, k1);
+}
+
+// The axis of largest extent of p's box.
+int slab_axis(const SimjoinProblem& p) {
+  int axis = 0;
+  for (int k = 1; k < p.box.dims; ++k)
+    if (p.box.hi[k] - p.box.lo[k] > p.box.hi[axis] - p.box.lo[axis]) axis = k;
+  return axis;
+}
+
+// The slabs - 1 cuts at the quantiles n k / slabs of x (selection, not a full sort).
+std::vector<double> quantile_cuts(const double* x, size_t n, int slabs) {
+  if (n == 0 || slabs <= 1) return std::vector<double>(size_t(std::max(slabs, 1)) - 1, 0.0);
+  std::vector<double> v(x, x + n);
+  std::vector<size_t> pos;
+  for (int k = 1; k < slabs; ++k) pos.push_back(n * size_t(k) / size_t(slabs));
+  select_positions(v, 0, n, pos, 0, pos.size());
+  std::vector<double> cuts;
+  for (size_t q : pos) cuts.push_back(v[q]);
+  return cuts;
+}
+
+// Device bytes of the largest sub-join of the slabs of `cuts` (counts only, no lists).
+uint64_t largest_slab_bytes(const SimjoinProblem& p, int axis, double h, const std::vector<double>& cuts) {
+  const size_t S = cuts.size() + 1;
+  std::vector<uint64_t> own(S, 0), halo(S, 0);
+  auto slab_of = [&](double x) {
+    return size_t(std::upper_bound(cuts.begin(), cuts.end(), x) - cuts.begin());
+  };
+  const double* xa = p.a.coord[axis];
+  for (size_t i = 0; i < p.a.n; ++i) {
+    const size_t t = slab_of(xa[i]);
+    ++own[t];
+    if (p.self)
+      for (size_t s = slab_of(xa[i] - h); s < t; ++s) ++halo[s];
+  }
+  if (!p.self) {
+    const double* xb = p.b.coord[axis];
+    for (size_t j = 0; j < p.b.n; ++j)
+      for (size_t s = slab_of(xb[j] - h), e = slab_of(xb[j] + h); s <= e && s < S; ++s) ++halo[s];
+  }
+  uint64_t need = 0;
+  for (size_t s = 0; s < S; ++s) {
+    if (p.self) need = std::max(need, join_core_bytes(own[s], 0, true, p.a.dims, p.prec));
+    need = std::max(need, join_core_bytes(own[s], halo[s], false, p.a.dims, p.prec));
+  }
+  return need;
+}
+
+// The plan of `cuts`: every point of a in its slab, the halos.
+SlabPlan plan_with_cuts(const SimjoinProblem& p, int axis, std::vector<double> cut_values) {
+  SlabPlan plan;
+  plan.axis = axis;
+  plan.halo = slab_halo(p, axis);
+  plan.cuts = std::move(cut_values);
+  const double* xa = p.a.coord[axis];
+  const size_t na = p.a.n;
+  plan.slabs.resize(plan.cuts.size() + 1);
+  for (Slab& sl : plan.slabs) sl.own.reserve(na / plan.slabs.size() + 16);
+  const auto& cuts = plan.cuts;
+  const double h = plan.halo;
+  auto slab_of = [&](double x) {
+    return size_t(std::upper_bound(cuts.begin(), cuts.end(), x) - cuts.begin());
+  };
+  for (size_t i = 0; i < na; ++i) plan.slabs[slab_of(xa[i])].own.push_back(uint32_t(i));
+  if (p.self) {
+    // Point i of slab t is in the halo of every earlier slab s whose upper cut is above x - h.
+    for (size_t i = 0; i < na; ++i) {
+      const size_t t = slab_of(xa[i]);
+      for (size_t s = slab_of(xa[i] - h); s < t; ++s) plan.slabs[s].halo.push_back(uint32_t(i));
+    }
+  } else {
+    // Point j of b is in the halo of every slab [cuts[s-1] - h, cuts[s] + h) that holds it.
+    const double* xb = p.b.coord[axis];
+    for (size_t j = 0; j < p.b.n; ++j) {
+      const size_t s0 = slab_of(xb[j] - h), s1 = slab_of(xb[j] + h);
+      for (size_t s = s0; s <= s1 && s < plan.slabs.size(); ++s)
+        plan.slabs[s].halo.push_back(uint32_t(j));
+    }
+  }
+  return plan;
+}
+
+}  // namespace
+
+// Cuts at quantiles of the axis of largest extent.
+SlabPlan plan_slabs(const SimjoinProblem& p, int slabs) {
+  const int axis = slab_axis(p);
+  return plan_with_cuts(p, axis, quantile_cuts(p.a.coord[axis], p.a.n, std::max(slabs, 1)));
+}
+
+// Per point: raw and sorted coordinates, cell keys (two arrays), grid order (two arrays), the
+// radix sort's scratch; per cell (at most one per point): start, coordinates, item count and
+// offset, work item and its workload.
+uint64_t join_core_bytes(uint64_t na, uint64_t nb, bool self, int dims, Precision prec) {
+  const uint64_t sz = prec == Precision::Float32 ? 4 : 8;
+  const uint64_t per = 2 * uint64_t(dims) * sz + 16 + 8 + 24 + 4 + 8 * uint64_t(dims) + 8 + 8 + 24;
+  const uint64_t n = self ? na : na + nb;
+  return n * per + (uint64_t(8) << 20);
+}
+
+// One contiguous array per coordinate, in the order of idx.
+PointsView gather_points(const PointsView& v, const std::vector<uint32_t>& idx,
+                         std::vector<std::vector<double>>* store) {
+  PointsView out;
+  out.dims = v.dims;
+  out.n = idx.size();
+  out.name = v.name;
+  store->assign(size_t(v.dims), {});
+  for (int k = 0; k < v.dims; ++k) {
+    auto& c = (*store)[size_t(k)];
+    c.resize(idx.size());
+    for (size_t i = 0; i < idx.size(); ++i) c[i] = v.coord[k][idx[i]];
+    out.coord[k] = c.data();
+  }
+  return out;
+}
+
+// The sub-problems carry no filter, stage, reduction or limit; their boxes are their points'.
+void make_slab_jobs(const SimjoinProblem& p, const SlabPlan& plan, size_t s, SlabJobs* jobs) {
+  const Slab& sl = plan.slabs[s];
+  const PointsView own = gather_points(p.a, sl.own, &jobs->own_store);
+  const PointsView halo = gather_points(p.self ? p.a : p.b, sl.halo, &jobs->halo_store);
+  SimjoinProblem base = p;
+  base.max_pairs = 0;  // the whole join's limit is kept by SlabSink
+  base.filter = nullptr;
+  base.stage = nullptr;
+  base.reduce = nullptr;
+  jobs->has_inner = p.self && own.n >= 2;
+  if (jobs->has_inner) {
+    jobs->inner = base;
+    jobs->inner.a = jobs->inner.b = own;
+    jobs->inner.self = true;
+    jobs->inner.box = compute_bounds(own);
+  }
+  jobs->has_cross = own.n > 0 && halo.n > 0;
+  if (jobs->has_cross) {
+    jobs->cross = base;
+    jobs->cross.a = own;
+    jobs->cross.b = halo;
+    jobs->cross.self = false;
+    jobs->cross.box = compute_bounds(own, &halo);
+  }
+}
+
+// The in-memory join's error (kernels/join/banks.cu), for the same limit.
+void throw_too_many_pairs(uint64_t max_pairs) {
+  throw Error(ErrorCode::ProgramLimit, "similarity join result exceeds gpu2bs.max_result_rows",
+              "More than " + std::to_string(max_pairs) + " pairs are within eps.",
+              "Use a smaller eps, or raise gpu2bs.max_result_rows.");
+}
+
+// Checks the limit before any pair of the page is handed on.
+void SlabSink::consume(const PairRecord* pairs, size_t n) {
+  if (n == 0) return;
+  if (max_pairs_ && *emitted_ + n > max_pairs_) throw_too_many_pairs(max_pairs_);
+  buf_.resize(n);
+  for (size_t k = 0; k < n; ++k) {
+    buf_[k].i = (*ia_)[pairs[k].i];
+    buf_[k].j = (*ib_)[pairs[k].j];
+    buf_[k].dist = pairs[k].dist;
+  }
+  *emitted_ += n;
+  out_.consume(buf_.data(), n);
+}
+
+// Slab counts 2, 4, 8, ... sized by counts of points per slab until the largest fits.
+SlabPlan plan_slabs_for_budget(const SimjoinProblem& p, uint64_t budget) {
+  const uint64_t nb = p.self ? 0 : p.b.n;
+  if (budget >= kJoinMinBankBytes &&
+      join_core_bytes(p.a.n, nb, p.self, p.a.dims, p.prec) <= budget - kJoinMinBankBytes) {
+    SlabPlan whole;  // one slab: the join in memory (its lists are not filled)
+    whole.slabs.resize(1);
+    return whole;
+  }
+  const uint64_t avail = budget > kJoinMinBankBytes ? budget - kJoinMinBankBytes : 0;
+  // Below the fixed part no slab fits; past the point where more slabs stop shrinking the
+  // largest one (its halo dominates) none will.
+  uint64_t prev = UINT64_MAX;
+  const int axis = slab_axis(p);
+  const double h = slab_halo(p, axis);
+  for (int slabs = 2; slabs <= (1 << 16) && avail > join_core_bytes(1, 0, true, p.a.dims, p.prec);
+       slabs *= 2) {
+    std::vector<double> cuts = quantile_cuts(p.a.coord[axis], p.a.n, slabs);
+    const uint64_t need = largest_slab_bytes(p, axis, h, cuts);
+    if (need <= avail) return plan_with_cuts(p, axis, std::move(cuts));
+    if (need >= prev) break;
+    prev = need;
+  }
+  throw Error(ErrorCode::OutOfMemory, "GPU memory limit exceeded",
+              "The similarity join needs " +
+                  std::to_string(join_core_bytes(p.a.n, nb, p.self, p.a.dims, p.prec) + kJoinMinBankBytes) +
+                  " bytes of device memory and no slab plan fits in " + std::to_string(budget) + ".",
+              "Raise gpu2bs.gpu_memory_limit, or use gpu2bs.device = cpu.");
+}
+
+// The next slab's points are gathered on a helper thread while the current slab's sub-joins run.
+void slab_simjoin(const SimjoinProblem& p, const SlabPlan& plan, PairSink& sink, const RunJoin& run) {
+  uint64_t emitted = 0;
+  SlabSink out(sink, p.max_pairs, &emitted);
+  const size_t S = plan.slabs.size();
+  std::unique_ptr<SlabJobs> next(new SlabJobs);
+  if (S > 0) make_slab_jobs(p, plan, 0, next.get());
+  for (size_t s = 0; s < S; ++s) {
+    std::unique_ptr<SlabJobs> cur = std::move(next);
+    std::future<void> ahead;
+    if (s + 1 < S) {
+      next.reset(new SlabJobs);
+      SlabJobs* nj = next.get();
+      ahead = std::async(std::launch::async, [&p, &plan, s, nj] { make_slab_jobs(p, plan, s + 1, nj); });
+    }
+    // The helper's gather finishes before `next` is read or freed (also on an error here).
+    struct Join {
+      std::future<void>& f;
+      ~Join() {
+        if (f.valid()) f.wait();
+      }
+    } join_ahead{ahead};
+    SlabJobs& jobs = *cur;
+    const Slab& sl = plan.slabs[s];
+    if (jobs.has_inner) {
+      out.map(&sl.own, &sl.own);
+      run(jobs.inner, out);
+    }
+    if (jobs.has_cross) {
+      out.map(&sl.own, &sl.halo);
+      run(jobs.cross, out);
+    }
+    if (ahead.valid()) ahead.get();  // rethrows the helper's error (bad_alloc)
+  }
+}
+
+}  // namespace split
+}  // namespace gpu2bs

@@ -1,0 +1,305 @@
+// Splitting one call across devices and slabs (src/core/split.h): triangle and block-pair
+// shares balanced by point pairs, device lists, the join's slab plan (halo bounds, ownership),
+// and the slab join run through the CPU engine against the in-memory CPU join and the float64
+// reference.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <map>
+#include <random>
+#include <set>
+
+#include "common/reference.h"
+#include "core/engine.h"
+#include "core/error.h"
+#include "core/split.h"
+
+using namespace gpu2bs;
+
+namespace {
+
+// Point pairs of the tile pairs [0, t) counted one tile pair at a time.
+uint64_t brute_pairs_before(uint64_t n, uint64_t tile, uint64_t t) {
+  const uint64_t M = (n + tile - 1) / tile;
+  auto rows = [&](uint64_t a) { return std::min(tile, n - a * tile); };
+  uint64_t item = 0, pairs = 0;
+  for (uint64_t a = 0; a < M; ++a)
+    for (uint64_t b = a; b < M; ++b, ++item) {
+      if (item >= t) return pairs;
+      pairs += a == b ? rows(a) * (rows(a) - 1) / 2 : rows(a) * rows(b);
+    }
+  return pairs;
+}
+
+// Pairs of a join as (i, j) -> dist bits (i < j for a self-join), with a duplicate count.
+class Collect : public PairSink {
+ public:
+  explicit Collect(bool self) : self_(self) {}
+  void consume(const PairRecord* p, size_t n) override {
+    for (size_t k = 0; k < n; ++k) {
+      uint32_t i = p[k].i, j = p[k].j;
+      if (self_ && i > j) std::swap(i, j);
+      uint64_t bits;
+      std::memcpy(&bits, &p[k].dist, 8);
+      if (!pairs.emplace(std::make_pair(i, j), bits).second) ++duplicates;
+    }
+  }
+  std::map<std::pair<uint32_t, uint32_t>, uint64_t> pairs;
+  size_t duplicates = 0;
+
+ private:
+  bool self_;
+};
+
+// Runs `p` in memory and in `slabs` slabs on the CPU engine; expects the same pairs and bits,
+// and the float64 reference's pairs for float64.
+void expect_slab_join_equal(const ref::Points& a, const ref::Points* b, double eps, Precision prec,
+                            int slabs) {
+  PointsView bv;
+  if (b) bv = b->view();
+  const SimjoinProblem p = make_simjoin(a.view(), b ? &bv : nullptr, eps, prec, 0);
+  auto cpu = make_cpu_engine();
+  Control ctl;
+  ctl.threads = 2;
+  Collect whole(p.self), parts(p.self);
+  cpu->simjoin(p, whole, ctl);
+  const split::SlabPlan plan = split::plan_slabs(p, slabs);
+  split::slab_simjoin(p, plan, parts, [&](const SimjoinProblem& sub, PairSink& out) {
+    cpu->simjoin(sub, out, ctl);
+  });
+  EXPECT_EQ(parts.duplicates, 0u) << "slabs " << slabs;
+  EXPECT_EQ(whole.pairs.size(), parts.pairs.size()) << "slabs " << slabs;
+  EXPECT_TRUE(whole.pairs == parts.pairs) << "slabs " << slabs;
+  if (prec == Precision::Float64) {
+    const ref::JoinRef want = ref::simjoin(a, b, eps, prec);
+    size_t missing = 0;
+    for (const auto& q : want.pairs)
+      if (!parts.pairs.count(q) && !want.near.count(q)) ++missing;
+    EXPECT_EQ(missing, 0u) << "slabs " << slabs;
+  }
+}
+
+}  // namespace
+
+TEST(Split, TrianglePairsBeforeMatchesCounting) {
+  for (uint64_t n : {0ull, 1ull, 2ull, 7ull, 64ull, 100ull, 1000ull})
+    for (uint64_t tile : {4ull, 32ull, 128ull}) {
+      const uint64_t M = (n + tile - 1) / tile;
+      for (uint64_t t = 0; t <= M * (M + 1) / 2 + 1; ++t)
+        ASSERT_EQ(split::triangle_pairs_before(n, tile, t), brute_pairs_before(n, tile, t))
+            << "n " << n << " tile " << tile << " t " << t;
+    }
+}
+
+TEST(Split, TriangleSharesAreBalancedByPairs) {
+  for (uint64_t n : {3ull, 5000ull, 100000ull, 4194304ull})
+    for (int shares : {1, 2, 3, 4, 7, 8}) {
+      const uint64_t tile = 1024;
+      const std::vector<uint64_t> b = split::triangle_shares(n, tile, shares);
+      const uint64_t M = (n + tile - 1) / tile;
+      ASSERT_EQ(b.size(), size_t(shares) + 1);
+      EXPECT_EQ(b.front(), 0u);
+      EXPECT_EQ(b.back(), M * (M + 1) / 2);
+      const double P = double(n) * double(n - 1) / 2;
+      uint64_t sum = 0;
+      for (int k = 0; k < shares; ++k) {
+        ASSERT_LE(b[size_t(k)], b[size_t(k) + 1]);
+        const uint64_t got = split::triangle_pairs_before(n, tile, b[size_t(k) + 1]) -
+                             split::triangle_pairs_before(n, tile, b[size_t(k)]);
+        sum += got;
+        // Within one tile pair of the ideal share.
+        EXPECT_LE(std::fabs(double(got) - P / shares), double(tile) * double(tile) + 1)
+            << "n " << n << " shares " << shares << " share " << k;
+      }
+      EXPECT_EQ(sum, n * (n - 1) / 2);
+    }
+}
+
+TEST(Split, WeightedSharesCoverEveryItemOnce) {
+  std::mt19937_64 rng(7);
+  for (int shares : {1, 2, 3, 5, 16}) {
+    std::vector<uint64_t> w(37);
+    for (auto& x : w) x = rng() % 1000;
+    const std::vector<size_t> b = split::weighted_shares(w, shares);
+    ASSERT_EQ(b.size(), size_t(shares) + 1);
+    EXPECT_EQ(b.front(), 0u);
+    EXPECT_EQ(b.back(), w.size());
+    uint64_t W = 0, maxw = 0;
+    for (auto x : w) W += x, maxw = std::max(maxw, x);
+    for (int k = 0; k < shares; ++k) {
+      ASSERT_LE(b[size_t(k)], b[size_t(k) + 1]);
+      uint64_t s = 0;
+      for (size_t i = b[size_t(k)]; i < b[size_t(k) + 1]; ++i) s += w[i];
+      EXPECT_LE(std::fabs(double(s) - double(W) / shares), double(maxw) + 1) << "shares " << shares;
+    }
+  }
+  // More shares than items: the extra shares are empty.
+  const std::vector<size_t> b = split::weighted_shares({5, 5}, 4);
+  EXPECT_EQ(b.back(), 2u);
+}
+
+TEST(Split, BlockPairWeightsCountEveryPair) {
+  for (uint64_t n : {1ull, 8192ull, 20000ull, 100001ull}) {
+    const std::vector<uint64_t> w = split::block_pair_weights(n, 8192);
+    const uint64_t K = (n + 8191) / 8192;
+    EXPECT_EQ(w.size(), K * (K + 1) / 2);
+    uint64_t s = 0;
+    for (auto x : w) s += x;
+    EXPECT_EQ(s, n * (n - 1) / 2);
+  }
+}
+
+TEST(Split, ParseDevices) {
+  std::vector<int> d;
+  std::string err;
+  EXPECT_TRUE(split::parse_devices("all", 3, &d, &err));
+  EXPECT_EQ(d, (std::vector<int>{0, 1, 2}));
+  EXPECT_TRUE(split::parse_devices(" ALL ", 0, &d, &err));
+  EXPECT_TRUE(d.empty());
+  EXPECT_TRUE(split::parse_devices("1, 0", 2, &d, &err));
+  EXPECT_EQ(d, (std::vector<int>{1, 0}));
+  for (const char* bad : {"", ",", "0,", "a", "-1", "0,0", "2", "1.5", "0;1"}) {
+    EXPECT_FALSE(split::parse_devices(bad, 2, &d, &err)) << bad;
+    EXPECT_FALSE(err.empty()) << bad;
+  }
+  EXPECT_FALSE(split::parse_devices("2", 2, &d, &err));
+  EXPECT_NE(err.find("does not exist"), std::string::npos) << err;
+  EXPECT_FALSE(split::parse_devices("1,1", 2, &d, &err));
+  EXPECT_NE(err.find("twice"), std::string::npos) << err;
+}
+
+// Every pair within eps has exactly one owning slab that sees it (both points its own, or one
+// its own and the other in its halo, the halo holding later slabs' points only).
+TEST(Split, SlabPlanOwnsEveryPairOnce) {
+  auto a = ref::uniform(1500, 2, 11);
+  auto b = ref::uniform(1300, 2, 12);
+  const double eps = 0.03;
+  for (bool self : {true, false})
+    for (int slabs : {1, 2, 3, 8, 40}) {
+      PointsView bv = b.view();
+      const SimjoinProblem p = make_simjoin(a.view(), self ? nullptr : &bv, eps, Precision::Float32, 0);
+      const split::SlabPlan plan = split::plan_slabs(p, slabs);
+      ASSERT_EQ(plan.slabs.size(), size_t(slabs));
+      EXPECT_GE(plan.halo, eps);
+      std::vector<int> slab_of(a.n(), -1);
+      size_t owned = 0;
+      for (size_t s = 0; s < plan.slabs.size(); ++s)
+        for (uint32_t i : plan.slabs[s].own) {
+          EXPECT_EQ(slab_of[i], -1);
+          slab_of[i] = int(s);
+          ++owned;
+        }
+      EXPECT_EQ(owned, a.n());
+      std::vector<std::set<uint32_t>> own(plan.slabs.size()), halo(plan.slabs.size());
+      for (size_t s = 0; s < plan.slabs.size(); ++s) {
+        own[s].insert(plan.slabs[s].own.begin(), plan.slabs[s].own.end());
+        halo[s].insert(plan.slabs[s].halo.begin(), plan.slabs[s].halo.end());
+        if (self)
+          for (uint32_t i : plan.slabs[s].halo) EXPECT_GT(slab_of[i], int(s));
+      }
+      const ref::Points& bb = self ? a : b;
+      for (size_t i = 0; i < a.n(); ++i)
+        for (size_t j = self ? i + 1 : 0; j < bb.n(); ++j) {
+          if (ref::dist(a, i, bb, j) > eps * 1.001) continue;
+          int seen = 0;
+          for (size_t s = 0; s < plan.slabs.size(); ++s) {
+            if (self) {
+              const bool io = own[s].count(uint32_t(i)), jo = own[s].count(uint32_t(j));
+              seen += (io && jo) || (io && halo[s].count(uint32_t(j))) ||
+                      (jo && halo[s].count(uint32_t(i)));
+            } else {
+              seen += own[s].count(uint32_t(i)) && halo[s].count(uint32_t(j));
+            }
+          }
+          ASSERT_EQ(seen, 1) << "self " << self << " slabs " << slabs << " pair " << i << "," << j;
+        }
+    }
+}
+
+TEST(Split, SlabJoinEqualsInMemoryJoin) {
+  for (Precision prec : {Precision::Float32, Precision::Float64})
+    for (int dims : {2, 3}) {
+      auto a = ref::uniform(3000, dims, 20 + dims);
+      auto b = ref::clustered(2500, dims, 30 + dims);
+      const double eps = dims == 2 ? 0.01 : 0.04;
+      for (int slabs : {2, 5, 16}) {
+        expect_slab_join_equal(a, nullptr, eps, prec, slabs);
+        expect_slab_join_equal(a, &b, eps, prec, slabs);
+      }
+    }
+}
+
+// Points exactly eps apart across every cut, all points in one slab (one x value: the other
+// slabs empty), and many equal coordinates (repeated cuts, empty slabs between them).
+TEST(Split, SlabJoinHaloEdgeCases) {
+  for (Precision prec : {Precision::Float32, Precision::Float64}) {
+    const double eps = 0.25;
+    ref::Points line;  // x = 0, 0.25, 0.5, ...: every neighbour exactly eps apart
+    line.dims = 2;
+    line.c.assign(2, {});
+    for (int i = 0; i < 64; ++i) {
+      line.c[0].push_back(0.25 * i);
+      line.c[1].push_back(0.0);
+    }
+    for (int slabs : {2, 4, 8, 63, 64})
+      expect_slab_join_equal(line, nullptr, eps, prec, slabs);
+    ref::Points other = line;  // shifted by eps along y: pairs straight across and diagonal
+    for (auto& y : other.c[1]) y = 0.25;
+    expect_slab_join_equal(line, &other, eps, prec, 8);
+    ref::Points column;  // one x value: every point in the last slab
+    column.dims = 2;
+    column.c.assign(2, {});
+    for (int i = 0; i < 500; ++i) {
+      column.c[0].push_back(1.5);
+      column.c[1].push_back(0.001 * i);
+    }
+    expect_slab_join_equal(column, nullptr, 0.002, prec, 4);
+    expect_slab_join_equal(column, &line, 0.3, prec, 4);
+    ref::Points few = ref::uniform(800, 2, 5);  // x in four values only
+    for (auto& x : few.c[0]) x = std::floor(x * 4) / 4;
+    expect_slab_join_equal(few, nullptr, 0.25, prec, 16);
+    expect_slab_join_equal(few, &line, 0.25, prec, 16);
+  }
+}
+
+TEST(Split, SlabJoinKeepsMaxPairs) {
+  auto a = ref::uniform(2000, 2, 3);
+  const SimjoinProblem whole = make_simjoin(a.view(), nullptr, 0.02, Precision::Float32, 0);
+  auto cpu = make_cpu_engine();
+  Control ctl;
+  Collect all(true);
+  cpu->simjoin(whole, all, ctl);
+  ASSERT_GT(all.pairs.size(), 10u);
+  const SimjoinProblem capped = make_simjoin(a.view(), nullptr, 0.02, Precision::Float32, all.pairs.size() - 1);
+  Collect some(true);
+  const auto run = [&](const SimjoinProblem& sub, PairSink& out) { cpu->simjoin(sub, out, ctl); };
+  try {
+    split::slab_simjoin(capped, split::plan_slabs(capped, 4), some, run);
+    FAIL() << "no error past max_pairs";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::ProgramLimit);
+  }
+  const SimjoinProblem exact = make_simjoin(a.view(), nullptr, 0.02, Precision::Float32, all.pairs.size());
+  Collect every(true);
+  split::slab_simjoin(exact, split::plan_slabs(exact, 4), every, run);
+  EXPECT_EQ(every.pairs.size(), all.pairs.size());
+}
+
+TEST(Split, SlabsForBudget) {
+  auto a = ref::uniform(200000, 3, 9);
+  const SimjoinProblem p = make_simjoin(a.view(), nullptr, 0.01, Precision::Float32, 0);
+  const uint64_t core = split::join_core_bytes(p.a.n, 0, true, 3, p.prec);
+  EXPECT_EQ(split::plan_slabs_for_budget(p, core + split::kJoinMinBankBytes).slabs.size(), 1u);
+  const split::SlabPlan plan = split::plan_slabs_for_budget(p, core / 4 + split::kJoinMinBankBytes);
+  EXPECT_GE(plan.slabs.size(), 4u);
+  for (const auto& s : plan.slabs)
+    EXPECT_LE(split::join_core_bytes(s.own.size(), s.halo.size(), false, 3, p.prec), core / 4);
+  try {
+    (void)split::plan_slabs_for_budget(p, split::kJoinMinBankBytes / 2);
+    FAIL() << "no error under a budget below the banks";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::OutOfMemory);
+  }
+}
