@@ -337,13 +337,15 @@ void SlabSink::consume(const PairRecord* pairs, size_t n) {
 // Slab counts 2, 4, 8, ... sized by counts of points per slab until the largest fits.
 SlabPlan plan_slabs_for_budget(const SimjoinProblem& p, uint64_t budget) {
   const uint64_t nb = p.self ? 0 : p.b.n;
-  if (budget >= kJoinMinBankBytes &&
-      join_core_bytes(p.a.n, nb, p.self, p.a.dims, p.prec) <= budget - kJoinMinBankBytes) {
+  // The banks keep kJoinMinBankBytes, or half of a smaller budget (the in-memory join sizes its
+  // result pool the same way and runs with any pool of at least one page).
+  const uint64_t bank = std::min<uint64_t>(kJoinMinBankBytes, budget / 2);
+  if (join_core_bytes(p.a.n, nb, p.self, p.a.dims, p.prec) <= budget - bank) {
     SlabPlan whole;  // one slab: the join in memory (its lists are not filled)
     whole.slabs.resize(1);
     return whole;
   }
-  const uint64_t avail = budget > kJoinMinBankBytes ? budget - kJoinMinBankBytes : 0;
+  const uint64_t avail = budget - bank;
   // Below the fixed part no slab fits; past the point where more slabs stop shrinking the
   // largest one (its halo dominates) none will.
   uint64_t prev = UINT64_MAX;
@@ -359,7 +361,7 @@ SlabPlan plan_slabs_for_budget(const SimjoinProblem& p, uint64_t budget) {
   }
   throw Error(ErrorCode::OutOfMemory, "GPU memory limit exceeded",
               "The similarity join needs " +
-                  std::to_string(join_core_bytes(p.a.n, nb, p.self, p.a.dims, p.prec) + kJoinMinBankBytes) +
+                  std::to_string(join_core_bytes(p.a.n, nb, p.self, p.a.dims, p.prec) + bank) +
                   " bytes of device memory and no slab plan fits in " + std::to_string(budget) + ".",
               "Raise gpu2bs.gpu_memory_limit, or use gpu2bs.device = cpu.");
 }

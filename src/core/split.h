@@ -72,11 +72,12 @@ SlabPlan plan_slabs(const SimjoinProblem& p, int slabs);
 // Device bytes the GPU join of `p` needs for its points and grid (not its result banks).
 uint64_t join_core_bytes(uint64_t na, uint64_t nb, bool self, int dims, Precision prec);
 
-// Device bytes a join keeps for its result banks at least (below: the join runs in slabs).
+// Device bytes a join keeps for its result banks at least (half the budget when that is less;
+// below: the join runs in slabs).
 constexpr uint64_t kJoinMinBankBytes = uint64_t(64) << 20;
 
 // Slabs for a join whose points and grid exceed `budget`: the fewest (a power of two, at most
-// 2^16) whose largest slab (own points plus halo) fits budget - kJoinMinBankBytes; one slab
+// 2^16) whose largest slab (own points plus halo) fits the budget less the banks' part; one slab
 // with empty lists when the whole join fits. Throws Error(OutOfMemory) when no plan fits.
 SlabPlan plan_slabs_for_budget(const SimjoinProblem& p, uint64_t budget);
 

@@ -292,13 +292,20 @@ TEST(Split, SlabsForBudget) {
   const SimjoinProblem p = make_simjoin(a.view(), nullptr, 0.01, Precision::Float32, 0);
   const uint64_t core = split::join_core_bytes(p.a.n, 0, true, 3, p.prec);
   EXPECT_EQ(split::plan_slabs_for_budget(p, core + split::kJoinMinBankBytes).slabs.size(), 1u);
-  const split::SlabPlan plan = split::plan_slabs_for_budget(p, core / 4 + split::kJoinMinBankBytes);
+  // Under half the in-memory need: slabs, each within the budget less the banks' part.
+  const uint64_t budget = core / 2;
+  const uint64_t avail = budget - std::min<uint64_t>(split::kJoinMinBankBytes, budget / 2);
+  const split::SlabPlan plan = split::plan_slabs_for_budget(p, budget);
   EXPECT_GE(plan.slabs.size(), 4u);
   for (const auto& s : plan.slabs)
-    EXPECT_LE(split::join_core_bytes(s.own.size(), s.halo.size(), false, 3, p.prec), core / 4);
+    EXPECT_LE(split::join_core_bytes(s.own.size(), s.halo.size(), false, 3, p.prec), avail);
+  // A small join runs in memory under a budget below kJoinMinBankBytes (half goes to the banks).
+  auto q = ref::uniform(20000, 3, 10);
+  const SimjoinProblem small = make_simjoin(q.view(), nullptr, 0.01, Precision::Float32, 0);
+  EXPECT_EQ(split::plan_slabs_for_budget(small, uint64_t(24) << 20).slabs.size(), 1u);
   try {
-    (void)split::plan_slabs_for_budget(p, split::kJoinMinBankBytes / 2);
-    FAIL() << "no error under a budget below the banks";
+    (void)split::plan_slabs_for_budget(p, split::join_core_bytes(1, 0, true, 3, p.prec));
+    FAIL() << "no error under a budget below the fixed part of one slab and its banks";
   } catch (const Error& e) {
     EXPECT_EQ(e.code(), ErrorCode::OutOfMemory);
   }
