@@ -16,7 +16,8 @@ CORE_OBJS = $(patsubst %,src/core/%.o,$(CORE_SOURCES))
 PG_OBJS   = src/pg/module.o src/pg/boundary.o src/pg/settings.o src/pg/points_agg.o \
             src/pg/aggregates.o src/pg/simjoin.o src/pg/simjoin_scan.o src/pg/info.o \
             src/pg/planner/pair_quals.o src/pg/pairwise.o src/pg/relation_stats.o \
-            src/pg/pair_expr.o src/pg/dbscan.o src/pg/planner/join_path.o src/pg/admission.o src/pg/rdf.o
+            src/pg/pair_expr.o src/pg/dbscan.o src/pg/planner/join_path.o src/pg/admission.o src/pg/rdf.o \
+            src/pg/weights.o
 
 # CUDA: found on PATH or in /usr/local/cuda; empty NVCC means a CPU-only build.
 NVCC ?= $(shell command -v nvcc 2>/dev/null || ls /usr/local/cuda/bin/nvcc 2>/dev/null)

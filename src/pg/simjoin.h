@@ -34,6 +34,8 @@ struct RelPoints {
   bool keyless;         // coordinates only (gpu_sdh, gpu_pair_count): no key column, ids null
   int64* ids;
   double* coord[kMaxDims];
+  const char* weight_name;  // the weight column read after the coordinates, or null
+  double* weight;           // one weight per point when weight_name is set
 };
 
 // The points read from a relation as an engine view (no copy).
@@ -54,6 +56,7 @@ struct SimjoinArgs {
   ArrayType* coords = nullptr;
   text* id = nullptr;
   bool keyless = false;  // coordinates only, no key column and no eps (read_coordinates)
+  const char* weight = nullptr;  // a weight column read beside the coordinates (keyless only)
 };
 
 // The points read for one call; `ctx` owns them.
@@ -76,6 +79,10 @@ void simjoin_read(const SimjoinArgs& a, SimjoinInput* in);
 // receiver as gpu_simjoin. Rows with a NULL coordinate are skipped; NaN or infinite
 // coordinates are 22023. Throws.
 void read_coordinates(Oid relid, ArrayType* coords, SimjoinInput* in);
+// The same with the numeric column `weight` read too, into in->rels[0].weight: it is no
+// coordinate (the default coordinates leave it out); rows with a NULL weight are skipped; NaN
+// or infinite weights are 22023. Throws.
+void read_weighted_coordinates(Oid relid, ArrayType* coords, const char* weight, SimjoinInput* in);
 // The problem over the points read and the engine chosen for it (checks the inputs). Throws.
 struct SimjoinPrepared {
   SimjoinProblem prob;
