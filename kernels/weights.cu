@@ -5,9 +5,11 @@
 // grid (weight_fixed), and added to a 128-bit integer sum: a 64-bit atomic add on the low limb
 // whose returned old value gives the carry into the high limb. Integer adds are associative, so
 // the sums equal the CPU engine's bit for bit whatever the order of the atomics.
-//   SDH: per-block privatized histograms in shared memory (a 32-bit count and the two limbs
-//        per bucket) when they fit, flushed into the global arrays once per launch; else the
-//        global arrays directly.
+//   SDH: per-block privatized histograms in shared memory when they fit, flushed into the
+//        global arrays once per launch; else the global arrays directly. Two layouts of the
+//        shared sums (WeightedDeviceArgs::split32): 32-bit words only (the default: shared
+//        memory adds 32-bit integers natively, 64-bit ones by a compare-and-swap loop) or two
+//        64-bit limbs per bucket.
 //   Pair count: per-thread count and 128-bit sum in registers, reduced per block in shared
 //        memory, then one global add per block.
 // Blocks walk tile pairs (a <= b) with a grid stride; launches are bounded so a block's 32-bit
@@ -39,6 +41,7 @@ struct WArgs {
   int nb;
   T inv_w, nbt, beyond, r2;
   bool weighted;
+  bool split32;
   WeightScale s;
   unsigned long long* pairs;
   unsigned long long* lo;
@@ -73,6 +76,33 @@ __device__ __forceinline__ void add128(unsigned long long* lo, unsigned long lon
   const unsigned long long old = atomicAdd(lo, l);
   const unsigned long long inc = h + (old + l < old ? 1ull : 0ull);
   if (inc) atomicAdd(hi, inc);
+}
+
+// Adds a fixed-point product to a shared sum in 32-bit words: v = q + 2^62 (0 <= v < 2^63) as
+// a + 2^32 b; a goes to word l, b and l's carry to word h, h's carry counted in x. The block's
+// sum of v is l + 2^32 h + 2^64 x (x counts at most 2^32 adds), and the sum of q that less
+// 2^62 per pair counted.
+__device__ __forceinline__ void add_split32(unsigned* l, unsigned* h, unsigned* x, long long q) {
+  const unsigned long long v = (unsigned long long)q + (1ull << 62);
+  const unsigned a = unsigned(v), b = unsigned(v >> 32);
+  const unsigned old = atomicAdd(l, a);
+  const unsigned t = b + (old + a < old ? 1u : 0u);
+  const unsigned old2 = atomicAdd(h, t);
+  if (old2 + t < old2) atomicAdd(x, 1u);
+}
+
+// The sum of q of a 32-bit-word shared sum (l, h, x) over `cnt` pairs, as a 128-bit sum.
+__device__ WeightSum split32_sum(unsigned l, unsigned h, unsigned x, unsigned cnt) {
+  WeightSum v;
+  v.lo = (unsigned long long)l;
+  v.add(WeightSum{(unsigned long long)h << 32, 0});
+  v.add(WeightSum{0, (unsigned long long)x});
+  // Less cnt * 2^62: the two's complement of (cnt mod 4) * 2^62 + (cnt / 4) * 2^64.
+  const WeightSum off{(unsigned long long)(cnt & 3u) << 62, (unsigned long long)(cnt >> 2)};
+  WeightSum neg{~off.lo, ~off.hi};
+  neg.add((long long)1);
+  v.add(neg);
+  return v;
 }
 
 // MODE 0: SDH, width from the bounding box (clamp); 1: SDH, explicit width (pairs past the end
@@ -130,7 +160,14 @@ __global__ void __launch_bounds__(kWTile) weighted_kernel(WArgs<T> g, long long 
         if (MODE == 0 || bk >= 0) {
           if constexpr (SHARED) {
             atomicAdd(&sh_cnt[bk], 1u);
-            if (g.weighted) add128(&sh_lo[bk], &sh_hi[bk], weight_fixed(wi, tw[t], g.s));
+            if (g.weighted) {
+              const long long qv = weight_fixed(wi, tw[t], g.s);
+              if (g.split32)
+                add_split32(reinterpret_cast<unsigned*>(sh_lo) + bk, reinterpret_cast<unsigned*>(sh_lo) + slots + bk,
+                            reinterpret_cast<unsigned*>(sh_lo) + 2 * slots + bk, qv);
+              else
+                add128(&sh_lo[bk], &sh_hi[bk], qv);
+            }
           } else {
             atomicAdd(&g.pairs[bk], 1ull);
             if (g.weighted) add128(&g.lo[bk], &g.hi[bk], weight_fixed(wi, tw[t], g.s));
@@ -149,7 +186,13 @@ __global__ void __launch_bounds__(kWTile) weighted_kernel(WArgs<T> g, long long 
     __syncthreads();
     for (int k = tid; k < slots; k += kWTile) {
       if (sh_cnt[k]) atomicAdd(&g.pairs[k], (unsigned long long)sh_cnt[k]);
-      if (sh_lo[k] || sh_hi[k]) add128(&g.lo[k], &g.hi[k], sh_lo[k], sh_hi[k]);
+      if (MODE != 2 && g.split32) {
+        const unsigned* w32 = reinterpret_cast<const unsigned*>(sh_lo);
+        const WeightSum v = split32_sum(w32[k], w32[slots + k], w32[2 * slots + k], sh_cnt[k]);
+        if (v.lo || v.hi) add128(&g.lo[k], &g.hi[k], v.lo, v.hi);
+      } else if (sh_lo[k] || sh_hi[k]) {
+        add128(&g.lo[k], &g.hi[k], sh_lo[k], sh_hi[k]);
+      }
     }
   }
 }
@@ -173,6 +216,7 @@ double run_variant(const WeightedDeviceArgs& a, cudaStream_t stream, int sms,
   g.beyond = sdh_beyond<T>(a.nbuckets, a.clamp);
   g.r2 = f32 ? T(a.r2_f) : T(a.r2);
   g.weighted = a.weighted;
+  g.split32 = a.split32;
   g.s = a.scale;
   g.pairs = a.pairs;
   g.lo = a.lo;

@@ -30,6 +30,7 @@ struct WeightedDeviceArgs {
   double r2 = 0;          // pair count: r^2 (r2_f for float32)
   float r2_f = 0;
   bool weighted = true;   // false: counts only (benchmarks: the cost of the sums)
+  bool split32 = true;    // SDH shared sums in 32-bit words (else two 64-bit limbs per bucket)
   WeightScale scale;
   unsigned long long* pairs = nullptr;
   unsigned long long* lo = nullptr;

@@ -1,7 +1,7 @@
-// Weighted SDH kernel cost (kernels/weights.cu): the same all-pairs tile kernel with and without
-// the weight sums (WeightedDeviceArgs::weighted), uniform 3-D float32 points in the unit cube,
-// weights uniform in (0, 1], width from the bounding box. Kernel time from cudaEvents, median of
-// `reps` runs, as pairs/s. Not a test.
+// Weighted SDH kernel cost (kernels/weights.cu): the same all-pairs tile kernel without the
+// weight sums (WeightedDeviceArgs::weighted) and with them in each shared layout (split32),
+// uniform 3-D float32 points in the unit cube, weights uniform in (0, 1], width from the bounding
+// box. Kernel time from cudaEvents, median of `reps` runs, as pairs/s. Not a test.
 //   build/bench_weights N NBUCKETS [reps]
 #include <cuda_runtime.h>
 
@@ -77,24 +77,27 @@ int main(int argc, char** argv) {
   const double pairs = double(n) * double(n - 1) / 2;
   std::printf("device %s, %d SMs; n %zu, 3-D float32, %d buckets, %d runs each\n", prop.name, sms, n, nb, reps);
   std::printf("| kernel | median ms | min ms | pairs/s (median) |\n|---|---|---|---|\n");
-  double med[2] = {0, 0};
-  for (int weighted = 0; weighted < 2; ++weighted) {
-    a.weighted = weighted == 1;
+  double med[3] = {0, 0, 0};
+  const char* names[3] = {"counts only", "counts + weight sums (32-bit words, default)",
+                          "counts + weight sums (64-bit limbs)"};
+  for (int mode = 0; mode < 3; ++mode) {
+    a.weighted = mode > 0;
+    a.split32 = mode == 1;
     std::vector<double> ms;
     for (int r = 0; r < reps; ++r) {
       BC(cudaMemset(out, 0, 3 * size_t(nb) * 8));
       ms.push_back(cuda::weighted_run(a, nullptr, sms, {}, &bcheck));
     }
     std::sort(ms.begin(), ms.end());
-    med[weighted] = ms[ms.size() / 2];
+    med[mode] = ms[ms.size() / 2];
     std::vector<unsigned long long> h(3 * size_t(nb));
     BC(cudaMemcpy(h.data(), out, h.size() * 8, cudaMemcpyDeviceToHost));
     unsigned long long total = 0;
     for (int k = 0; k < nb; ++k) total += h[size_t(k)];
     if (double(total) != pairs) std::printf("ERROR: %llu pairs counted, %.0f expected\n", total, pairs);
-    std::printf("| %s | %.1f | %.1f | %.3g |\n", weighted ? "counts + weight sums" : "counts only", med[weighted],
-                ms.front(), pairs / (med[weighted] * 1e-3));
+    std::printf("| %s | %.1f | %.1f | %.3g |\n", names[mode], med[mode], ms.front(), pairs / (med[mode] * 1e-3));
   }
-  std::printf("weighted / unweighted kernel time: %.2f\n", med[1] / med[0]);
+  std::printf("weighted / unweighted kernel time: %.2f (32-bit words), %.2f (64-bit limbs)\n", med[1] / med[0],
+              med[2] / med[0]);
   return 0;
 }

@@ -1,5 +1,5 @@
 // Weighted SDH and pair count on the device (kernels/weights.cu) against the CPU engine, bit for
-// bit (counts and 128-bit sums), the counts against the CPU engine's unweighted SDH and pair
+// bit (counts and 128-bit sums; both layouts of the shared sums), the counts against the CPU engine's unweighted SDH and pair
 // count, the sums against a long double reference within the documented bound, and two GPU runs
 // against each other. Uses weighted_run and the core only (no engine), so it also builds alone
 // (make -C test/gpu weights); skips without a GPU.
@@ -72,7 +72,7 @@ Data make_data(int dims, size_t n, int wkind, unsigned seed) {
 
 // The GPU's counts and sums through weighted_run for nb buckets (0: the pair count).
 WeightedCounts gpu_weighted(const Data& d, Precision prec, int nb, const SdhParams* sp, double r2,
-                            float r2_f, const WeightScale& s) {
+                            float r2_f, const WeightScale& s, bool split32 = true) {
   const bool f32 = prec == Precision::Float32;
   const size_t es = f32 ? 4 : 8;
   cuda::WeightedDeviceArgs a;
@@ -110,6 +110,7 @@ WeightedCounts gpu_weighted(const Data& d, Precision prec, int nb, const SdhPara
   a.r2 = r2;
   a.r2_f = r2_f;
   a.scale = s;
+  a.split32 = split32;
   a.pairs = out;
   a.lo = out + slots;
   a.hi = out + 2 * slots;
@@ -214,6 +215,8 @@ void run_case(Precision prec, size_t n, int wkind, unsigned seed) {
     expect_same(g, c, what + " sdh " + std::to_string(variant));
     const WeightedCounts g2 = gpu_weighted(d, prec, sp.params.nbuckets, &sp.params, 0, 0, s);
     expect_same(g2, g, what + " sdh rerun " + std::to_string(variant));
+    const WeightedCounts g3 = gpu_weighted(d, prec, sp.params.nbuckets, &sp.params, 0, 0, s, false);
+    expect_same(g3, g, what + " sdh 64-bit limbs " + std::to_string(variant));
     const std::vector<uint64_t> plain = cpu->sdh(sp, ctl);
     for (size_t k = 0; k < plain.size(); ++k) EXPECT_EQ(plain[k], g.pairs[k]) << what << " bucket " << k;
     if (prec == Precision::Float32)
