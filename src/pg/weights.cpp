@@ -42,6 +42,14 @@ const char* weight_arg(text* t) {
   return name;
 }
 
+// Device bytes of a weighted run (kernels/weights_engine.cu): the points in the precision, the
+// weights, the counts and limbs of `slots` entries, and 1 MiB of headroom; the run needs all
+// of it at once (no blocks), so it is both what the call asks for and the least it takes.
+uint64_t weighted_device_bytes(const PointsView& pts, Precision prec, size_t slots) {
+  const uint64_t coord = prec == Precision::Float32 ? 4 : 8;
+  return uint64_t(pts.n) * (uint64_t(pts.dims) * coord + 8) + uint64_t(slots) * 24 + (uint64_t(1) << 20);
+}
+
 }  // namespace
 
 // gpu_sdh_weighted(rel, nbuckets, weight, width, coords) -> (bucket, lo, hi, pairs, weight_sum):
@@ -70,9 +78,8 @@ GPU2BS_FUNCTION(gpu2bs_sdh_weighted_rel) {
   Engine* eng = choose_engine(&reason);
   PgControl ctl;
   ctl.stats.scan_s = in.scan_s;
-  DeviceGrant grant(eng, ctl, admission_want(prob.pts, prob.prec, prob.params.nbuckets),
-                    admission_min(prob.pts, prob.prec, prob.params.nbuckets),
-                    admission_in_memory(prob.pts, prob.prec, prob.params.nbuckets));
+  const uint64_t need = weighted_device_bytes(prob.pts, prob.prec, size_t(nbuckets));
+  DeviceGrant grant(eng, ctl, need, need, need);
   const WeightedCounts res = eng->sdh_weighted(prob, in.rels[0].weight, ctl);
   record_run("gpu_sdh_weighted", eng->name(), ctl.stats);
   drop_weighted_points(&in);
@@ -117,8 +124,8 @@ GPU2BS_FUNCTION(gpu2bs_pair_count_weighted_rel) {
   Engine* eng = choose_engine(&reason);
   PgControl ctl;
   ctl.stats.scan_s = in.scan_s;
-  DeviceGrant grant(eng, ctl, admission_want(prob.pts, prob.prec, 0), admission_min(prob.pts, prob.prec, 0),
-                    admission_in_memory(prob.pts, prob.prec, 0));
+  const uint64_t need = weighted_device_bytes(prob.pts, prob.prec, 1);
+  DeviceGrant grant(eng, ctl, need, need, need);
   const WeightedCounts res = eng->pair_count_weighted(prob, in.rels[0].weight, ctl);
   record_run("gpu_pair_count_weighted", eng->name(), ctl.stats);
   drop_weighted_points(&in);
