@@ -51,8 +51,8 @@ PGXS := $(shell $(PG_CONFIG) --pgxs)
 include $(PGXS)
 
 # AVX2+FMA variant of the CPU kernels, chosen at run time.
-src/core/cpu_kernels_avx2.o src/core/pairwise_cpu_avx2.o src/core/pair_expr_cpu_avx2.o src/core/rdf_cpu_avx2.o: override CXXFLAGS += $(CORE_AVX2_FLAGS)
-src/core/cpu_kernels_generic.o src/core/pairwise_cpu_generic.o src/core/pair_expr_cpu_generic.o src/core/rdf_cpu_generic.o: override CXXFLAGS += $(CORE_GENERIC_FLAGS)
+src/core/cpu_kernels_avx2.o src/core/pairwise_cpu_avx2.o src/core/pair_expr_cpu_avx2.o src/core/rdf_cpu_avx2.o src/core/weights_cpu_avx2.o: override CXXFLAGS += $(CORE_AVX2_FLAGS)
+src/core/cpu_kernels_generic.o src/core/pairwise_cpu_generic.o src/core/pair_expr_cpu_generic.o src/core/rdf_cpu_generic.o src/core/weights_cpu_generic.o: override CXXFLAGS += $(CORE_GENERIC_FLAGS)
 src/core/pairwise_cpu_avx512.o src/core/pair_expr_cpu_avx512.o: override CXXFLAGS += $(CORE_AVX512_FLAGS)
 
 KERNEL_HEADERS = $(wildcard kernels/*.cuh kernels/*.h kernels/*/*.cuh kernels/*/*.h) src/core/*.h
@@ -66,7 +66,7 @@ kernels/pairwise/%.o: kernels/pairwise/%.cu kernels/pairwise/*.h kernels/*.cuh k
 kernels/device_link.o: $(CUDA_KOBJS)
 	$(NVCC) $(CUDA_ARCH) -Xcompiler -fPIC -dlink $^ -o $@
 
-$(CORE_OBJS) $(PG_OBJS): src/core/*.h src/pg/*.h src/pg/planner/*.h src/core/cpu_kernels.inc src/core/pairwise_cpu.inc src/core/pair_expr_cpu.inc src/core/rdf_cpu.inc
+$(CORE_OBJS) $(PG_OBJS): src/core/*.h src/pg/*.h src/pg/planner/*.h src/core/cpu_kernels.inc src/core/pairwise_cpu.inc src/core/pair_expr_cpu.inc src/core/rdf_cpu.inc src/core/weights_cpu.inc
 
 EXTRA_CLEAN = build test/unit/build
 

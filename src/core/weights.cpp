@@ -1,5 +1,6 @@
 // Pair weights: the fixed-point grid, the final rounding, and the CPU engine's weighted SDH and
-// pair count (brute force over tile pairs on all cores, one private accumulator per worker).
+// pair count (brute force over tile pairs on all cores, one private accumulator per worker; the
+// inner loops per instruction set in weights_cpu.inc).
 #include "weights.h"
 
 #include <algorithm>
@@ -12,6 +13,7 @@
 #include "engine.h"
 #include "error.h"
 #include "parallel.h"
+#include "weights_cpu.h"
 
 namespace gpu2bs {
 
@@ -55,9 +57,6 @@ double weight_max(const double* w, size_t n, const char* what) {
 
 namespace {
 
-// Rows per tile of the weighted CPU runs (one work item is a pair of tiles).
-constexpr size_t kWeightTile = 512;
-
 // Largest memory of the workers' private histograms together (unless one alone is larger).
 constexpr size_t kWeightPrivateBytes = size_t(128) << 20;
 
@@ -90,52 +89,6 @@ void tile_pair(size_t item, size_t tiles, size_t* a, size_t* b) {
   while (r + 1 < tiles && start(r + 1) <= item) ++r;
   *a = r;
   *b = r + (item - start(r));
-}
-
-// The weighted SDH of the pairs (i, j), i in tile rows [i0, i1), j in [j0, j1), j > i on the
-// diagonal: the bucket as sdh_rows computes it, the product on the grid.
-template <typename T, int D, bool CLAMP>
-void sdh_weighted_rows(const T* const* c, const double* w, size_t i0, size_t i1, size_t j0,
-                       size_t j1, bool diag, T inv_w, int nb, const WeightScale& s,
-                       WeightedPrivate& out) {
-  const T nbt = T(nb);
-  const T beyond = sdh_beyond<T>(nb, CLAMP);
-  for (size_t i = i0; i < i1; ++i) {
-    T p[D];
-    for (int k = 0; k < D; ++k) p[k] = c[k][i];
-    const double wi = w[i];
-    for (size_t j = diag ? i + 1 : j0; j < j1; ++j) {
-      T q[D];
-      for (int k = 0; k < D; ++k) q[k] = c[k][j];
-      const int b = sdh_bucket<T>(sq_dist<T, D>(p, q), inv_w, nbt, beyond);
-      if (!CLAMP && b < 0) continue;
-      out.pairs[size_t(b)]++;
-      out.sums[size_t(b)].add(weight_fixed(wi, w[j], s));
-    }
-  }
-}
-
-// The weighted pair count of the same ranges: pairs with d2 <= r2.
-template <typename T, int D>
-void count_weighted_rows(const T* const* c, const double* w, size_t i0, size_t i1, size_t j0,
-                         size_t j1, bool diag, T r2, const WeightScale& s, WeightedPrivate& out) {
-  uint64_t n = 0;
-  WeightSum sum;
-  for (size_t i = i0; i < i1; ++i) {
-    T p[D];
-    for (int k = 0; k < D; ++k) p[k] = c[k][i];
-    const double wi = w[i];
-    for (size_t j = diag ? i + 1 : j0; j < j1; ++j) {
-      T q[D];
-      for (int k = 0; k < D; ++k) q[k] = c[k][j];
-      if (sq_dist<T, D>(p, q) <= r2) {
-        ++n;
-        sum.add(weight_fixed(wi, w[j], s));
-      }
-    }
-  }
-  out.pairs[0] += n;
-  out.sums[0].add(sum);
 }
 
 // Runs `rows(i0, i1, j0, j1, diag, private)` over every tile pair on the workers and merges
@@ -182,63 +135,63 @@ WeightedCounts run_weighted(size_t n, size_t slots, const WeightScale& s, Contro
   return res;
 }
 
-// The weighted SDH in precision T and D dimensions.
-template <typename T, int D>
+// The weighted SDH in precision T on the best kernel variant.
+template <typename T>
 WeightedCounts sdh_weighted_t(const SdhProblem& p, const double* w, const WeightScale& s,
                               Control& ctl) {
   const auto coords = typed_coords<T>(p.pts);
   const T* c[kMaxDims] = {};
-  for (int k = 0; k < D; ++k) c[k] = coords[size_t(k)].data();
-  const T inv_w = sizeof(T) == 4 ? T(p.params.inv_width_f) : T(p.params.inv_width);
+  for (int k = 0; k < p.pts.dims; ++k) c[k] = coords[size_t(k)].data();
+  const bool f32 = sizeof(T) == 4;
+  const T inv_w = f32 ? T(p.params.inv_width_f) : T(p.params.inv_width);
   const int nb = p.params.nbuckets;
+  const bool clamp = !p.params.explicit_width;
+  const WeightKernels& kern = weight_kernels();
   return run_weighted(p.pts.n, size_t(nb), s, ctl,
                       [&](size_t i0, size_t i1, size_t j0, size_t j1, bool diag,
                           WeightedPrivate& out) {
-                        if (p.params.explicit_width)
-                          sdh_weighted_rows<T, D, false>(c, w, i0, i1, j0, j1, diag, inv_w, nb, s, out);
+                        if constexpr (sizeof(T) == 4)
+                          kern.sdh_f32(p.pts.dims, c, w, i0, i1, j0, j1, diag, inv_w, nb, clamp, s,
+                                       out.pairs.data(), out.sums.data());
                         else
-                          sdh_weighted_rows<T, D, true>(c, w, i0, i1, j0, j1, diag, inv_w, nb, s, out);
+                          kern.sdh_f64(p.pts.dims, c, w, i0, i1, j0, j1, diag, inv_w, nb, clamp, s,
+                                       out.pairs.data(), out.sums.data());
                       });
 }
 
-// The weighted pair count in precision T and D dimensions.
-template <typename T, int D>
+// The weighted pair count in precision T on the best kernel variant.
+template <typename T>
 WeightedCounts count_weighted_t(const PairCountProblem& p, const double* w,
                                 const WeightScale& s, Control& ctl) {
   const auto coords = typed_coords<T>(p.pts);
   const T* c[kMaxDims] = {};
-  for (int k = 0; k < D; ++k) c[k] = coords[size_t(k)].data();
+  for (int k = 0; k < p.pts.dims; ++k) c[k] = coords[size_t(k)].data();
   const T r2 = sizeof(T) == 4 ? T(p.r2_f) : T(p.r2);
+  const WeightKernels& kern = weight_kernels();
   return run_weighted(p.pts.n, 1, s, ctl,
                       [&](size_t i0, size_t i1, size_t j0, size_t j1, bool diag,
                           WeightedPrivate& out) {
-                        count_weighted_rows<T, D>(c, w, i0, i1, j0, j1, diag, r2, s, out);
+                        if constexpr (sizeof(T) == 4)
+                          kern.count_f32(p.pts.dims, c, w, i0, i1, j0, j1, diag, r2, s,
+                                         out.pairs.data(), out.sums.data());
+                        else
+                          kern.count_f64(p.pts.dims, c, w, i0, i1, j0, j1, diag, r2, s,
+                                         out.pairs.data(), out.sums.data());
                       });
 }
-
-// Dispatches `f<T, D>` on the problem's precision and dimensions.
-#define G2_WEIGHTED_DISPATCH(F, prob, ...)                                          \
-  do {                                                                             \
-    const bool f32 = (prob).prec == Precision::Float32;                            \
-    switch ((prob).pts.dims) {                                                     \
-      case 2: return f32 ? F<float, 2>(__VA_ARGS__) : F<double, 2>(__VA_ARGS__);   \
-      case 3: return f32 ? F<float, 3>(__VA_ARGS__) : F<double, 3>(__VA_ARGS__);   \
-      case 4: return f32 ? F<float, 4>(__VA_ARGS__) : F<double, 4>(__VA_ARGS__);   \
-      case 5: return f32 ? F<float, 5>(__VA_ARGS__) : F<double, 5>(__VA_ARGS__);   \
-      default: return f32 ? F<float, 6>(__VA_ARGS__) : F<double, 6>(__VA_ARGS__);  \
-    }                                                                              \
-  } while (0)
 
 }  // namespace
 
 WeightedCounts cpu_sdh_weighted(const SdhProblem& p, const double* w, Control& ctl) {
   const WeightScale s = make_weight_scale(weight_max(w, p.pts.n, p.pts.name));
-  G2_WEIGHTED_DISPATCH(sdh_weighted_t, p, p, w, s, ctl);
+  return p.prec == Precision::Float32 ? sdh_weighted_t<float>(p, w, s, ctl)
+                                      : sdh_weighted_t<double>(p, w, s, ctl);
 }
 
 WeightedCounts cpu_pair_count_weighted(const PairCountProblem& p, const double* w, Control& ctl) {
   const WeightScale s = make_weight_scale(weight_max(w, p.pts.n, p.pts.name));
-  G2_WEIGHTED_DISPATCH(count_weighted_t, p, p, w, s, ctl);
+  return p.prec == Precision::Float32 ? count_weighted_t<float>(p, w, s, ctl)
+                                      : count_weighted_t<double>(p, w, s, ctl);
 }
 
 WeightedCounts Engine::sdh_weighted(const SdhProblem& p, const double* w, Control& ctl) {

@@ -53,13 +53,19 @@ struct WeightScale {
 // Error(InvalidParameter) when wmax^2 overflows float64.
 WeightScale make_weight_scale(double wmax);
 
-// p = w_i * w_j rounded to float64, then to the grid: the fixed-point integer summed.
+// p = w_i * w_j rounded to float64, then to the grid: the fixed-point integer summed. On the
+// host the rounding to an integer (nearest, ties to even, as __double2ll_rn) is written with
+// plain IEEE operations so loops over it vectorize: below 2^52, |v| + 2^52 rounds to an integer
+// and subtracting 2^52 again is exact; from 2^52 on every float64 is an integer.
 G2_HD int64_t weight_fixed(double wi, double wj, const WeightScale& s) {
   const double v = op_mul(op_mul(op_mul(wi, wj), s.s1), s.s2);
 #if defined(__CUDA_ARCH__)
   return __double2ll_rn(v);
 #else
-  return static_cast<int64_t>(std::nearbyint(v));
+  const double two52 = 4503599627370496.0;
+  const double a = std::fabs(v);
+  const double r = a < two52 ? (a + two52) - two52 : a;
+  return static_cast<int64_t>(std::copysign(r, v));
 #endif
 }
 

@@ -14,6 +14,7 @@
 #include "core/engine.h"
 #include "core/error.h"
 #include "core/weights.h"
+#include "core/weights_cpu.h"
 
 namespace gpu2bs {
 namespace {
@@ -209,6 +210,46 @@ TEST(CpuWeighted, AllOnesSumToCountsAndExplicitWidth) {
   const WeightedCounts h = cpu->sdh_weighted(sp, c.w.data(), ctl);
   EXPECT_EQ(h.pairs, cpu->sdh(sp, ctl));
   for (size_t k = 0; k < h.pairs.size(); ++k) EXPECT_EQ(weight_value(h.sums[k], h.scale), double(h.pairs[k]));
+}
+
+}  // namespace
+}  // namespace gpu2bs
+
+namespace gpu2bs {
+namespace {
+
+// The generic and AVX2+FMA kernel variants give the same counts and sums on the same tiles.
+TEST(CpuWeighted, KernelVariantsAgree) {
+#if defined(__x86_64__)
+  if (!(__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))) GTEST_SKIP() << "no AVX2+FMA";
+#endif
+  const Cloud c = cloud(kWeightTile, 21);
+  const WeightScale s = make_weight_scale(std::exp2(20.0));
+  std::vector<float> f[3];
+  const double* d[3] = {c.x.data(), c.y.data(), c.z.data()};
+  for (int k = 0; k < 3; ++k) f[k].assign(d[k], d[k] + c.x.size());
+  const float* cf[3] = {f[0].data(), f[1].data(), f[2].data()};
+  const WeightKernels& g = weight_kernels_generic();
+  const WeightKernels& a = weight_kernels_avx2();
+  for (bool diag : {true, false}) {
+    std::vector<uint64_t> pg(50), pa(50);
+    std::vector<WeightSum> sg(50), sa(50);
+    g.sdh_f32(3, cf, c.w.data(), 0, 300, diag ? 0 : 300, kWeightTile, diag, 3.0f, 50, true, s, pg.data(), sg.data());
+    a.sdh_f32(3, cf, c.w.data(), 0, 300, diag ? 0 : 300, kWeightTile, diag, 3.0f, 50, true, s, pa.data(), sa.data());
+    EXPECT_EQ(pg, pa);
+    for (size_t k = 0; k < 50; ++k) EXPECT_TRUE(sg[k] == sa[k]) << k;
+    g.sdh_f64(3, d, c.w.data(), 0, 300, diag ? 0 : 300, kWeightTile, diag, 7.0, 50, false, s, pg.data(), sg.data());
+    a.sdh_f64(3, d, c.w.data(), 0, 300, diag ? 0 : 300, kWeightTile, diag, 7.0, 50, false, s, pa.data(), sa.data());
+    EXPECT_EQ(pg, pa);
+    for (size_t k = 0; k < 50; ++k) EXPECT_TRUE(sg[k] == sa[k]) << k;
+    uint64_t ng = 0, na = 0;
+    WeightSum cg, ca;
+    g.count_f64(3, d, c.w.data(), 0, 300, diag ? 0 : 300, kWeightTile, diag, 1.2, s, &ng, &cg);
+    a.count_f64(3, d, c.w.data(), 0, 300, diag ? 0 : 300, kWeightTile, diag, 1.2, s, &na, &ca);
+    EXPECT_EQ(ng, na);
+    EXPECT_GT(ng, 0u);
+    EXPECT_TRUE(cg == ca);
+  }
 }
 
 }  // namespace
