@@ -5,7 +5,7 @@ MODULE_big  = gpu2bs
 DATA        = $(sort $(wildcard sql/gpu2bs--*.sql))
 PGFILEDESC  = "gpu2bs - two-body statistics on the GPU or every CPU core"
 
-REGRESS      = setup sdh pair_count relation_forms simjoin errors parallel precision privileges customscan customscan_shapes pushdown cancel literals boundary postgis pairwise resolve pair_expressions dbscan dbscan_postgis planner_join planner_join_postgis admission rdf direct_scan xi periodic multigpu
+REGRESS      = setup sdh pair_count relation_forms simjoin errors parallel precision privileges customscan customscan_shapes pushdown cancel literals boundary postgis pairwise resolve pair_expressions dbscan dbscan_postgis planner_join planner_join_postgis admission rdf direct_scan xi periodic multigpu weights
 REGRESS_OPTS = --inputdir=test --load-extension=gpu2bs
 # isolationtester specs (test/specs/*.spec, expected output in test/expected): concurrent sessions
 ISOLATION      = concurrent_ddl concurrent_ddl_views admission_wait
@@ -17,7 +17,7 @@ PG_OBJS   = src/pg/module.o src/pg/boundary.o src/pg/settings.o src/pg/points_ag
             src/pg/aggregates.o src/pg/simjoin.o src/pg/simjoin_scan.o src/pg/info.o \
             src/pg/planner/pair_quals.o src/pg/pairwise.o src/pg/relation_stats.o \
             src/pg/pair_expr.o src/pg/dbscan.o src/pg/planner/join_path.o src/pg/admission.o \
-            src/pg/rdf.o src/pg/heap_read.o src/pg/xi.o
+            src/pg/rdf.o src/pg/heap_read.o src/pg/xi.o src/pg/weights.o
 
 # CUDA: found on PATH or in /usr/local/cuda; empty NVCC means a CPU-only build.
 NVCC ?= $(shell command -v nvcc 2>/dev/null || ls /usr/local/cuda/bin/nvcc 2>/dev/null)
@@ -54,8 +54,8 @@ include $(PGXS)
 src/pg/info.o: gpu2bs.control
 
 # AVX2+FMA variant of the CPU kernels, chosen at run time.
-src/core/cpu_kernels_avx2.o src/core/pairwise_cpu_avx2.o src/core/pair_expr_cpu_avx2.o src/core/rdf_cpu_avx2.o: override CXXFLAGS += $(CORE_AVX2_FLAGS)
-src/core/cpu_kernels_generic.o src/core/pairwise_cpu_generic.o src/core/pair_expr_cpu_generic.o src/core/rdf_cpu_generic.o: override CXXFLAGS += $(CORE_GENERIC_FLAGS)
+src/core/cpu_kernels_avx2.o src/core/pairwise_cpu_avx2.o src/core/pair_expr_cpu_avx2.o src/core/rdf_cpu_avx2.o src/core/weights_cpu_avx2.o: override CXXFLAGS += $(CORE_AVX2_FLAGS)
+src/core/cpu_kernels_generic.o src/core/pairwise_cpu_generic.o src/core/pair_expr_cpu_generic.o src/core/rdf_cpu_generic.o src/core/weights_cpu_generic.o: override CXXFLAGS += $(CORE_GENERIC_FLAGS)
 src/core/pairwise_cpu_avx512.o src/core/pair_expr_cpu_avx512.o: override CXXFLAGS += $(CORE_AVX512_FLAGS)
 
 KERNEL_HEADERS = $(wildcard kernels/*.cuh kernels/*.h kernels/*/*.cuh kernels/*/*.h) src/core/*.h
@@ -69,7 +69,7 @@ kernels/pairwise/%.o: kernels/pairwise/%.cu kernels/pairwise/*.h kernels/*.cuh k
 kernels/device_link.o: $(CUDA_KOBJS)
 	$(NVCC) $(CUDA_ARCH) -Xcompiler -fPIC -dlink $^ -o $@
 
-$(CORE_OBJS) $(PG_OBJS): src/core/*.h src/pg/*.h src/pg/planner/*.h src/core/cpu_kernels.inc src/core/pairwise_cpu.inc src/core/pair_expr_cpu.inc src/core/rdf_cpu.inc
+$(CORE_OBJS) $(PG_OBJS): src/core/*.h src/pg/*.h src/pg/planner/*.h src/core/cpu_kernels.inc src/core/pairwise_cpu.inc src/core/pair_expr_cpu.inc src/core/rdf_cpu.inc src/core/weights_cpu.inc
 
 EXTRA_CLEAN = build test/unit/build
 

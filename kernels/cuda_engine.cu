@@ -20,6 +20,7 @@
 #include "expr/expr_gpu.h"
 #include "core/pair_expr.h"
 #include "pairwise/pairwise_api.h"
+#include "weights.h"
 
 namespace gpu2bs {
 namespace cuda {
@@ -844,6 +845,18 @@ class CudaEngine final : public Engine {
       }
     }
     cuda::simjoin(p, sink, ctl);
+  }
+
+  // Weighted SDH and pair count: the all-pairs weighted kernels (weights.cu), no resolution.
+  WeightedCounts sdh_weighted(const SdhProblem& p, const double* w, Control& ctl) override {
+    last_run() = LastRun();
+    return cuda::sdh_weighted(p, w, ctl);
+  }
+
+  WeightedCounts pair_count_weighted(const PairCountProblem& p, const double* w,
+                                     Control& ctl) override {
+    last_run() = LastRun();
+    return cuda::pair_count_weighted(p, w, ctl);
   }
 
   std::vector<uint64_t> rdf(const RdfProblem& p, Control& ctl) override {

@@ -177,6 +177,7 @@ struct PairExprProblem;  // pair_expr.h: a user-defined pair expression over two
 struct PairExprResult;
 struct RdfProblem;       // rdf.h: the radial distribution function over cell lists
 struct PeriodicJoin;     // periodic.h: a join or pair count over a periodic box
+struct WeightedCounts;   // weights.h: counts and exact weight sums of weighted pairs
 
 class Engine {
  public:
@@ -203,6 +204,12 @@ class Engine {
   // Pair counts per bucket of the radial distribution function (rdf.h); an engine without its
   // own kernel (the CPU engine) runs cpu_rdf on all cores.
   virtual std::vector<uint64_t> rdf(const RdfProblem& p, Control& ctl);
+  // Weighted SDH and pair count (weights.h): counts and fixed-point sums of w_i * w_j, `w` one
+  // finite weight per point; brute force on every engine (no resolution). An engine without
+  // its own kernels (the CPU engine) runs cpu_sdh_weighted / cpu_pair_count_weighted.
+  virtual WeightedCounts sdh_weighted(const SdhProblem& p, const double* w, Control& ctl);
+  virtual WeightedCounts pair_count_weighted(const PairCountProblem& p, const double* w,
+                                             Control& ctl);
   // True when pair_expr() can run here (the GPU needs NVRTC); `why` says why not.
   virtual bool pair_expr_available(std::string* why) const {
     (void)why;

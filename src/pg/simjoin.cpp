@@ -247,6 +247,15 @@ char* build_query(Relation rel, ArrayType* coords, const char* id_name, RelPoint
   AttrNumber cols[kMaxDims];
   int dims = 0;
   const char* geom_nsp = nullptr;  // set when the coordinates come from a PostGIS point column
+  AttrNumber wcol = InvalidAttrNumber;  // the weight column (out->weight_name), a numeric one
+  if (out->weight_name) {
+    wcol = find_column(td, out->weight_name, relname);
+    if (!is_numeric_type(TupleDescAttr(td, wcol - 1)->atttypid))
+      ereport(ERROR, (errcode(ERRCODE_DATATYPE_MISMATCH),
+                      errmsg("weight column \"%s\" is not numeric", shown_name(out->weight_name)),
+                      errdetail("Column \"%s\" has type %s.", shown_name(out->weight_name),
+                                format_type_be(TupleDescAttr(td, wcol - 1)->atttypid))));
+  }
   if (coords) {
     if (ARR_NDIM(coords) > 1)
       ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
@@ -314,7 +323,9 @@ char* build_query(Relation rel, ArrayType* coords, const char* id_name, RelPoint
   } else {
     for (int a = 0; a < td->natts; ++a) {
       Form_pg_attribute att = TupleDescAttr(td, a);
-      if (att->attisdropped || AttrNumber(a + 1) == key || getBaseType(att->atttypid) != FLOAT8OID) continue;
+      if (att->attisdropped || AttrNumber(a + 1) == key || AttrNumber(a + 1) == wcol ||
+          getBaseType(att->atttypid) != FLOAT8OID)
+        continue;
       if (dims == kMaxDims)
         ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
                         errmsg("relation %s has more than %d float8 columns", relname, kMaxDims),
@@ -340,9 +351,12 @@ char* build_query(Relation rel, ArrayType* coords, const char* id_name, RelPoint
       appendStringInfo(&q, ", (%s)::pg_catalog.float8",
                        quote_identifier(NameStr(TupleDescAttr(td, cols[k] - 1)->attname)));
   }
+  if (wcol != InvalidAttrNumber)  // the last column of the query
+    appendStringInfo(&q, ", (%s)::pg_catalog.float8", quote_identifier(NameStr(TupleDescAttr(td, wcol - 1)->attname)));
   appendStringInfo(&q, " FROM %s", relname);
   out->dims = dims;
-  if (!geom_nsp) direct_read_eligible(rel, key, cols, dims, out);
+  // The direct reader reads keys and coordinates only: a weight column goes through SPI.
+  if (!geom_nsp && wcol == InvalidAttrNumber) direct_read_eligible(rel, key, cols, dims, out);
   return q.data;
 }
 
@@ -366,13 +380,15 @@ void gpu2bs::pg::grow_points(RelPoints* out, MemoryContext ctx, int64 need) {
   for (int k = 0; k < out->dims; ++k)
     out->coord[k] = (double*)realloc_big(ctx, out->coord[k], Size(out->n) * sizeof(double),
                                          Size(cap) * sizeof(double));
+  if (out->weight_name)
+    out->weight = (double*)realloc_big(ctx, out->weight, Size(out->n) * sizeof(double), Size(cap) * sizeof(double));
   out->cap = cap;
 }
 
 namespace {
 
 // Why the receiver stopped the query (the error is raised after SPI returns).
-enum BadRow { ROW_OK = 0, ROW_NAN, ROW_INFINITE, ROW_NOT_POINT, ROW_NO_Z, ROW_HAS_Z, ROW_SRID };
+enum BadRow { ROW_OK = 0, ROW_NAN, ROW_INFINITE, ROW_NOT_POINT, ROW_NO_Z, ROW_HAS_Z, ROW_SRID, ROW_BAD_WEIGHT };
 
 // Receives the query's rows straight from the executor (no SPI tuple table, no tuple copies).
 struct PointsReceiver {
@@ -382,6 +398,7 @@ struct PointsReceiver {
   BadRow bad;
   int64 bad_key;
   int32 bad_srid;
+  double bad_weight;
   char bad_col[NAMEDATALEN];
 };
 
@@ -429,9 +446,20 @@ bool receive_point(TupleTableSlot* slot, DestReceiver* self) {
       strlcpy(r->bad_col, NameStr(TupleDescAttr(slot->tts_tupleDescriptor, 1 + k)->attname), NAMEDATALEN);
       return stop_at(r, std::isnan(v[k]) ? ROW_NAN : ROW_INFINITE, key);
     }
+  double wv = 0;
+  if (out->weight_name) {  // the query's last column
+    const int wa = slot->tts_tupleDescriptor->natts - 1;
+    if (slot->tts_isnull[wa]) return true;
+    wv = DatumGetFloat8(slot->tts_values[wa]);
+    if (!std::isfinite(wv)) {
+      r->bad_weight = wv;
+      return stop_at(r, ROW_BAD_WEIGHT, key);
+    }
+  }
   if (out->n == out->cap) grow_points(out, r->ctx, out->n + 1);
   if (!out->keyless) out->ids[out->n] = key;
   for (int k = 0; k < out->dims; ++k) out->coord[k][out->n] = v[k];
+  if (out->weight_name) out->weight[out->n] = wv;
   out->n++;
   return true;
 }
@@ -471,6 +499,12 @@ void report_bad_row(const PointsReceiver& recv, const RelPoints* out) {
                       errdetail("%s has a %s point; the column is read as %d-D.",
                                 who, recv.bad == ROW_HAS_Z ? "3-D" : "2-D", out->dims),
                       errhint("Declare the column geometry(Point, SRID) for 2-D or geometry(PointZ, SRID) for 3-D points.")));
+      break;
+    case ROW_BAD_WEIGHT:
+      ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+                      errmsg("weight column \"%s\" of %s has a non-finite value", shown_name(out->weight_name), out->relname),
+                      errdetail("%s has weight %s; NaN and infinite weights are not accepted.", who,
+                                std::isnan(recv.bad_weight) ? "NaN" : recv.bad_weight > 0 ? "Infinity" : "-Infinity")));
       break;
     case ROW_SRID:
       ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
@@ -610,6 +644,7 @@ void simjoin_read(const SimjoinArgs& a, SimjoinInput* in) {
     const char* queries[2];
     for (int r = 0; r < a.nrel; ++r) {
       rels[r].keyless = a.keyless;
+      rels[r].weight_name = a.weight;
       Relation rel = open_locked(a.relids[r]);
       queries[r] = build_query(rel, a.coords, id_name, &rels[r]);
       relation_close(rel, NoLock);
@@ -669,6 +704,16 @@ void read_coordinates(Oid relid, ArrayType* coords, SimjoinInput* in) {
   a.relids[0] = relid;
   a.coords = coords;
   a.keyless = true;
+  simjoin_read(a, in);
+}
+
+void read_weighted_coordinates(Oid relid, ArrayType* coords, const char* weight, SimjoinInput* in) {
+  SimjoinArgs a;
+  a.nrel = 1;
+  a.relids[0] = relid;
+  a.coords = coords;
+  a.keyless = true;
+  a.weight = weight;
   simjoin_read(a, in);
 }
 

@@ -43,6 +43,8 @@ struct RelPoints {
   AttrNumber col_att[kMaxDims];
   uint8 key_kind;
   uint8 col_kind[kMaxDims];
+  const char* weight_name;  // the weight column read after the coordinates, or null
+  double* weight;           // one weight per point when weight_name is set
 };
 
 // The points read from a relation as an engine view (no copy).
@@ -65,6 +67,7 @@ struct SimjoinArgs {
   bool keyless = false;  // coordinates only, no key column and no eps (read_coordinates)
   bool periodic = false;    // box given with at least one periodic axis (simjoin_box_arg)
   std::vector<double> box;  // its lengths as given, 0 for a NULL element (not periodic)
+  const char* weight = nullptr;  // a weight column read beside the coordinates (keyless only)
 };
 
 // The box argument as lengths (0 for a NULL element: not periodic); a multi-dimensional array
@@ -98,6 +101,10 @@ void simjoin_read(const SimjoinArgs& a, SimjoinInput* in);
 // receiver as gpu_simjoin. Rows with a NULL coordinate are skipped; NaN or infinite
 // coordinates are 22023. Throws.
 void read_coordinates(Oid relid, ArrayType* coords, SimjoinInput* in);
+// The same with the numeric column `weight` read too, into in->rels[0].weight: it is no
+// coordinate (the default coordinates leave it out); rows with a NULL weight are skipped; NaN
+// or infinite weights are 22023. Throws.
+void read_weighted_coordinates(Oid relid, ArrayType* coords, const char* weight, SimjoinInput* in);
 // The problem over the points read and the engine chosen for it (checks the inputs). Throws.
 struct SimjoinPrepared {
   SimjoinProblem prob;
