@@ -19,14 +19,26 @@ extern "C" {
 #include "parser/parse_coerce.h"
 #include "pgstat.h"
 #include "storage/bufmgr.h"
+#include "storage/predicate.h"
+#include "storage/predicate.h"
 #include "utils/acl.h"
 #include "utils/lsyscache.h"
 #include "utils/rls.h"
 #include "utils/snapmgr.h"
 }
 
+#include <pthread.h>
+
+#include <atomic>
+#include <chrono>
 #include <cmath>
+#include <condition_variable>
+#include <csignal>
 #include <cstring>
+#include <mutex>
+#include <new>
+#include <thread>
+#include <vector>
 
 #include "heap_read.h"
 #include "settings.h"
@@ -116,6 +128,175 @@ bool may_cast(Oid typid, Oid target) {
   return pg_proc_aclcheck(funcid, GetUserId(), ACL_EXECUTE) == ACLCHECK_OK;
 }
 
+// Pages pinned and parsed together: the bulk-read ring holds 32 buffers, so a scan that uses it
+// pins fewer pages at a time than the ring has; a scan through shared buffers pins more.
+constexpr int kChunkPagesRing = 16;
+constexpr int kChunkPages = 128;
+// Tables with fewer pages are parsed on the backend thread alone.
+constexpr BlockNumber kParallelMinPages = 64;
+
+// Where and how the fixed-layout fast path reads a tuple's key and coordinates.
+struct FixedLayout {
+  bool fixed;      // every attribute read sits at a constant offset in tuples without NULLs
+  bool keyless;
+  bool all_f8;     // every coordinate stored as float8
+  int dims;
+  AttrNumber maxatt;
+  int key_off;
+  uint8 key_kind;
+  int col_off[kMaxDims];
+  uint8 col_kind[kMaxDims];
+};
+
+// One pinned page of a chunk: its visible tuples' offsets (found under the share lock) and the
+// row its first tuple would take if every tuple became a point.
+struct ChunkPage {
+  Buffer buf;
+  Page page;
+  BlockNumber block;
+  int first_vis;        // index of its first offset in the chunk's offset array
+  int nvis;
+  int64 base;           // row of its first tuple
+  std::atomic<bool> slow;  // a tuple needs the backend thread (NULL, short tuple, non-finite)
+};
+
+// Parses page `cp` at fixed offsets into rows base.. of `ids` / `coord`: pure memory reads of a
+// pinned page, safe on a worker thread. Marks the page slow at the first tuple the fast path
+// cannot take (a NULL, fewer attributes than read, a non-finite coordinate): the backend
+// thread reads that page again tuple by tuple.
+void parse_page_fixed(const FixedLayout& L, ChunkPage& cp, const OffsetNumber* offs, int64* ids,
+                      double* const* coord) {
+  if (!L.fixed) {
+    cp.slow.store(true, std::memory_order_relaxed);
+    return;
+  }
+  const int dims = L.dims;
+  for (int t = 0; t < cp.nvis; ++t) {
+    HeapTupleHeader th = (HeapTupleHeader)PageGetItem(cp.page, PageGetItemId(cp.page, offs[cp.first_vis + t]));
+    if ((th->t_infomask & HEAP_HASNULL) || HeapTupleHeaderGetNatts(th) < L.maxatt) {
+      cp.slow.store(true, std::memory_order_relaxed);
+      return;
+    }
+    const char* tp = (const char*)th + th->t_hoff;
+    double v[kMaxDims];
+    bool finite = true;
+    if (L.all_f8) {
+      for (int d = 0; d < dims; ++d) {
+        memcpy(&v[d], tp + L.col_off[d], 8);
+        finite = finite && std::isfinite(v[d]);
+      }
+    } else {
+      for (int d = 0; d < dims; ++d) {
+        v[d] = raw_double(tp + L.col_off[d], L.col_kind[d]);
+        finite = finite && std::isfinite(v[d]);
+      }
+    }
+    if (!finite) {
+      cp.slow.store(true, std::memory_order_relaxed);
+      return;
+    }
+    const int64 row = cp.base + t;
+    if (!L.keyless) ids[row] = raw_int(tp + L.key_off, L.key_kind);
+    for (int d = 0; d < dims; ++d) coord[d][row] = v[d];
+  }
+}
+
+// Worker threads that parse the pages of one chunk at a time beside the backend thread, which
+// pins the pages and makes every PostgreSQL call. Workers start with every signal blocked.
+class PageParsers {
+ public:
+  // Starts `n` workers.
+  explicit PageParsers(int n) {
+    sigset_t all, old;
+    sigfillset(&all);
+    pthread_sigmask(SIG_BLOCK, &all, &old);
+    try {
+      for (int i = 0; i < n; ++i) threads_.emplace_back([this] { work(); });
+    } catch (...) {
+      pthread_sigmask(SIG_SETMASK, &old, nullptr);
+      stop();
+      throw;
+    }
+    pthread_sigmask(SIG_SETMASK, &old, nullptr);
+  }
+  // Stops and joins the workers.
+  ~PageParsers() { stop(); }
+  // Stops and joins the workers (idle between chunks: a chunk is always finished first).
+  void stop() {
+    {
+      std::lock_guard<std::mutex> lk(mu_);
+      quit_ = true;
+    }
+    cv_.notify_all();
+    for (auto& t : threads_)
+      if (t.joinable()) t.join();
+    threads_.clear();
+  }
+  // Parses pages[0..npages) on the workers and the calling thread; returns when all are done.
+  void parse(const FixedLayout* L, ChunkPage* pages, int npages, const OffsetNumber* offs, int64* ids,
+             double* const* coord) {
+    {
+      std::lock_guard<std::mutex> lk(mu_);
+      L_ = L;
+      pages_ = pages;
+      npages_ = npages;
+      offs_ = offs;
+      ids_ = ids;
+      coord_ = coord;
+      next_.store(0, std::memory_order_relaxed);
+      done_.store(0, std::memory_order_relaxed);
+      ++gen_;
+    }
+    cv_.notify_all();
+    const int mine = run_pages();
+    int done = done_.fetch_add(mine, std::memory_order_acq_rel) + mine;
+    // Workers finish their last page within microseconds: spin, then sleep briefly.
+    for (int spins = 0; done < npages; ++spins) {
+      if (spins > 4096) std::this_thread::sleep_for(std::chrono::microseconds(20));
+      done = done_.load(std::memory_order_acquire);
+    }
+  }
+
+ private:
+  // Takes pages of the current chunk until none is left; the number parsed.
+  int run_pages() {
+    int mine = 0;
+    for (;;) {
+      const int p = next_.fetch_add(1, std::memory_order_relaxed);
+      if (p >= npages_) return mine;
+      parse_page_fixed(*L_, pages_[p], offs_, ids_, coord_);
+      ++mine;
+    }
+  }
+  // A worker: waits for each chunk and parses its share.
+  void work() {
+    uint64 seen = 0;
+    for (;;) {
+      {
+        std::unique_lock<std::mutex> lk(mu_);
+        cv_.wait(lk, [&] { return quit_ || gen_ != seen; });
+        if (quit_) return;
+        seen = gen_;
+      }
+      const int mine = run_pages();
+      done_.fetch_add(mine, std::memory_order_acq_rel);
+    }
+  }
+  std::vector<std::thread> threads_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool quit_ = false;
+  uint64 gen_ = 0;
+  const FixedLayout* L_ = nullptr;
+  ChunkPage* pages_ = nullptr;
+  int npages_ = 0;
+  const OffsetNumber* offs_ = nullptr;
+  int64* ids_ = nullptr;
+  double* const* coord_ = nullptr;
+  std::atomic<int> next_{0};
+  std::atomic<int> done_{0};
+};
+
 }  // namespace
 
 // Whether the direct reader gives exactly the SQL query's rows and errors (heap_read.h).
@@ -164,24 +345,38 @@ void direct_read_points(RelPoints* out, MemoryContext ctx, DirectBadRow* bad) {
   TupleDesc td = RelationGetDescr(rel);
   const int dims = out->dims;
   const bool keyless = out->keyless;
-  AttrNumber maxatt = keyless ? 0 : out->key_att;
-  for (int d = 0; d < dims; ++d) maxatt = Max(maxatt, out->col_att[d]);
   // Tuples without NULLs holding every attribute read are read at fixed offsets when no
-  // variable-width attribute precedes the last one read; others are deformed by a slot.
-  const int key_off = keyless ? 0 : fixed_offset(td, out->key_att);
-  int col_off[kMaxDims];
-  bool fixed = key_off >= 0;
+  // variable-width attribute precedes the last one read (on worker threads for large tables);
+  // others are deformed by a slot on the backend thread.
+  FixedLayout L;
+  L.keyless = keyless;
+  L.dims = dims;
+  L.maxatt = keyless ? 0 : out->key_att;
+  for (int d = 0; d < dims; ++d) L.maxatt = Max(L.maxatt, out->col_att[d]);
+  L.key_off = keyless ? 0 : fixed_offset(td, out->key_att);
+  L.key_kind = out->key_kind;
+  L.fixed = L.key_off >= 0;
+  L.all_f8 = true;
   for (int d = 0; d < dims; ++d) {
-    col_off[d] = fixed_offset(td, out->col_att[d]);
-    fixed = fixed && col_off[d] >= 0;
+    L.col_off[d] = fixed_offset(td, out->col_att[d]);
+    L.col_kind[d] = out->col_kind[d];
+    L.fixed = L.fixed && L.col_off[d] >= 0;
+    L.all_f8 = L.all_f8 && out->col_kind[d] == VK_F8;
   }
+  const AttrNumber maxatt = L.maxatt;
   TupleTableSlot* slot = MakeSingleTupleTableSlot(td, &TTSOpsHeapTuple);
   HeapTupleData tup;
   tup.t_tableOid = out->relid;
   // A sequential scan as the executor's (bulk-read buffer strategy for large tables, page-mode
-  // visibility, serializable predicate lock), but always from block 0.
+  // visibility, serializable predicate lock), but always from block 0. Pages are read here
+  // rather than through heapgetpage: on a page marked all-visible (under a snapshot not taken
+  // during recovery) with no serializable conflict check needed, every normal line pointer is a
+  // visible tuple; other pages are checked tuple by tuple as heapgetpage checks them.
   TableScanDesc scan = table_beginscan_strat(rel, GetActiveSnapshot(), 0, nullptr, true, false);
   HeapScanDesc hs = (HeapScanDesc)scan;
+  Snapshot snapshot = scan->rs_snapshot;
+  const BlockNumber nblocks = hs->rs_nblocks;
+  const int chunk = hs->rs_strategy ? kChunkPagesRing : kChunkPages;
   const uint8 key_kind = out->key_kind;
   uint8 col_kind[kMaxDims];
   int col_idx[kMaxDims];  // 0-based attribute index of each coordinate
@@ -196,64 +391,165 @@ void direct_read_points(RelPoints* out, MemoryContext ctx, DirectBadRow* bad) {
   int64* ids = out->ids;
   double* coord[kMaxDims];
   for (int d = 0; d < dims; ++d) coord[d] = out->coord[d];
-  for (BlockNumber b = 0; b < hs->rs_nblocks && !bad->bad; ++b) {
-    CHECK_FOR_INTERRUPTS();
-    heapgetpage(scan, b);  // pins the page, keeps the offsets of the tuples the snapshot sees
-    Page page = BufferGetPage(hs->rs_cbuf);
-    const int ntup = hs->rs_ntuples;
-    int seen = ntup;  // tuples returned (up to a bad row)
-    for (int t = 0; t < ntup; ++t) {
-      const OffsetNumber lineoff = hs->rs_vistuples[t];
-      ItemId lpp = PageGetItemId(page, lineoff);
-      HeapTupleHeader th = (HeapTupleHeader)PageGetItem(page, lpp);
-      int64 k = 0;
-      double v[kMaxDims];
-      if (fixed && !(th->t_infomask & HEAP_HASNULL) && HeapTupleHeaderGetNatts(th) >= maxatt) {
-        const char* tp = (const char*)th + th->t_hoff;
-        if (!keyless) k = raw_int(tp + key_off, key_kind);
-        for (int d = 0; d < dims; ++d) v[d] = raw_double(tp + col_off[d], col_kind[d]);
-      } else {
-        tup.t_len = ItemIdGetLength(lpp);
-        tup.t_data = th;
-        ItemPointerSet(&tup.t_self, b, lineoff);
-        ExecStoreHeapTuple(&tup, slot, false);
-        slot_getsomeattrs(slot, maxatt);
-        if (!keyless) {
-          if (slot->tts_isnull[key_idx]) continue;
-          k = datum_int(slot->tts_values[key_idx], key_kind);
-        }
-        bool null = false;
-        for (int d = 0; d < dims && !null; ++d) {
-          null = slot->tts_isnull[col_idx[d]];
-          if (!null) v[d] = datum_double(slot->tts_values[col_idx[d]], col_kind[d]);
-        }
-        if (null) continue;
+  // Room for `need` rows in the arrays.
+  auto ensure = [&](int64 need) {
+    if (need <= cap) return;
+    out->n = n;
+    grow_points(out, ctx, need);
+    cap = out->cap;
+    ids = out->ids;
+    for (int d = 0; d < dims; ++d) coord[d] = out->coord[d];
+  };
+  // Appends the tuple at `th` (line pointer `lpp` of block `b`, offset `lineoff`) as the SPI
+  // receiver would: 0 when it became a point, 1 when a NULL skipped it, 2 when a NaN or
+  // infinite coordinate stopped the read (recorded in `bad`).
+  auto take = [&](HeapTupleHeader th, ItemId lpp, BlockNumber b, OffsetNumber lineoff) -> int {
+    int64 k = 0;
+    double v[kMaxDims];
+    if (L.fixed && !(th->t_infomask & HEAP_HASNULL) && HeapTupleHeaderGetNatts(th) >= maxatt) {
+      const char* tp = (const char*)th + th->t_hoff;
+      if (!keyless) k = raw_int(tp + L.key_off, key_kind);
+      for (int d = 0; d < dims; ++d) v[d] = raw_double(tp + L.col_off[d], col_kind[d]);
+    } else {
+      tup.t_len = ItemIdGetLength(lpp);
+      tup.t_data = th;
+      ItemPointerSet(&tup.t_self, b, lineoff);
+      ExecStoreHeapTuple(&tup, slot, false);
+      slot_getsomeattrs(slot, maxatt);
+      if (!keyless) {
+        if (slot->tts_isnull[key_idx]) return 1;
+        k = datum_int(slot->tts_values[key_idx], key_kind);
       }
-      bool finite = true;
-      for (int d = 0; d < dims; ++d) finite = finite && std::isfinite(v[d]);
-      if (!finite) {
-        int d = 0;
-        while (std::isfinite(v[d])) ++d;
-        bad->bad = true;
-        bad->nan = std::isnan(v[d]);
-        bad->key = k;
-        bad->col = d;
-        seen = t + 1;
-        break;
+      for (int d = 0; d < dims; ++d) {
+        if (slot->tts_isnull[col_idx[d]]) return 1;
+        v[d] = datum_double(slot->tts_values[col_idx[d]], col_kind[d]);
       }
-      if (n == cap) {
-        out->n = n;
-        grow_points(out, ctx, n + 1);
-        cap = out->cap;
-        ids = out->ids;
-        for (int d = 0; d < dims; ++d) coord[d] = out->coord[d];
-      }
-      if (!keyless) ids[n] = k;
-      for (int d = 0; d < dims; ++d) coord[d][n] = v[d];
-      ++n;
     }
-    if (pgstat_should_count_relation(rel)) rel->pgstat_info->t_counts.t_tuples_returned += seen;
+    bool finite = true;
+    for (int d = 0; d < dims; ++d) finite = finite && std::isfinite(v[d]);
+    if (!finite) {
+      int d = 0;
+      while (std::isfinite(v[d])) ++d;
+      bad->bad = true;
+      bad->nan = std::isnan(v[d]);
+      bad->key = k;
+      bad->col = d;
+      return 2;
+    }
+    ensure(n + 1);
+    if (!keyless) ids[n] = k;
+    for (int d = 0; d < dims; ++d) coord[d][n] = v[d];
+    ++n;
+    return 0;
+  };
+  const bool count_stats = pgstat_should_count_relation(rel);
+  // Workers beside the backend thread when the fast path applies to a table large enough.
+  int workers = 0;
+  if (L.fixed && nblocks >= kParallelMinPages) workers = Min(PgControl().threads, 64) - 1;
+  ChunkPage* pages = (ChunkPage*)palloc(sizeof(ChunkPage) * chunk);
+  for (int p = 0; p < chunk; ++p) new (&pages[p]) ChunkPage();
+  OffsetNumber* offs = (OffsetNumber*)palloc(sizeof(OffsetNumber) * chunk * MaxHeapTuplesPerPage);
+  // Without threads (none could be started) the backend thread parses alone.
+  PageParsers* volatile parsers = nullptr;
+  if (workers > 0) {
+    try {
+      parsers = new PageParsers(workers);
+    } catch (...) {
+      parsers = nullptr;
+    }
   }
+  PG_TRY();
+  {
+    for (BlockNumber b0 = 0; b0 < nblocks && !bad->bad; b0 += chunk) {
+      // Pin the chunk's pages and find their visible tuples (PostgreSQL calls: this thread).
+      const int np = int(Min(BlockNumber(chunk), nblocks - b0));
+      int nvis_total = 0;
+      for (int p = 0; p < np; ++p) {
+        CHECK_FOR_INTERRUPTS();
+        const BlockNumber b = b0 + p;
+        ChunkPage& cp = pages[p];
+        cp.buf = ReadBufferExtended(rel, MAIN_FORKNUM, b, RBM_NORMAL, hs->rs_strategy);
+        heap_page_prune_opt(rel, cp.buf);
+        LockBuffer(cp.buf, BUFFER_LOCK_SHARE);
+        Page page = BufferGetPage(cp.buf);
+        TestForOldSnapshot(snapshot, rel, page);
+        const OffsetNumber lines = PageGetMaxOffsetNumber(page);
+        const bool all_visible = PageIsAllVisible(page) && !snapshot->takenDuringRecovery;
+        const bool ssi = CheckForSerializableConflictOutNeeded(rel, snapshot);
+        OffsetNumber* vis = offs + nvis_total;
+        int nvis = 0;
+        if (all_visible && !ssi) {
+          // Every normal line pointer is a tuple the snapshot sees.
+          for (OffsetNumber lineoff = FirstOffsetNumber; lineoff <= lines; ++lineoff)
+            if (ItemIdIsNormal(PageGetItemId(page, lineoff))) vis[nvis++] = lineoff;
+        } else {
+          HeapTupleData loctup;
+          loctup.t_tableOid = out->relid;
+          for (OffsetNumber lineoff = FirstOffsetNumber; lineoff <= lines; ++lineoff) {
+            ItemId lpp = PageGetItemId(page, lineoff);
+            if (!ItemIdIsNormal(lpp)) continue;
+            loctup.t_data = (HeapTupleHeader)PageGetItem(page, lpp);
+            loctup.t_len = ItemIdGetLength(lpp);
+            ItemPointerSet(&loctup.t_self, b, lineoff);
+            const bool valid = all_visible || HeapTupleSatisfiesVisibility(&loctup, snapshot, cp.buf);
+            HeapCheckForSerializableConflictOut(valid, rel, &loctup, cp.buf, snapshot);
+            if (valid) vis[nvis++] = lineoff;
+          }
+        }
+        // The offsets are read after the lock is released: the pin keeps the tuples in place
+        // (pruning needs a cleanup lock), as heapgetpage's callers read them.
+        LockBuffer(cp.buf, BUFFER_LOCK_UNLOCK);
+        cp.page = page;
+        cp.block = b;
+        cp.first_vis = nvis_total;
+        cp.nvis = nvis;
+        cp.base = n + nvis_total;
+        cp.slow.store(false, std::memory_order_relaxed);
+        nvis_total += nvis;
+      }
+      // Parse at fixed offsets (workers and this thread), rows placed as if every tuple
+      // became a point.
+      ensure(n + nvis_total);
+      if (parsers)
+        parsers->parse(&L, pages, np, offs, ids, coord);
+      else
+        for (int p = 0; p < np; ++p) parse_page_fixed(L, pages[p], offs, ids, coord);
+      // In page order: close the gaps left by skipped rows and read slow pages tuple by tuple.
+      for (int p = 0; p < np && !bad->bad; ++p) {
+        ChunkPage& cp = pages[p];
+        int seen = cp.nvis;  // tuples returned (up to a bad row)
+        if (!cp.slow.load(std::memory_order_relaxed)) {
+          if (n != cp.base) {
+            if (!keyless) memmove(ids + n, ids + cp.base, sizeof(int64) * cp.nvis);
+            for (int d = 0; d < dims; ++d) memmove(coord[d] + n, coord[d] + cp.base, sizeof(double) * cp.nvis);
+          }
+          n += cp.nvis;
+        } else {
+          for (int t = 0; t < cp.nvis; ++t) {
+            const OffsetNumber lineoff = offs[cp.first_vis + t];
+            ItemId lpp = PageGetItemId(cp.page, lineoff);
+            if (take((HeapTupleHeader)PageGetItem(cp.page, lpp), lpp, cp.block, lineoff) == 2) {
+              seen = t + 1;
+              break;
+            }
+          }
+        }
+        if (count_stats) rel->pgstat_info->t_counts.t_tuples_returned += seen;
+      }
+      for (int p = 0; p < np; ++p) ReleaseBuffer(pages[p].buf);
+    }
+  }
+  PG_CATCH();
+  {
+    // Workers are idle here (PostgreSQL errors come only from this thread's calls between
+    // parses); the resource owner releases the pins.
+    delete parsers;
+    PG_RE_THROW();
+  }
+  PG_END_TRY();
+  delete parsers;
+  pfree(offs);
+  pfree(pages);
   out->n = n;
   ExecClearTuple(slot);
   ExecDropSingleTupleTableSlot(slot);
