@@ -17,8 +17,14 @@ n=1000000
 csv=/tmp/u3m.csv
 if [ -z "${KEEP_TABLE:-}" ]; then  # KEEP_TABLE=1: use the u3m already loaded
 [ -f "$csv" ] || python3 test/data/prepare.py synth --out /tmp --n $n --dims 3 --dist uniform --seed 1 --file u3m.csv >/dev/null
-q -c "DROP TABLE IF EXISTS u3m" -c "CREATE TABLE u3m (id bigint PRIMARY KEY, x float8, y float8, z float8)" \
-  -c "\copy u3m FROM '$csv' WITH (FORMAT csv, HEADER true)" -c "VACUUM ANALYZE u3m"
+q -c "DROP TABLE IF EXISTS u3m" -c "CREATE TABLE u3m (id bigint PRIMARY KEY, x float8, y float8, z float8)"
+if [ -f "$csv" ]; then
+  q -c "\copy u3m FROM '$csv' WITH (FORMAT csv, HEADER true)"
+else  # without numpy: PostgreSQL's random() after setseed(0.5), the same distribution
+  echo "(u3m from SQL random(), numpy missing)"
+  q -c "SELECT setseed(0.5)" -c "INSERT INTO u3m SELECT g, random(), random(), random() FROM generate_series(1, $n) g"
+fi
+q -c "VACUUM ANALYZE u3m"
 fi
 echo "u3m: $(q -c 'SELECT count(*) FROM u3m') rows, $(q -c "SELECT pg_relation_size('u3m') / 8192") pages; device $dev;" \
   "$(q -c "SELECT string_agg(name || ' = ' || value, ', ') FROM gpu2bs_info() WHERE name IN ('engine', 'cpu_threads', 'version')")"
