@@ -41,11 +41,30 @@ Bounds compute_bounds(const PointsView& a, const PointsView* b) {
     box.lo[k] = std::numeric_limits<double>::infinity();
     box.hi[k] = -std::numeric_limits<double>::infinity();
   }
+  // Each axis is scanned as kSeg contiguous segments side by side (independent comparison
+  // chains), merged in segment order: every chain keeps the first of equal extremes, so the
+  // result is the sequential scan's bit for bit (which of -0.0 and +0.0 included).
+  constexpr size_t kSeg = 8;
   auto add = [&](const PointsView& p) {
+    const size_t seg = p.n / kSeg;
     for (int k = 0; k < p.dims; ++k) {
       const double* c = p.coord[k];
       double lo = box.lo[k], hi = box.hi[k];
-      for (size_t i = 0; i < p.n; ++i) {
+      if (seg > 0) {
+        double slo[kSeg], shi[kSeg];
+        for (size_t s = 0; s < kSeg; ++s) slo[s] = shi[s] = c[s * seg];
+        for (size_t i = 1; i < seg; ++i)
+          for (size_t s = 0; s < kSeg; ++s) {
+            const double v = c[s * seg + i];
+            slo[s] = v < slo[s] ? v : slo[s];
+            shi[s] = v > shi[s] ? v : shi[s];
+          }
+        for (size_t s = 0; s < kSeg; ++s) {
+          lo = slo[s] < lo ? slo[s] : lo;
+          hi = shi[s] > hi ? shi[s] : hi;
+        }
+      }
+      for (size_t i = seg * kSeg; i < p.n; ++i) {
         lo = c[i] < lo ? c[i] : lo;
         hi = c[i] > hi ? c[i] : hi;
       }

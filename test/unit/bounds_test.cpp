@@ -1,0 +1,87 @@
+// compute_bounds against a plain sequential scan, bit for bit: extremes, signed zeros and
+// duplicates, sizes around the segment count, one and two point sets.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <random>
+#include <vector>
+
+#include "core/engine.h"
+#include "core/problem.h"
+
+using namespace gpu2bs;
+
+namespace {
+
+// The sequential bounds of `sets` (first of equal extremes kept), as compute_bounds defines them.
+Bounds sequential_bounds(const std::vector<const PointsView*>& sets) {
+  Bounds box;
+  box.dims = sets[0]->dims;
+  for (int k = 0; k < box.dims; ++k) {
+    box.lo[k] = std::numeric_limits<double>::infinity();
+    box.hi[k] = -std::numeric_limits<double>::infinity();
+  }
+  for (const PointsView* p : sets)
+    for (int k = 0; k < p->dims; ++k)
+      for (size_t i = 0; i < p->n; ++i) {
+        const double v = p->coord[k][i];
+        box.lo[k] = v < box.lo[k] ? v : box.lo[k];
+        box.hi[k] = v > box.hi[k] ? v : box.hi[k];
+      }
+  for (int k = 0; k < box.dims; ++k)
+    if (box.lo[k] > box.hi[k]) box.lo[k] = box.hi[k] = 0;
+  return box;
+}
+
+// Whether two doubles have the same bits.
+bool same_bits(double a, double b) { return std::memcmp(&a, &b, sizeof a) == 0; }
+
+// Random coordinates drawn from a few values including -0.0 and +0.0, so extremes repeat.
+std::vector<double> few_values(size_t n, std::mt19937_64& rng) {
+  const double vals[] = {-0.0, 0.0, -1.5, 2.5, -1.5, 2.5, 0.25};
+  std::vector<double> v(n);
+  for (auto& x : v) x = vals[rng() % 7];
+  return v;
+}
+
+}  // namespace
+
+TEST(Bounds, SegmentedScanIsTheSequentialScanBitForBit) {
+  std::mt19937_64 rng(7);
+  for (size_t n : {0, 1, 2, 7, 8, 9, 15, 16, 17, 63, 64, 65, 1000, 4099}) {
+    for (int trial = 0; trial < 20; ++trial) {
+      const int dims = 2 + trial % 3;
+      std::vector<std::vector<double>> a(dims), b(dims);
+      PointsView va, vb;
+      va.dims = vb.dims = dims;
+      va.n = n;
+      vb.n = (n * 3) % 37;
+      for (int k = 0; k < dims; ++k) {
+        if (trial % 2) {
+          a[k] = few_values(n, rng);
+          b[k] = few_values(vb.n, rng);
+        } else {
+          std::uniform_real_distribution<double> u(-1, 1);
+          a[k].resize(n);
+          b[k].resize(vb.n);
+          for (auto& x : a[k]) x = (rng() % 5 == 0) ? (rng() % 2 ? 0.0 : -0.0) : u(rng);
+          for (auto& x : b[k]) x = u(rng);
+        }
+        va.coord[k] = a[k].data();
+        vb.coord[k] = b[k].data();
+      }
+      const Bounds got1 = compute_bounds(va);
+      const Bounds want1 = sequential_bounds({&va});
+      const Bounds got2 = compute_bounds(va, &vb);
+      const Bounds want2 = sequential_bounds({&va, &vb});
+      for (int k = 0; k < dims; ++k) {
+        EXPECT_TRUE(same_bits(got1.lo[k], want1.lo[k])) << "n=" << n << " k=" << k;
+        EXPECT_TRUE(same_bits(got1.hi[k], want1.hi[k])) << "n=" << n << " k=" << k;
+        EXPECT_TRUE(same_bits(got2.lo[k], want2.lo[k])) << "n=" << n << " k=" << k;
+        EXPECT_TRUE(same_bits(got2.hi[k], want2.hi[k])) << "n=" << n << " k=" << k;
+      }
+    }
+  }
+}
