@@ -5,7 +5,7 @@ MODULE_big  = gpu2bs
 DATA        = $(sort $(wildcard sql/gpu2bs--*.sql))
 PGFILEDESC  = "gpu2bs - two-body statistics on the GPU or every CPU core"
 
-REGRESS      = setup sdh pair_count relation_forms simjoin errors parallel precision privileges customscan customscan_shapes pushdown cancel literals boundary postgis pairwise resolve pair_expressions dbscan dbscan_postgis planner_join planner_join_postgis admission rdf direct_scan xi periodic multigpu weights direct_scan_pages
+REGRESS      = setup sdh pair_count relation_forms simjoin errors parallel precision privileges customscan customscan_shapes pushdown cancel literals boundary postgis pairwise resolve pair_expressions dbscan dbscan_postgis planner_join planner_join_postgis admission rdf direct_scan xi periodic multigpu weights direct_scan_pages agg_read
 REGRESS_OPTS = --inputdir=test --load-extension=gpu2bs
 # isolationtester specs (test/specs/*.spec, expected output in test/expected): concurrent sessions
 ISOLATION      = concurrent_ddl concurrent_ddl_views admission_wait direct_scan_mvcc
@@ -17,7 +17,7 @@ PG_OBJS   = src/pg/module.o src/pg/boundary.o src/pg/settings.o src/pg/points_ag
             src/pg/aggregates.o src/pg/simjoin.o src/pg/simjoin_scan.o src/pg/info.o \
             src/pg/planner/pair_quals.o src/pg/pairwise.o src/pg/relation_stats.o \
             src/pg/pair_expr.o src/pg/dbscan.o src/pg/planner/join_path.o src/pg/admission.o \
-            src/pg/rdf.o src/pg/heap_read.o src/pg/xi.o src/pg/weights.o
+            src/pg/rdf.o src/pg/heap_read.o src/pg/xi.o src/pg/weights.o src/pg/planner/agg_read.o
 
 # CUDA: found on PATH or in /usr/local/cuda; empty NVCC means a CPU-only build.
 NVCC ?= $(shell command -v nvcc 2>/dev/null || ls /usr/local/cuda/bin/nvcc 2>/dev/null)

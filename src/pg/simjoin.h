@@ -149,6 +149,9 @@ void run_plan_into(SPIPlanPtr plan, DestReceiver* recv,
 void register_simjoin_scan();
 // Registers the planner's join path for pair-expression joins (planner/join_path.cpp).
 void register_join_path();
+// Registers the planner hook that reads whole-relation gpu_sdh / gpu_pair_count aggregates as
+// the relation forms (planner/agg_read.cpp).
+void register_agg_read();
 
 // Writes result pages into an SRF's tuplestore as (id1, id2, dist), or (id1, id2) when its
 // descriptor has two columns: keys by input index, in a self-join ordered so that id1 <= id2.
