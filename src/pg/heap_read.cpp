@@ -16,6 +16,7 @@ extern "C" {
 #include "catalog/pg_type.h"
 #include "executor/executor.h"
 #include "executor/tuptable.h"
+#include "miscadmin.h"
 #include "parser/parse_coerce.h"
 #include "pgstat.h"
 #include "storage/bufmgr.h"
@@ -376,7 +377,9 @@ void direct_read_points(RelPoints* out, MemoryContext ctx, DirectBadRow* bad) {
   HeapScanDesc hs = (HeapScanDesc)scan;
   Snapshot snapshot = scan->rs_snapshot;
   const BlockNumber nblocks = hs->rs_nblocks;
-  const int chunk = hs->rs_strategy ? kChunkPagesRing : kChunkPages;
+  // At most an eighth of shared buffers pinned at once (as the bulk-read ring is capped), so a
+  // tiny shared_buffers leaves other backends buffers to pin.
+  const int chunk = Max(1, Min(hs->rs_strategy ? kChunkPagesRing : kChunkPages, NBuffers / 8));
   const uint8 key_kind = out->key_kind;
   uint8 col_kind[kMaxDims];
   int col_idx[kMaxDims];  // 0-based attribute index of each coordinate
