@@ -344,3 +344,12 @@ CREATE FUNCTION gpu_pair_count_weighted(rel regclass, r float8, weight text, coo
 COMMENT ON FUNCTION gpu_pair_count_weighted(regclass, float8, text, text[]) IS
 'Weighted two-point correlation count of the rows of rel: one row (pairs, weight_sum), pairs the unordered pairs with distance <= r (coordinate units, >= 0, +Infinity counts all pairs) as gpu_pair_count(rel, r, coords) counts them, weight_sum the sum of w_i * w_j over those pairs, w the numeric column named by weight (read as float8), summed as gpu_sdh_weighted sums (order-independent, identical on both engines, |weight_sum - sum of the float8 products| <= 0.5 ulp(weight_sum) + pairs * max|w|^2 * 2^-62). Coordinates as gpu_pair_count reads them (the weight column is not one of the default float8 coordinates). Rows with a NULL coordinate or weight are skipped; no rows for a NULL rel, r or weight, or a relation without rows. Errors: NaN or negative r, NaN/infinite coordinates or weights, max|w|^2 or weight_sum beyond float8 range (22023); missing relation (42P01) or column (42703); non-numeric column (42804); no SELECT privilege (42501). Method: 2-BS framework Type-I (per-thread register count and 128-bit sum, one reduction), all-pairs tiles (no grid or resolution).';
 -- weights end
+
+-- meas17 begin
+-- gpu_dbscan in FROM runs as the custom scan `gpu2bs dbscan` (gpu2bs.enable_customscan): its
+-- planner support function loads the library while the first such query is being planned.
+ALTER FUNCTION gpu_dbscan(regclass, float8, int4, text[], text) SUPPORT gpu2bs_simjoin_support;
+ALTER FUNCTION gpu_dbscan(regclass, float8, int4, text[], text, float8[]) SUPPORT gpu2bs_simjoin_support;
+COMMENT ON FUNCTION gpu2bs_simjoin_support(internal) IS
+'planner support function of gpu_simjoin and gpu_dbscan: loads the gpu2bs library while the first query that uses one of them is being planned, so their custom scans (gpu2bs.enable_customscan) are offered from that query on; it supplies no estimates; internal';
+-- meas17 end

@@ -737,10 +737,16 @@ SimjoinPrepared simjoin_prepare(const SimjoinArgs& a, SimjoinInput* in) {
 
 void simjoin_box_arg(FunctionCallInfo fcinfo, int argno, double range, const char* what,
                      SimjoinArgs* a) {
+  ArrayType* box = nullptr;
+  if (!PG_ARGISNULL(argno)) pg_guard([&] { box = PG_GETARG_ARRAYTYPE_P(argno); });
+  simjoin_box_value(box, range, what, a);
+}
+
+void simjoin_box_value(ArrayType* box, double range, const char* what, SimjoinArgs* a) {
   a->box.clear();
   a->periodic = false;
-  if (PG_ARGISNULL(argno)) return;
-  a->box = box_lengths(PG_GETARG_ARRAYTYPE_P(argno));
+  if (box == nullptr) return;
+  a->box = box_lengths(box);
   double lens[kMaxDims];
   const int nbox = int(a->box.size());
   if (nbox > kMaxDims)

@@ -1081,9 +1081,11 @@ Datum gpu2bs_simjoin_support(PG_FUNCTION_ARGS) { PG_RETURN_POINTER(nullptr); }
 namespace gpu2bs {
 namespace pg {
 
+bool customscan_enabled() { return enable_customscan; }
+
 void register_simjoin_scan() {
   DefineCustomBoolVariable("gpu2bs.enable_customscan",
-                           "Runs gpu_simjoin in FROM as a custom scan that returns pairs without a tuplestore.",
+                           "Runs gpu_simjoin and gpu_dbscan in FROM as custom scans that return rows without a tuplestore.",
                            nullptr, &enable_customscan, true, PGC_USERSET, 0, nullptr, nullptr, nullptr);
   DefineCustomBoolVariable("gpu2bs.enable_pushdown",
                            "Pushes quals on id1, id2 and dist, aggregates, GROUP BY id1 or id2, DISTINCT, "

@@ -4,7 +4,8 @@
 // replicated to 1,000,000 atoms (periodic, 500 buckets).
 //   bench_rdf check                      differential checks (exit status 1 on a mismatch)
 //   bench_rdf bench ATOMS.csv [R_MAX...]  timings, median of 3 after one warm-up
-//   bench_rdf counts ATOMS.csv N R_MAX NB OUT  CPU engine counts of the replicated set to OUT
+//   bench_rdf counts ATOMS.csv N R_MAX NB OUT [THREADS]  CPU engine counts of the replicated set
+//                                            to OUT (THREADS workers, default 2)
 // ATOMS.csv: id,x,y,z in Å (test/data/prepare.py atoms), a cubic box of 110 Å replicated 2x2x2
 // (shift 110 Å per copy) and truncated to N atoms, box 220 Å.
 #include <algorithm>
@@ -280,7 +281,7 @@ int main(int argc, char** argv) {
       RdfProblem p = make_rdf(v, nullptr, atoi(argv[5]), atof(argv[4]), box, 3, Precision::Float32);
       auto cpu = make_cpu_engine();
       Control c;
-      c.threads = 2;
+      c.threads = argc > 7 ? atoi(argv[7]) : 2;
       std::vector<double> ms;
       std::vector<uint64_t> h;
       for (int rep = 0; rep < 4; ++rep) {
@@ -292,7 +293,8 @@ int main(int argc, char** argv) {
       const std::vector<RdfRow> rows = rdf_rows(p, h);
       for (const RdfRow& r : rows) fprintf(f, "%.17g %.17g %llu %.17g\n", r.r_lo, r.r_hi, (unsigned long long)r.pairs, r.g);
       fclose(f);
-      printf("cpu engine, 2 threads, %zu atoms, r_max %s, %s buckets: median %.1f ms (runs:", s.n(), argv[4], argv[5], median3(ms));
+      printf("cpu engine, %d threads, %zu atoms, r_max %s, %s buckets: median %.1f ms (runs:", c.threads, s.n(), argv[4],
+             argv[5], median3(ms));
       for (double m : ms) printf(" %.1f", m);
       printf(")\n");
       return 0;
@@ -301,6 +303,6 @@ int main(int argc, char** argv) {
     fprintf(stderr, "error: %s\n", e.what());
     return 2;
   }
-  fprintf(stderr, "usage: bench_rdf check | bench ATOMS.csv [R_MAX...] | counts ATOMS.csv N R_MAX NB OUT\n");
+  fprintf(stderr, "usage: bench_rdf check | bench ATOMS.csv [R_MAX...] | counts ATOMS.csv N R_MAX NB OUT [THREADS]\n");
   return 2;
 }
