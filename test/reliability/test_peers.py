@@ -60,18 +60,21 @@ def check_cumulative(counts, ref_counts, edges_hi, near, what):
 
 
 def rows(conn, engine, prec, sql, params=()):
+    """The rows of `sql` with gpu2bs.device = engine and gpu2bs.precision = prec."""
     conn.execute(f"SET gpu2bs.device = {engine}")
     conn.execute(f"SET gpu2bs.precision = {prec}")
     return conn.execute(sql, params).fetchall()
 
 
 def tolerance(prec):
+    """Distance from an edge within which the precision may put a pair on either side."""
     return 1e-9 * L if prec == "float8" else 2e-6 * L
 
 
 @pytest.mark.parametrize("engine", ENGINES)
 @pytest.mark.parametrize("prec", PRECS)
 def test_rdf_against_freud(points, engine, prec):
+    """gpu_rdf's pairs and g against freud density.RDF (finite_size) and the float64 reference."""
     freud = pytest.importorskip("freud", reason="freud-analysis is not installed (test/run installs its binary wheel into build/venv-test)")
     nbins, r_max = 60, 2.4
     with connect() as conn:
@@ -108,6 +111,7 @@ def test_rdf_against_freud(points, engine, prec):
 @pytest.mark.parametrize("engine", ENGINES)
 @pytest.mark.parametrize("prec", PRECS)
 def test_dd_against_corrfunc(points, engine, prec):
+    """gpu_xi's dd and gpu_pair_count differences against Corrfunc theory.DD and the float64 reference."""
     Corrfunc = pytest.importorskip(
         "Corrfunc.theory",
         reason="Corrfunc is not installed: it publishes no binary wheel (sdist only, a C build), and test/run installs binary wheels only")
