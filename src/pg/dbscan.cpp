@@ -11,6 +11,7 @@
 #include "pg.h"
 
 extern "C" {
+#include "catalog/objectaccess.h"
 #include "catalog/pg_language.h"
 #include "catalog/pg_proc.h"
 #include "catalog/pg_type.h"
@@ -24,7 +25,9 @@ extern "C" {
 #include "optimizer/pathnode.h"
 #include "optimizer/paths.h"
 #include "optimizer/restrictinfo.h"
+#include "utils/acl.h"
 #include "utils/builtins.h"
+#include "utils/lsyscache.h"
 #include "utils/syscache.h"
 #include "utils/tuplestore.h"
 }
@@ -244,10 +247,15 @@ TupleTableSlot* scan_next(ScanState* ss) {
 // No EvalPlanQual recheck is needed: the scan is not offered to queries with row marks.
 bool scan_recheck(ScanState*, TupleTableSlot*) { return true; }
 
-// Prepares the argument expressions.
+// Checks the EXECUTE privilege on the function, as the function scan's executor does, and
+// prepares the argument expressions.
 void begin_scan(CustomScanState* node, EState*, int) {
   DbscanScanState* st = (DbscanScanState*)node;
   CustomScan* cs = (CustomScan*)node->ss.ps.plan;
+  const Oid funcid = Oid(intVal(lsecond(cs->custom_private)));
+  const AclResult acl = pg_proc_aclcheck(funcid, GetUserId(), ACL_EXECUTE);
+  if (acl != ACLCHECK_OK) aclcheck_error(acl, OBJECT_FUNCTION, get_func_name(funcid));
+  InvokeFunctionExecuteHook(funcid);
   st->arg_states = ExecInitExprList(cs->custom_exprs, &node->ss.ps);
 }
 
@@ -272,7 +280,7 @@ void rescan(CustomScanState* node) {
 const CustomExecMethods exec_methods = {"gpu2bs dbscan", begin_scan, exec_scan, end_scan, rescan,
                                         nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr};
 
-// The scan state of a plan (custom_private: with_box).
+// The scan state of a plan (custom_private: with_box, the function's OID).
 Node* create_state(CustomScan* cs) {
   DbscanScanState* st = (DbscanScanState*)newNode(sizeof(DbscanScanState), T_CustomScanState);
   st->css.methods = &exec_methods;
@@ -341,7 +349,7 @@ Plan* plan_path(PlannerInfo* root, RelOptInfo* rel, CustomPath* path, List* tlis
   cs->custom_scan_tlist =
       list_make2(makeTargetEntry((Expr*)makeVar(relid, 1, INT8OID, -1, InvalidOid, 0), 1, pstrdup("id"), false),
                  makeTargetEntry((Expr*)makeVar(relid, 2, INT4OID, -1, InvalidOid, 0), 2, pstrdup("cluster"), false));
-  cs->custom_private = list_make1(makeInteger(list_length(fe->args) == 6 ? 1 : 0));
+  cs->custom_private = list_make2(makeInteger(list_length(fe->args) == 6 ? 1 : 0), makeInteger(int(fe->funcid)));
   cs->methods = &scan_methods;
   return &cs->scan.plan;
 }

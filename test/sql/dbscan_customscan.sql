@@ -90,5 +90,34 @@ SELECT count(*) FROM gpu_dbscan('dcs', 0.6, 5, '{x,y}', 'id', '{1,1}');
 \set VERBOSITY default
 SELECT count(*) FROM gpu_dbscan('dcs', 0.004, 0);
 
+-- EXECUTE privilege: checked by the custom scans (gpu_dbscan's and gpu_simjoin's, each of its
+-- modes) as by the function scan
+CREATE ROLE regress_dcs_user;
+GRANT SELECT ON dcs TO regress_dcs_user;
+REVOKE EXECUTE ON FUNCTION gpu_dbscan(regclass, float8, int4, text[], text) FROM PUBLIC;
+REVOKE EXECUTE ON FUNCTION gpu_simjoin(regclass, float8, text[], text) FROM PUBLIC;
+SET ROLE regress_dcs_user;
+SELECT count(*) FROM gpu_dbscan('dcs', 0.004, 5);
+SELECT count(*) FROM gpu_simjoin('dcs', 0.004);
+SELECT * FROM gpu_simjoin('dcs', 0.004) LIMIT 1;
+SELECT * FROM gpu_simjoin('dcs', 0.004) ORDER BY dist LIMIT 1;
+SELECT id1, count(*) FROM gpu_simjoin('dcs', 0.004) GROUP BY id1 LIMIT 1;
+SELECT id1 FROM gpu_simjoin('dcs', 0.004) WHERE dist > 1;
+SET gpu2bs.enable_customscan = off;
+SELECT count(*) FROM gpu_dbscan('dcs', 0.004, 5);
+SELECT count(*) FROM gpu_simjoin('dcs', 0.004);
+RESET gpu2bs.enable_customscan;
+RESET ROLE;
+GRANT EXECUTE ON FUNCTION gpu_simjoin(regclass, float8, text[], text) TO PUBLIC;
+GRANT EXECUTE ON FUNCTION gpu_dbscan(regclass, float8, int4, text[], text) TO regress_dcs_user;
+SET ROLE regress_dcs_user;
+SELECT count(*) FROM gpu_dbscan('dcs', 0.004, 5);
+SELECT count(*) FROM gpu_simjoin('dcs', 0.004);
+RESET ROLE;
+GRANT EXECUTE ON FUNCTION gpu_dbscan(regclass, float8, int4, text[], text) TO PUBLIC;
+REVOKE ALL ON FUNCTION gpu_dbscan(regclass, float8, int4, text[], text) FROM regress_dcs_user;
+REVOKE ALL ON dcs FROM regress_dcs_user;
+DROP ROLE regress_dcs_user;
+
 DROP FUNCTION cs_rows(text, float8, int);
 DROP TABLE ref_rows, dcs;
