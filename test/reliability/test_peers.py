@@ -8,8 +8,8 @@ Agreement rule: cumulative counts N(r < edge) may differ from the float64 refere
 the peer) by at most the reference pairs whose distance lies within a tolerance of that edge:
 1e-9 relative for float8, 2e-6 relative of the box side for float4 and freud (float32 rounds
 coordinates of up to 10 by up to 4.8e-7, a distance by about twice that). test/run installs
-freud-analysis and Corrfunc into build/venv-test from binary wheels only; a peer that is not
-installed skips its test with the reason.
+freud-analysis into build/venv-test from its binary wheel and builds Corrfunc from its source
+distribution; a peer that is not installed skips its test with the reason.
 """
 import numpy as np
 import pytest
