@@ -53,6 +53,25 @@ class Collect : public PairSink {
   bool self_;
 };
 
+// Forwards pairs with their positions replaced by the points' input indices.
+class IndexSink : public PairSink {
+ public:
+  IndexSink(PairSink& out, const uint32_t* ia, const uint32_t* ib) : out_(out), ia_(ia), ib_(ib) {}
+  void consume(const PairRecord* p, size_t n) override {
+    std::vector<PairRecord> v(p, p + n);
+    for (auto& r : v) {
+      r.i = ia_[r.i];
+      r.j = ib_[r.j];
+    }
+    out_.consume(v.data(), n);
+  }
+
+ private:
+  PairSink& out_;
+  const uint32_t* ia_;
+  const uint32_t* ib_;
+};
+
 // Runs `p` in memory and in `slabs` slabs on the CPU engine; expects the same pairs and bits,
 // and the float64 reference's pairs for float64.
 void expect_slab_join_equal(const ref::Points& a, const ref::Points* b, double eps, Precision prec,
@@ -72,6 +91,20 @@ void expect_slab_join_equal(const ref::Points& a, const ref::Points* b, double e
   EXPECT_EQ(parts.duplicates, 0u) << "slabs " << slabs;
   EXPECT_EQ(whole.pairs.size(), parts.pairs.size()) << "slabs " << slabs;
   EXPECT_TRUE(whole.pairs == parts.pairs) << "slabs " << slabs;
+  // An engine that emits the sub-problems' PointsView::index values (as the GPU join does),
+  // emulated by mapping the CPU engine's positions through them: the same pairs, unmapped here.
+  Collect mapped(p.self);
+  split::slab_simjoin(
+      p, plan, mapped,
+      [&](const SimjoinProblem& sub, PairSink& out) {
+        EXPECT_NE(sub.a.index, nullptr);
+        EXPECT_NE(sub.b.index, nullptr);
+        IndexSink by_index(out, sub.a.index, sub.b.index);
+        cpu->simjoin(sub, by_index, ctl);
+      },
+      true);
+  EXPECT_EQ(mapped.duplicates, 0u) << "slabs " << slabs;
+  EXPECT_TRUE(whole.pairs == mapped.pairs) << "slabs " << slabs;
   if (prec == Precision::Float64) {
     const ref::JoinRef want = ref::simjoin(a, b, eps, prec);
     size_t missing = 0;
