@@ -159,34 +159,64 @@ double slab_halo(const SimjoinProblem& p, int axis) {
 
 namespace {
 
-// Order statistics of one coordinate, selected level by level: the array stays partitioned at
-// every position selected so far, so the positions of a finer level are each selected within
-// the range between two earlier ones (O(n) work per level, no full sort).
+// Places the order statistics at positions pos[k0..k1) of v[lo, hi) (ascending positions, all
+// in [lo, hi)): the middle one first, then each half within its side (O(n log k)).
+void select_positions(std::vector<double>& v, size_t lo, size_t hi, const std::vector<size_t>& pos,
+                      size_t k0, size_t k1) {
+  if (k0 >= k1 || lo >= hi) return;
+  const size_t km = (k0 + k1) / 2;
+  const size_t at = pos[km];
+  std::nth_element(v.begin() + long(lo), v.begin() + long(at), v.begin() + long(hi));
+  select_positions(v, lo, at, pos, k0, km);
+  select_positions(v, at + 1, hi, pos, km + 1, k1);
+}
+
+// Order statistics of one coordinate for growing slab counts: the array stays partitioned at
+// every position selected so far, so a finer level's new positions are selected within the
+// ranges between earlier ones (no full sort, no work repeated from one level to the next).
 class Quantiles {
  public:
   Quantiles(const double* x, size_t n) : v_(x, x + n) {}
   // The slabs - 1 cuts at positions n k / slabs (k = 1 .. slabs - 1).
   std::vector<double> cuts(int slabs) {
     const size_t n = v_.size();
-    std::vector<double> out;
     if (n == 0 || slabs <= 1) return std::vector<double>(size_t(std::max(slabs, 1)) - 1, 0.0);
-    for (int k = 1; k < slabs; ++k) {
-      const size_t q = n * size_t(k) / size_t(slabs);
-      const auto it = std::lower_bound(sel_.begin(), sel_.end(), q);
-      if (it == sel_.end() || *it != q) {
-        const size_t lo = it == sel_.begin() ? 0 : *(it - 1) + 1;
-        const size_t hi = it == sel_.end() ? n : *it;
-        std::nth_element(v_.begin() + long(lo), v_.begin() + long(q), v_.begin() + long(hi));
-        sel_.insert(it, q);
+    std::vector<size_t> want;
+    for (int k = 1; k < slabs; ++k) want.push_back(n * size_t(k) / size_t(slabs));
+    // New positions, grouped by the range between selected positions that holds them.
+    std::vector<size_t> fresh;
+    size_t at = 0;  // index into sel_ of the first selected position >= the current one
+    for (size_t i = 0; i < want.size();) {
+      const size_t q = want[i];
+      while (at < sel_.size() && sel_[at] < q) ++at;
+      if (at < sel_.size() && sel_[at] == q) {
+        ++i;
+        continue;
       }
-      out.push_back(v_[q]);
+      const size_t lo = at == 0 ? 0 : sel_[at - 1] + 1;
+      const size_t hi = at == sel_.size() ? n : sel_[at];
+      fresh.clear();
+      while (i < want.size() && want[i] < hi) {
+        if (fresh.empty() || fresh.back() != want[i]) fresh.push_back(want[i]);
+        ++i;
+      }
+      select_positions(v_, lo, hi, fresh, 0, fresh.size());
+      for (size_t f : fresh) added_.push_back(f);
     }
+    if (!added_.empty()) {
+      sel_.insert(sel_.end(), added_.begin(), added_.end());
+      std::sort(sel_.begin(), sel_.end());
+      added_.clear();
+    }
+    std::vector<double> out;
+    for (size_t q : want) out.push_back(v_[q]);
     return out;
   }
 
  private:
   std::vector<double> v_;
-  std::vector<size_t> sel_;  // positions selected so far, ascending
+  std::vector<size_t> sel_;    // positions selected so far, ascending
+  std::vector<size_t> added_;  // positions selected by the current call
 };
 
 // The axis of largest extent of p's box.
@@ -248,8 +278,9 @@ void slab_counts(const SimjoinProblem& p, int axis, double h, const std::vector<
 }
 
 // Device bytes of the largest sub-join of the slabs of `cuts` (counts only, no lists).
-uint64_t largest_slab_bytes(const SimjoinProblem& p, int axis, double h, const std::vector<double>& cuts) {
-  std::vector<uint64_t> own, halo;
+// The counts are left in `own` and `halo` (plan_with_cuts takes them).
+uint64_t largest_slab_bytes(const SimjoinProblem& p, int axis, double h, const std::vector<double>& cuts,
+                            std::vector<uint64_t>& own, std::vector<uint64_t>& halo) {
   slab_counts(p, axis, h, cuts, &own, &halo);
   uint64_t need = 0;
   for (size_t s = 0; s < own.size(); ++s) {
@@ -259,9 +290,10 @@ uint64_t largest_slab_bytes(const SimjoinProblem& p, int axis, double h, const s
   return need;
 }
 
-// The plan of `cuts`: every point of a in its slab, the halos (lists sized by a counting pass,
-// indices ascending in every list).
-SlabPlan plan_with_cuts(const SimjoinProblem& p, int axis, std::vector<double> cut_values) {
+// The plan of `cuts`: every point of a in its slab, the halos (lists sized by the counts of
+// slab_counts, given or counted here; indices ascending in every list).
+SlabPlan plan_with_cuts(const SimjoinProblem& p, int axis, std::vector<double> cut_values,
+                        std::vector<uint64_t> own = {}, std::vector<uint64_t> halo = {}) {
   SlabPlan plan;
   plan.axis = axis;
   plan.halo = slab_halo(p, axis);
@@ -269,8 +301,7 @@ SlabPlan plan_with_cuts(const SimjoinProblem& p, int axis, std::vector<double> c
   const auto& cuts = plan.cuts;
   const double h = plan.halo;
   const size_t S = cuts.size() + 1;
-  std::vector<uint64_t> own, halo;
-  slab_counts(p, axis, h, cuts, &own, &halo);
+  if (own.size() != S || halo.size() != S) slab_counts(p, axis, h, cuts, &own, &halo);
   plan.slabs.resize(S);
   for (size_t s = 0; s < S; ++s) {
     plan.slabs[s].own.reserve(own[s]);
@@ -403,11 +434,18 @@ SlabPlan plan_slabs_for_budget(const SimjoinProblem& p, uint64_t budget) {
   const int axis = slab_axis(p);
   const double h = slab_halo(p, axis);
   Quantiles q(p.a.coord[axis], p.a.n);
-  for (int slabs = 2; slabs <= (1 << 16) && avail > join_core_bytes(1, 0, true, p.a.dims, p.prec);
+  // The largest slab holds at least ceil(n / slabs) points of its own (and its sub-joins need
+  // at least their bytes), so fewer slabs than the first count where those fit cannot fit.
+  int first = 2;
+  while (first < (1 << 16) &&
+         join_core_bytes((p.a.n + uint64_t(first) - 1) / uint64_t(first), 0, true, p.a.dims, p.prec) > avail)
+    first *= 2;
+  for (int slabs = first; slabs <= (1 << 16) && avail > join_core_bytes(1, 0, true, p.a.dims, p.prec);
        slabs *= 2) {
     std::vector<double> cuts = q.cuts(slabs);
-    const uint64_t need = largest_slab_bytes(p, axis, h, cuts);
-    if (need <= avail) return plan_with_cuts(p, axis, std::move(cuts));
+    std::vector<uint64_t> own, halo;
+    const uint64_t need = largest_slab_bytes(p, axis, h, cuts, own, halo);
+    if (need <= avail) return plan_with_cuts(p, axis, std::move(cuts), std::move(own), std::move(halo));
     if (need >= prev) break;
     prev = need;
   }
