@@ -278,17 +278,19 @@ uint64_t call_device_mask(const Control& ctl, bool all_devices) {
 
 void define_admission() {
   DefineCustomIntVariable("gpu2bs.gpu_memory_total",
-                          "Device memory all sessions' GPU calls may hold together (0: 90% of the device).",
-                          "A call that would exceed it waits (wait event Extension) until others "
-                          "give memory back, or runs the SDH and pair count in blocks of points "
-                          "with what is free.",
+                          "Device memory all sessions' GPU calls may hold together on each device (0: 90% of the device).",
+                          "Every device has this budget on its own; a call reserves on every "
+                          "device it uses. A call that would exceed it waits (wait event "
+                          "Extension) until others give memory back, or runs the SDH and pair "
+                          "count in blocks of points with what is free.",
                           &gpu_memory_total_setting, 0, 0, 16 * 1024 * 1024, PGC_SIGHUP,
                           GUC_UNIT_MB, nullptr, nullptr, nullptr);
   DefineCustomIntVariable("gpu2bs.simulate_device_memory",
                           "Test hook: admission for CPU engine calls as on a device of this size (0: off).",
                           "The CPU engine's calls reserve what the GPU engine would need on a "
-                          "device of this many MB and wait like GPU calls; the CPU engine still "
-                          "computes the result.",
+                          "device of this many MB (each ordinal of gpu2bs.devices a device of "
+                          "its own) and wait like GPU calls; the CPU engine still computes the "
+                          "result.",
                           &simulate_device_setting, 0, 0, 16 * 1024 * 1024, PGC_SUSET, GUC_UNIT_MB,
                           nullptr, nullptr, nullptr);
   if (process_shared_preload_libraries_in_progress) {
