@@ -320,6 +320,42 @@ TEST(Split, SlabJoinKeepsMaxPairs) {
   EXPECT_EQ(every.pairs.size(), all.pairs.size());
 }
 
+// The cuts are the order statistics at n k / slabs of the axis coordinate, whether selected at
+// once (plan_slabs) or level by level while the budget's slab count is searched.
+TEST(Split, SlabCutsAreQuantiles) {
+  auto a = ref::uniform(30000, 2, 17);
+  for (auto& x : a.c[0]) x = std::floor(x * 500) / 500;  // repeated values: equal cuts
+  const SimjoinProblem p = make_simjoin(a.view(), nullptr, 0.001, Precision::Float32, 0);
+  const int axis = split::plan_slabs(p, 2).axis;
+  std::vector<double> sorted(a.c[size_t(axis)]);
+  std::sort(sorted.begin(), sorted.end());
+  auto expect_quantiles = [&](const split::SlabPlan& plan) {
+    const size_t S = plan.slabs.size(), n = sorted.size();
+    ASSERT_EQ(plan.cuts.size() + 1, S);
+    for (size_t k = 1; k < S; ++k) EXPECT_EQ(plan.cuts[k - 1], sorted[n * k / S]) << "slabs " << S << " cut " << k;
+  };
+  for (int slabs : {2, 3, 5, 8, 64, 1000}) expect_quantiles(split::plan_slabs(p, slabs));
+  const uint64_t core = split::join_core_bytes(p.a.n, 0, true, 2, p.prec);
+  const uint64_t fixed = split::join_core_bytes(0, 0, true, 2, p.prec);
+  for (uint64_t div : {3, 8, 40}) {
+    // Half for the banks (budgets below 128 MiB), the other half a 1/div share of the points.
+    const uint64_t budget = 2 * (fixed + (core - fixed) / div);
+    const split::SlabPlan plan = split::plan_slabs_for_budget(p, budget);
+    ASSERT_GT(plan.slabs.size(), 1u) << "budget 1/" << div;
+    expect_quantiles(plan);
+    // The fewest slabs (a power of two) that fit: half as many do not.
+    const uint64_t avail = budget - std::min<uint64_t>(split::kJoinMinBankBytes, budget / 2);
+    if (plan.slabs.size() > 2) {
+      const split::SlabPlan fewer = split::plan_slabs(p, int(plan.slabs.size() / 2));
+      uint64_t need = 0;
+      for (const auto& sl : fewer.slabs)
+        need = std::max({need, split::join_core_bytes(sl.own.size(), 0, true, 2, p.prec),
+                         split::join_core_bytes(sl.own.size(), sl.halo.size(), false, 2, p.prec)});
+      EXPECT_GT(need, avail) << "budget 1/" << div;
+    }
+  }
+}
+
 TEST(Split, SlabsForBudget) {
   auto a = ref::uniform(200000, 3, 9);
   const SimjoinProblem p = make_simjoin(a.view(), nullptr, 0.01, Precision::Float32, 0);
