@@ -251,6 +251,9 @@ bool built_with_cuda();
 // Device memory of the GPU the CUDA engine uses, in bytes (0 when no GPU is usable).
 size_t cuda_device_memory();
 
+// Ordinals of the GPUs the CUDA engine can use (gpu2bs.devices = all); empty when none.
+std::vector<int> cuda_device_ordinals();
+
 // Rows for gpu2bs_info() about the run-time compiler of pair expressions (NVRTC): whether it
 // opened, modules compiled, cache hits, compile times; a single row in builds without CUDA.
 InfoRows expr_compiler_info();

@@ -779,7 +779,7 @@ bool simjoin_run(const SimjoinArgs& a, SimjoinInput* in, PairSink& sink, const P
     prep.prob.filter = filter;
     PgControl ctl;
     ctl.stats.scan_s = in->scan_s;
-    DeviceGrant grant(eng, ctl, 0, 0);
+    DeviceGrant grant(eng, ctl, 0, 0, 0, true);
     eng->simjoin(prep.prob, sink, ctl);
     record_run("gpu_simjoin", eng->name(), ctl.stats);
     if (!reduce->done) throw Error(ErrorCode::Internal, "engine did not compute the pushed-down reduction");
@@ -792,7 +792,7 @@ bool simjoin_run(const SimjoinArgs& a, SimjoinInput* in, PairSink& sink, const P
   FilterSink filtered(engine_filters || use_stage ? nullptr : filter, sink);
   PgControl ctl;
   ctl.stats.scan_s = in->scan_s;
-  DeviceGrant grant(eng, ctl, 0, 0);
+  DeviceGrant grant(eng, ctl, 0, 0, 0, true);
   eng->simjoin(prep.prob, filtered, ctl);
   record_run("gpu_simjoin", eng->name(), ctl.stats);
   return use_stage;

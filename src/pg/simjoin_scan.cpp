@@ -357,7 +357,7 @@ void run_join(void* arg) {
     pu->pipe.reset(new PagePipe(4));
     pu->ctl.reset(new PipeControl(pu->pipe.get()));
     pu->ctl->stats.scan_s = in.scan_s;
-    pu->grant.reset(new DeviceGrant(prep.engine, *pu->ctl, 0, 0));
+    pu->grant.reset(new DeviceGrant(prep.engine, *pu->ctl, 0, 0, 0, true));
     Engine* eng = prep.engine;
     Pushed* p = pu;
     pu->pipe->start([eng, p](PairSink& out) {
