@@ -98,6 +98,11 @@ struct Result {
   int error = kNoError;            // first error raised by the generated code
   double compile_ms = 0;           // NVRTC compile time of this call (0 on a cache hit)
   bool cache_hit = false;          // module found in this process's cache
+  bool table = false;              // Histogram: buckets through the threshold table of g
+                                   // (value = F(g), F checked monotone on the device)
+  bool table_dec = false;          // with `table`: F is non-increasing
+  std::vector<float> thresholds;   // with `table`: ts[0 .. nbuckets + 2] of kernel_text.h (tests)
+  double check_ms = 0;             // time of the module's monotonicity check (0: known already)
 };
 
 // Runs the job on the current CUDA device. Join pairs go to `sink` (PairRecord: i, j and
