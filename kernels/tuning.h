@@ -266,6 +266,8 @@ constexpr int kExprHistEdgesMaxBuckets = 1 << 20;
 // "threshold table"): buckets up to this many (the per-cell guesses are 16-bit byte offsets of
 // the classes 0 .. nbuckets + 1), and the cells
 // of the guess table over the range of g's thresholds (16-bit entries in shared memory).
+// bench_expr hist (H100, 117,955 stars, 1000 buckets, float32): 14.2 ms kernel with the table
+// against 40.5 ms evaluating acos per pair.
 constexpr int kExprTableMaxBuckets = 16380;
 constexpr int kExprTableCells = 8192;
 // Join: capacity of the direct output buffer in pairs (16 bytes each), at most, and at most

@@ -34,6 +34,11 @@
 //     G2_EDGES the bucket comes without the float64 division: a float guess within a proven
 //     rounding bound of the quotient, and for the pairs within that bound of an edge the
 //     table of edges that g2_edges computes with the kernel's own bucket function (g2_visit).
+//     With G2_TABLE (float32, value = F(g), the source defines gpu2bs_pair_inner and
+//     gpu2bs_outer) the kernel buckets g against the thresholds that g2_tables derives from F
+//     (see "Threshold table" below); that program (G2_PART 1) has no g2_check / g2_tables, which
+//     form a second program (G2_PART 2).
+//   G2_COMPACT: one tile loop (every tile through the edge-tile loop), less code to compile.
 //   3 Join (Type-III): the kept pairs to a direct output buffer: per warp and step one atomic
 //     reservation on the global counter, the lanes' records at consecutive positions; records
 //     past `cap` are not written, but counted, so the host sees the buffer overflow and runs

@@ -2,11 +2,12 @@
 """TreeCorr NNCorrelation on the Hipparcos stars, the peer of bench_expr's angular histogram
 (test/bench/results/2026-11-24-h100-angular.md).
 
-  angular_treecorr.py STARS.csv.gz NBINS THREADS BIN_SLOP [GPU_HIST.txt]
+  angular_treecorr.py STARS.csv.gz NBINS THREADS BIN_SLOP [GPU_HIST.txt [MAX_STARS]]
 
 The stars (id,x,y,z rows after a header) are normalized to unit vectors and handed to TreeCorr
 as (ra, dec) in radians; NNCorrelation counts the pairs of the auto-correlation in NBINS linear
-bins of the great-circle separation over [0, pi) (TreeCorr's Arc metric), with the given
+bins of the great-circle separation over [0, pi) (TreeCorr's Arc metric; TC_METRIC=Euclidean:
+the chord length, TreeCorr's default for such catalogues), with the given
 bin_slop (0: every pair in its exact bin; TreeCorr's default is 1). Prints the wall and CPU
 time of process() and, with GPU_HIST.txt (one count per line, bench_expr G2_HIST_OUT), the
 pairs per bin against the GPU histogram."""
@@ -29,6 +30,8 @@ def main():
             p = line.split(",")
             if len(p) >= 4:
                 rows.append((float(p[1]), float(p[2]), float(p[3])))
+    if len(sys.argv) > 6:
+        rows = rows[:int(sys.argv[6])]
     xyz = np.array(rows)
     nrm = np.sqrt((xyz ** 2).sum(axis=1))
     xyz = xyz[nrm > 0] / nrm[nrm > 0, None]
@@ -37,12 +40,13 @@ def main():
     cat = treecorr.Catalog(ra=ra, dec=dec, ra_units="radians", dec_units="radians")
     nn = treecorr.NNCorrelation(min_sep=0.0, max_sep=math.pi, nbins=nbins, bin_type="Linear",
                                 sep_units="radians", bin_slop=slop, num_threads=threads)
+    metric = os.environ.get("TC_METRIC", "Arc")
     t0, c0 = time.perf_counter(), time.process_time()
-    nn.process(cat, num_threads=threads)
+    nn.process(cat, metric=metric, num_threads=threads)
     wall, cpu = time.perf_counter() - t0, time.process_time() - c0
     n = len(ra)
     total = float(nn.npairs.sum())
-    print(f"treecorr {treecorr.__version__} numpy {np.__version__}: {n} stars, {nbins} bins, "
+    print(f"treecorr {treecorr.__version__} numpy {np.__version__}: {n} stars, {nbins} bins, metric {metric}, "
           f"bin_slop {slop}, {threads} threads: process() wall {wall:.3f} s, cpu {cpu:.2f} s, "
           f"npairs sum {total:.0f} (all pairs {n * (n - 1) // 2})")
     print("  treecorr bins 0..4: " + " ".join(f"{v:.0f}" for v in nn.npairs[:5]))
