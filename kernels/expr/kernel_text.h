@@ -38,11 +38,11 @@
 //     gpu2bs_outer) the kernel buckets g against the thresholds that g2_tables derives from F
 //     (see "Threshold table" below); that program (G2_PART 1) has no g2_check / g2_tables, which
 //     form a second program (G2_PART 2).
-//   G2_COMPACT: one tile loop (every tile through the edge-tile loop), less code to compile.
 //   3 Join (Type-III): the kept pairs to a direct output buffer: per warp and step one atomic
 //     reservation on the global counter, the lanes' records at consecutive positions; records
 //     past `cap` are not written, but counted, so the host sees the buffer overflow and runs
 //     the slice again in smaller pieces.
+// G2_COMPACT: one tile loop (every tile through the edge-tile loop): less code to compile.
 // Errors: gpu2bs_raise records the first code of the block in shared memory; the block stops at
 // the next item and publishes it to the call's error word (first code wins); every block stops
 // at its next item once the word is set.
