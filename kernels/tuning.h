@@ -262,6 +262,14 @@ constexpr long long kExprSumMaxItems = 1LL << 18;
 // without --Ofast-compile): float32 21.8 ms -> 15.9 ms (3.21e11 -> 4.40e11 pairs/s), float64
 // 46.5 -> 42.3 ms.
 constexpr int kExprHistEdgesMaxBuckets = 1 << 20;
+// Float32 histograms of a value F(g) whose F passes the device's monotonicity check (expr_gpu.cu,
+// "threshold table"): buckets up to this many (the per-cell guesses are 16-bit byte offsets of
+// the classes 0 .. nbuckets + 1), and the cells
+// of the guess table over the range of g's thresholds (16-bit entries in shared memory).
+// bench_expr hist (H100, 117,955 stars, 1000 buckets, float32): 14.2 ms kernel with the table
+// against 40.5 ms evaluating acos per pair.
+constexpr int kExprTableMaxBuckets = 16380;
+constexpr int kExprTableCells = 8192;
 // Join: capacity of the direct output buffer in pairs (16 bytes each), at most, and at most
 // this fraction of the call's device memory budget left after the inputs.
 constexpr size_t kExprJoinCapPairs = size_t(1) << 22;
