@@ -113,6 +113,90 @@ std::vector<XiRow> xi_rows(XiEstimator est, const std::vector<double>& edges,
   return rows;
 }
 
+std::vector<XiRow> xi_rows_weighted(XiEstimator est, const std::vector<double>& edges,
+                                    const std::vector<double>& shell_edges, const XiCounts& c) {
+  std::vector<XiRow> rows = xi_rows(est, edges, shell_edges, c);
+  const bool analytic = c.nr < 0;
+  const double dd_pairs = (c.wd * c.wd - c.wd2) / 2;
+  const double dr_pairs = analytic ? 0 : c.wd * c.wr;
+  const double rr_pairs = analytic ? dd_pairs : (c.wr * c.wr - c.wr2) / 2;
+  const double unit = std::pow(M_PI, c.dims / 2.0) / std::tgamma(c.dims / 2.0 + 1.0);
+  for (size_t k = 0; k < rows.size(); ++k) {
+    XiRow& r = rows[k];
+    r.dd_w = k < c.dd_w.size() ? c.dd_w[k] : 0;
+    r.has_xi = false;
+    r.xi = 0;
+    double f_rr;
+    if (analytic) {
+      const double shell =
+          unit * (std::pow(shell_edges[k + 1], c.dims) - std::pow(shell_edges[k], c.dims));
+      f_rr = c.volume > 0 ? shell / c.volume : 0;
+      r.rr_w = dd_pairs * f_rr;
+    } else {
+      r.dr_w = k < c.dr_w.size() ? c.dr_w[k] : 0;
+      r.rr_w = k < c.rr_w.size() ? c.rr_w[k] : 0;
+      f_rr = rr_pairs > 0 ? r.rr_w / rr_pairs : 0;
+    }
+    if (!(dd_pairs > 0) || !(f_rr > 0)) continue;
+    const double f_dd = r.dd_w / dd_pairs;
+    if (analytic || est == XiEstimator::Natural) {
+      r.xi = f_dd / f_rr - 1;
+      r.has_xi = true;
+    } else if (dr_pairs > 0) {
+      const double f_dr = r.dr_w / dr_pairs;
+      r.xi = (f_dd - 2 * f_dr + f_rr) / f_rr;
+      r.has_xi = true;
+    }
+  }
+  return rows;
+}
+
+std::vector<XiRow> xi_run_weighted(Engine& eng, Control& ctl, XiEstimator est,
+                                   const PointsView& data, const double* wd,
+                                   const PointsView* randoms, const double* wr,
+                                   const std::vector<double>& edges,
+                                   const std::vector<double>& bin_edges, const double* box,
+                                   int nbox, Precision prec) {
+  if (randoms && randoms->dims != data.dims)
+    throw Error(ErrorCode::InvalidParameter, "relations have different numbers of coordinates",
+                std::to_string(data.dims) + " and " + std::to_string(randoms->dims) +
+                    " coordinates.");
+  // The weight sums of a run as float64 values, each rounded once.
+  auto values = [](const WeightedCounts& w) {
+    std::vector<double> v(w.sums.size());
+    for (size_t k = 0; k < v.size(); ++k) v[k] = weight_value(w.sums[k], w.scale);
+    return v;
+  };
+  XiCounts c;
+  c.weighted = true;
+  c.nd = double(data.n);
+  c.dims = data.dims;
+  const RdfProblem pdd = make_rdf_edges(data, nullptr, bin_edges, box, nbox, prec);
+  const WeightedCounts dd = eng.rdf_weighted(pdd, wd, nullptr, ctl);
+  c.dd = dd.pairs;
+  c.dd_w = values(dd);
+  const RdfWeightTotals td = rdf_weight_totals(pdd, wd, nullptr);
+  c.wd = td.sum_a;
+  c.wd2 = td.sum_sq_a;
+  if (randoms) {
+    const RdfProblem pdr = make_rdf_edges(data, randoms, bin_edges, box, nbox, prec);
+    const WeightedCounts dr = eng.rdf_weighted(pdr, wd, wr, ctl);
+    c.dr = dr.pairs;
+    c.dr_w = values(dr);
+    const RdfProblem prr = make_rdf_edges(*randoms, nullptr, bin_edges, box, nbox, prec);
+    const WeightedCounts rr = eng.rdf_weighted(prr, wr, nullptr, ctl);
+    c.rr = rr.pairs;
+    c.rr_w = values(rr);
+    const RdfWeightTotals tr = rdf_weight_totals(prr, wr, nullptr);
+    c.wr = tr.sum_a;
+    c.wr2 = tr.sum_sq_a;
+    c.nr = double(randoms->n);
+  } else {
+    c.volume = rdf_volume(pdd);
+  }
+  return xi_rows_weighted(est, edges, bin_edges, c);
+}
+
 namespace {
 
 // A copy of some points of a view (coordinates per axis).

@@ -1,0 +1,142 @@
+--
+-- gpu_rdf_weighted against a float64 reference in SQL: every pair (self: i < j) with coordinates
+-- wrapped into [0, L) and minimum-image differences on periodic axes, the bucket
+-- floor(d * (1 / w)), the exact (numeric) sum of the products w_i * w_j per bucket, and
+-- g = m * weight_sum / (rho_w * shell) with rho_w = ((sum w)^2 - sum w^2) / V (self, m = 2) or
+-- (sum w_a)(sum w_b) / V (two relations, m = 1). Lattice data decide every pair alike in float4,
+-- float8 and SQL; integer and dyadic weights make the fixed-point sums exact, so weight_sum
+-- equals the reference; real weights are compared within the documented bound.
+--
+
+CREATE FUNCTION rw_mi(d float8, l float8) RETURNS float8 LANGUAGE sql IMMUTABLE AS $$
+  SELECT CASE WHEN l IS NULL OR l = 0 THEN d WHEN d > l / 2 THEN d - l WHEN d < -l / 2 THEN d + l ELSE d END $$;
+CREATE FUNCTION rw_wrap(x float8, l float8) RETURNS float8 LANGUAGE sql IMMUTABLE AS $$
+  SELECT CASE WHEN l IS NULL OR l = 0 THEN x
+              ELSE CASE WHEN x - l * floor(x / l) >= l THEN 0 ELSE x - l * floor(x / l) END END $$;
+
+-- The reference: a and b are queries returning (x, y, z, w) (3-D); rows with a NULL w are left
+-- out, as gpu_rdf_weighted skips them.
+CREATE FUNCTION ref_rdfw(a text, b text, self bool, nb int, r_max float8, box float8[])
+RETURNS TABLE (r_lo float8, r_hi float8, pairs bigint, weight_sum numeric, g float8) LANGUAGE plpgsql AS $$
+DECLARE
+  w float8 := r_max / nb;
+  v float8 := 1; e float8; sa numeric; sq numeric; sb numeric; rho float8;
+  lx float8 := coalesce(box[1], 0); ly float8 := coalesce(box[2], 0); lz float8 := coalesce(box[3], 0);
+BEGIN
+  DROP TABLE IF EXISTS rw_a, rw_b;
+  EXECUTE format('CREATE TEMP TABLE rw_a AS SELECT row_number() OVER () AS i, x::float8 x, y::float8 y, z::float8 z, w::float8 w FROM (%s) q WHERE w IS NOT NULL', a);
+  EXECUTE format('CREATE TEMP TABLE rw_b AS SELECT row_number() OVER () AS i, x::float8 x, y::float8 y, z::float8 z, w::float8 w FROM (%s) q WHERE w IS NOT NULL', CASE WHEN self THEN a ELSE b END);
+  SELECT CASE WHEN lx > 0 THEN lx ELSE max(x) - min(x) END INTO e FROM (SELECT x FROM rw_a UNION ALL SELECT x FROM rw_b) u;
+  v := v * e;
+  SELECT CASE WHEN ly > 0 THEN ly ELSE max(y) - min(y) END INTO e FROM (SELECT y FROM rw_a UNION ALL SELECT y FROM rw_b) u;
+  v := v * e;
+  SELECT CASE WHEN lz > 0 THEN lz ELSE max(z) - min(z) END INTO e FROM (SELECT z FROM rw_a UNION ALL SELECT z FROM rw_b) u;
+  v := v * e;
+  SELECT sum(q.w::numeric), sum(q.w::numeric * q.w::numeric) INTO sa, sq FROM rw_a q;
+  SELECT sum(q.w::numeric) INTO sb FROM rw_b q;
+  rho := (CASE WHEN self THEN sa * sa - sq ELSE sa * sb END)::float8 / v;
+  RETURN QUERY
+  WITH d AS (
+    SELECT sqrt(rw_mi(rw_wrap(p.x, lx) - rw_wrap(q.x, lx), lx) ^ 2
+              + rw_mi(rw_wrap(p.y, ly) - rw_wrap(q.y, ly), ly) ^ 2
+              + rw_mi(rw_wrap(p.z, lz) - rw_wrap(q.z, lz), lz) ^ 2) AS d,
+           p.w::numeric * q.w::numeric AS pw
+    FROM rw_a p JOIN rw_b q ON (NOT self OR p.i < q.i)),
+  h AS (SELECT floor(d * (1.0 / w))::int AS k, count(*) AS c, sum(pw) AS s FROM d GROUP BY 1),
+  k AS (SELECT generate_series(0, nb - 1) AS k)
+  SELECT k.k * w, (k.k + 1) * w, coalesce(h.c, 0)::bigint, coalesce(h.s, 0),
+         CASE WHEN v > 0 AND rho <> 0
+              THEN (CASE WHEN self THEN 2 ELSE 1 END) * coalesce(h.s, 0)::float8
+                   / (rho * 4.0 / 3.0 * pi() * (((k.k + 1) * w) ^ 3 - (k.k * w) ^ 3))
+         END
+  FROM k LEFT JOIN h ON h.k = k.k ORDER BY k.k;
+END $$;
+
+-- Compares gpu_rdf_weighted with the reference: rows, pairs, edges, weight sums (exact, or within
+-- 0.5 ulp + pairs * wmax^2 * 2^-62 when `bound` is set, read through their shortest decimal
+-- forms) and g within 1e-12 relative (a few ulps more than the weight sums' rounding).
+CREATE FUNCTION rdfw_diff(got text, want text, wmax float8 DEFAULT NULL)
+RETURNS TABLE (rows bigint, total_pairs numeric, count_mismatch bigint, sum_mismatch bigint, g_mismatch bigint)
+LANGUAGE plpgsql AS $$
+BEGIN
+  RETURN QUERY EXECUTE format($q$
+    WITH g AS (SELECT row_number() OVER () AS n, * FROM (%s) q),
+         w AS (SELECT row_number() OVER () AS n, * FROM (%s) q)
+    SELECT count(*), sum(w.pairs),
+           count(*) FILTER (WHERE g.pairs IS DISTINCT FROM w.pairs OR g.r_lo <> w.r_lo OR abs(g.r_hi - w.r_hi) > 1e-12),
+           count(*) FILTER (WHERE CASE WHEN %L::float8 IS NULL THEN g.weight_sum IS DISTINCT FROM w.weight_sum::float8
+                                       ELSE abs(g.weight_sum::text::numeric - w.weight_sum)
+                                            > abs(g.weight_sum::text::numeric) * 2 ^ -52::numeric
+                                              + g.pairs * (%L::float8::text::numeric ^ 2) * 2 ^ -61::numeric END),
+           count(*) FILTER (WHERE (g.g IS NULL) <> (w.g IS NULL) OR abs(g.g - w.g) > 1e-12 * abs(w.g))
+    FROM g FULL JOIN w USING (n)$q$, got, want, wmax, wmax);
+END $$;
+
+-- Lattice 8 x 8 x 8 of spacing 0.5 in a periodic box of 4, points on the upper faces (x = 4
+-- wraps to 0: duplicates of lattice points), exact duplicates, and a row with a NULL weight.
+CREATE TABLE rw_lat (x float8, y float8, z float8, wi int, wd float8, wr float8, one float8);
+INSERT INTO rw_lat SELECT i * 0.5, j * 0.5, k * 0.5, (i + 2 * j + 3 * k) % 5 - 1,
+                          ((i * 7 + j * 3 + k) % 16) / 8.0, 0.3 + sin(i + 10 * j + 100 * k) ^ 2, 1
+  FROM generate_series(0, 7) i, generate_series(0, 7) j, generate_series(0, 7) k;
+INSERT INTO rw_lat VALUES (4, 1, 1, 2, 0.25, 1.7, 1), (4, 4, 4, 3, 1.5, 0.9, 1), (0.5, 4, 2, -2, 0.75, 0.4, 1),
+                          (1.5, 1.5, 1.5, 1, 2.0, 1.1, 1), (1.5, 1.5, 1.5, 4, 0.125, 2.3, 1),
+                          (2, 2, 2, NULL, NULL, NULL, 1);
+-- A second lattice, shifted by half a step, partly outside the box.
+CREATE TABLE rw_lat2 (x float8, y float8, z float8, wi int, wd float8);
+INSERT INTO rw_lat2 SELECT i * 0.5 + 0.25, j * 0.5 - 1, k * 0.5 + 0.25, (i * j + k) % 4, (i + j + k) % 8 / 4.0
+  FROM generate_series(0, 5) i, generate_series(0, 9) j, generate_series(0, 5) k;
+
+SET gpu2bs.precision = float8;
+-- self, periodic, r_max exactly half the box: integer, dyadic and real weights
+SELECT * FROM rdfw_diff('SELECT * FROM gpu_rdf_weighted(''rw_lat'', ''rw_lat'', 8, 2.0, ''wi'', ''{4,4,4}'', ''{x,y,z}'')',
+                        'SELECT * FROM ref_rdfw(''SELECT x, y, z, wi AS w FROM rw_lat'', NULL, true, 8, 2.0, ''{4,4,4}'')');
+SELECT * FROM rdfw_diff('SELECT * FROM gpu_rdf_weighted(''rw_lat'', ''rw_lat'', 8, 2.0, ''wd'', ''{4,4,4}'', ''{x,y,z}'')',
+                        'SELECT * FROM ref_rdfw(''SELECT x, y, z, wd AS w FROM rw_lat'', NULL, true, 8, 2.0, ''{4,4,4}'')');
+SELECT * FROM rdfw_diff('SELECT * FROM gpu_rdf_weighted(''rw_lat'', ''rw_lat'', 8, 2.0, ''wr'', ''{4,4,4}'', ''{x,y,z}'')',
+                        'SELECT * FROM ref_rdfw(''SELECT x, y, z, wr AS w FROM rw_lat'', NULL, true, 8, 2.0, ''{4,4,4}'')',
+                        (SELECT max(abs(wr)) FROM rw_lat));
+-- the rows themselves (integer weights)
+SELECT r_lo, r_hi, pairs, weight_sum, round(g::numeric, 10) AS g
+  FROM gpu_rdf_weighted('rw_lat', 'rw_lat', 8, 2.0, 'wi', '{4,4,4}', '{x,y,z}');
+-- not periodic (volume = bounding box), mixed box
+SELECT * FROM rdfw_diff('SELECT * FROM gpu_rdf_weighted(''rw_lat'', ''rw_lat'', 10, 2.5, ''wd'', NULL, ''{x,y,z}'')',
+                        'SELECT * FROM ref_rdfw(''SELECT x, y, z, wd AS w FROM rw_lat'', NULL, true, 10, 2.5, NULL)');
+SELECT * FROM rdfw_diff('SELECT * FROM gpu_rdf_weighted(''rw_lat'', ''rw_lat'', 6, 1.5, ''wi'', ''{4,0,NULL}'', ''{x,y,z}'')',
+                        'SELECT * FROM ref_rdfw(''SELECT x, y, z, wi AS w FROM rw_lat'', NULL, true, 6, 1.5, ''{4,0,0}'')');
+-- two relations, periodic (rw_lat2 partly outside the box) and not
+SELECT * FROM rdfw_diff('SELECT * FROM gpu_rdf_weighted(''rw_lat'', ''rw_lat2'', 8, 2.0, ''wd'', ''{4,4,4}'', ''{x,y,z}'')',
+                        'SELECT * FROM ref_rdfw(''SELECT x, y, z, wd AS w FROM rw_lat'', ''SELECT x, y, z, wd AS w FROM rw_lat2'', false, 8, 2.0, ''{4,4,4}'')');
+SELECT * FROM rdfw_diff('SELECT * FROM gpu_rdf_weighted(''rw_lat2'', ''rw_lat'', 5, 2.5, ''wi'', NULL, ''{x,y,z}'')',
+                        'SELECT * FROM ref_rdfw(''SELECT x, y, z, wi AS w FROM rw_lat2'', ''SELECT x, y, z, wi AS w FROM rw_lat'', false, 5, 2.5, NULL)');
+-- every weight 1: gpu_rdf's pairs and g, weight_sum = pairs
+SELECT bool_and(w.pairs = u.pairs AND w.weight_sum = w.pairs) AS same_pairs,
+       bool_and(abs(w.g - u.g) <= 1e-13 * abs(u.g)) AS same_g
+  FROM gpu_rdf_weighted('rw_lat', 'rw_lat', 8, 2.0, 'one', '{4,4,4}', '{x,y,z}') w
+  JOIN gpu_rdf('rw_lat', 'rw_lat', 8, 2.0, '{4,4,4}', '{x,y,z}') u USING (r_lo);
+
+-- float4: the lattice decides every pair alike
+SET gpu2bs.precision = float4;
+SELECT * FROM rdfw_diff('SELECT * FROM gpu_rdf_weighted(''rw_lat'', ''rw_lat'', 8, 2.0, ''wi'', ''{4,4,4}'', ''{x,y,z}'')',
+                        'SELECT * FROM ref_rdfw(''SELECT x, y, z, wi AS w FROM rw_lat'', NULL, true, 8, 2.0, ''{4,4,4}'')');
+SELECT * FROM rdfw_diff('SELECT * FROM gpu_rdf_weighted(''rw_lat'', ''rw_lat2'', 8, 2.0, ''wd'', ''{4,4,4}'', ''{x,y,z}'')',
+                        'SELECT * FROM ref_rdfw(''SELECT x, y, z, wd AS w FROM rw_lat'', ''SELECT x, y, z, wd AS w FROM rw_lat2'', false, 8, 2.0, ''{4,4,4}'')');
+RESET gpu2bs.precision;
+
+-- No rows: NULL arguments. One row: no pairs, g NULL. All weights NULL: no points, g NULL.
+SELECT count(*) AS null_weight FROM gpu_rdf_weighted('rw_lat', 'rw_lat', 4, 1.0, NULL);
+SELECT count(*) AS null_rel FROM gpu_rdf_weighted(NULL, 'rw_lat', 4, 1.0, 'wi');
+CREATE TABLE rw_one (x float8, y float8, z float8, w float8);
+INSERT INTO rw_one VALUES (1, 2, 3, 2.5), (2, 2, 2, NULL);
+SELECT * FROM gpu_rdf_weighted('rw_one', 'rw_one', 2, 1.0, 'w', '{4,4,4}', '{x,y,z}');
+-- Errors: NaN or infinite weight, a missing or non-numeric weight column, a bad box or r_max.
+CREATE TABLE rw_bad (x float8, y float8, z float8, w float8, t text);
+INSERT INTO rw_bad VALUES (1, 1, 1, 1, 'a'), (2, 2, 2, 'NaN', 'b');
+SELECT * FROM gpu_rdf_weighted('rw_bad', 'rw_bad', 2, 1.0, 'w', NULL, '{x,y,z}');
+UPDATE rw_bad SET w = '-Infinity' WHERE x = 2;
+SELECT * FROM gpu_rdf_weighted('rw_lat', 'rw_bad', 2, 1.0, 'w', NULL, '{x,y,z}');
+SELECT * FROM gpu_rdf_weighted('rw_lat', 'rw_lat', 2, 1.0, 'nosuch', NULL, '{x,y,z}');
+SELECT * FROM gpu_rdf_weighted('rw_bad', 'rw_bad', 2, 1.0, 't', NULL, '{x,y,z}');
+SELECT * FROM gpu_rdf_weighted('rw_lat', 'rw_lat', 2, 2.5, 'wi', '{4,4,4}', '{x,y,z}');
+SELECT * FROM gpu_rdf_weighted('rw_lat', 'rw_lat', 0, 1.0, 'wi');
+UPDATE rw_bad SET w = 1e200 WHERE x = 2;
+SELECT * FROM gpu_rdf_weighted('rw_bad', 'rw_bad', 2, 1.0, 'w', NULL, '{x,y,z}');
