@@ -5,8 +5,12 @@
 -- g = m * weight_sum / (rho_w * shell) with rho_w = ((sum w)^2 - sum w^2) / V (self, m = 2) or
 -- (sum w_a)(sum w_b) / V (two relations, m = 1). Lattice data decide every pair alike in float4,
 -- float8 and SQL; integer and dyadic weights make the fixed-point sums exact, so weight_sum
--- equals the reference; real weights are compared within the documented bound.
+-- equals the reference; real weights are compared within the documented bound. Then
+-- gpu_xi_weighted: its counts and weight sums against the same kind of reference with bin edges,
+-- xi against the formula over those sums, and gpu_xi's rows with every weight 1.
 --
+
+SET client_min_messages = warning;
 
 CREATE FUNCTION rw_mi(d float8, l float8) RETURNS float8 LANGUAGE sql IMMUTABLE AS $$
   SELECT CASE WHEN l IS NULL OR l = 0 THEN d WHEN d > l / 2 THEN d - l WHEN d < -l / 2 THEN d + l ELSE d END $$;
@@ -52,9 +56,10 @@ BEGIN
   FROM k LEFT JOIN h ON h.k = k.k ORDER BY k.k;
 END $$;
 
--- Compares gpu_rdf_weighted with the reference: rows, pairs, edges, weight sums (exact, or within
--- 0.5 ulp + pairs * wmax^2 * 2^-62 when `bound` is set, read through their shortest decimal
--- forms) and g within 1e-12 relative (a few ulps more than the weight sums' rounding).
+-- Compares gpu_rdf_weighted with the reference: rows, pairs, edges, weight sums (exact, or with
+-- wmax given within the documented 0.5 ulp + pairs * wmax^2 * 2^-62 of the sum of the rounded
+-- products, which lies within pairs * wmax^2 * 2^-53 of the exact numeric sum; margins doubled
+-- for reading through decimal text) and g within 1e-12 relative.
 CREATE FUNCTION rdfw_diff(got text, want text, wmax float8 DEFAULT NULL)
 RETURNS TABLE (rows bigint, total_pairs numeric, count_mismatch bigint, sum_mismatch bigint, g_mismatch bigint)
 LANGUAGE plpgsql AS $$
@@ -67,7 +72,7 @@ BEGIN
            count(*) FILTER (WHERE CASE WHEN %L::float8 IS NULL THEN g.weight_sum IS DISTINCT FROM w.weight_sum::float8
                                        ELSE abs(g.weight_sum::text::numeric - w.weight_sum)
                                             > abs(g.weight_sum::text::numeric) * 2 ^ -52::numeric
-                                              + g.pairs * (%L::float8::text::numeric ^ 2) * 2 ^ -61::numeric END),
+                                              + g.pairs * (%L::float8::text::numeric ^ 2) * (2 ^ -61::numeric + 2 ^ -52::numeric) END),
            count(*) FILTER (WHERE (g.g IS NULL) <> (w.g IS NULL) OR abs(g.g - w.g) > 1e-12 * abs(w.g))
     FROM g FULL JOIN w USING (n)$q$, got, want, wmax, wmax);
 END $$;
@@ -133,10 +138,67 @@ CREATE TABLE rw_bad (x float8, y float8, z float8, w float8, t text);
 INSERT INTO rw_bad VALUES (1, 1, 1, 1, 'a'), (2, 2, 2, 'NaN', 'b');
 SELECT * FROM gpu_rdf_weighted('rw_bad', 'rw_bad', 2, 1.0, 'w', NULL, '{x,y,z}');
 UPDATE rw_bad SET w = '-Infinity' WHERE x = 2;
-SELECT * FROM gpu_rdf_weighted('rw_lat', 'rw_bad', 2, 1.0, 'w', NULL, '{x,y,z}');
+SELECT * FROM gpu_rdf_weighted('rw_bad', 'rw_bad', 2, 1.0, 'w', NULL, '{x,y,z}');
 SELECT * FROM gpu_rdf_weighted('rw_lat', 'rw_lat', 2, 1.0, 'nosuch', NULL, '{x,y,z}');
 SELECT * FROM gpu_rdf_weighted('rw_bad', 'rw_bad', 2, 1.0, 't', NULL, '{x,y,z}');
 SELECT * FROM gpu_rdf_weighted('rw_lat', 'rw_lat', 2, 2.5, 'wi', '{4,4,4}', '{x,y,z}');
 SELECT * FROM gpu_rdf_weighted('rw_lat', 'rw_lat', 0, 1.0, 'wi');
 UPDATE rw_bad SET w = 1e200 WHERE x = 2;
 SELECT * FROM gpu_rdf_weighted('rw_bad', 'rw_bad', 2, 1.0, 'w', NULL, '{x,y,z}');
+
+-- gpu_xi_weighted. The reference counts and numeric weight sums per bin of squared edges.
+CREATE FUNCTION ref_binw(a text, b text, self bool, edges float8[], box float8[])
+RETURNS TABLE (k int, n bigint, s numeric) LANGUAGE plpgsql AS $$
+DECLARE
+  lx float8 := coalesce(box[1], 0); ly float8 := coalesce(box[2], 0); lz float8 := coalesce(box[3], 0);
+  e2 float8[] := ARRAY(SELECT e * e FROM unnest(edges) e);
+BEGIN
+  DROP TABLE IF EXISTS bw_a, bw_b;
+  EXECUTE format('CREATE TEMP TABLE bw_a AS SELECT row_number() OVER () AS i, x::float8 x, y::float8 y, z::float8 z, w::float8 w FROM (%s) q WHERE w IS NOT NULL', a);
+  EXECUTE format('CREATE TEMP TABLE bw_b AS SELECT row_number() OVER () AS i, x::float8 x, y::float8 y, z::float8 z, w::float8 w FROM (%s) q WHERE w IS NOT NULL', CASE WHEN self THEN a ELSE b END);
+  RETURN QUERY
+  WITH d AS (
+    SELECT width_bucket(rw_mi(rw_wrap(p.x, lx) - rw_wrap(q.x, lx), lx) ^ 2
+                      + rw_mi(rw_wrap(p.y, ly) - rw_wrap(q.y, ly), ly) ^ 2
+                      + rw_mi(rw_wrap(p.z, lz) - rw_wrap(q.z, lz), lz) ^ 2, e2) AS k,
+           p.w::numeric * q.w::numeric AS pw
+    FROM bw_a p JOIN bw_b q ON (NOT self OR p.i < q.i))
+  SELECT g.k, count(d.k), coalesce(sum(d.pw), 0)
+  FROM generate_series(1, array_length(edges, 1) - 1) g(k) LEFT JOIN d ON d.k = g.k
+  GROUP BY g.k ORDER BY g.k;
+END $$;
+ALTER TABLE rw_lat2 ADD COLUMN one float8 DEFAULT 1;
+CREATE TEMP TABLE xw AS
+SELECT row_number() OVER () AS k, * FROM gpu_xi_weighted('rw_lat', 'rw_lat2', '{0.25,0.5,1,1.5,2}', 'wd', box => '{4,4,4}', coords => '{x,y,z}');
+CREATE TEMP TABLE xdd AS SELECT * FROM ref_binw('SELECT x, y, z, wd AS w FROM rw_lat', NULL, true, '{0.25,0.5,1,1.5,2}', '{4,4,4}');
+CREATE TEMP TABLE xdr AS SELECT * FROM ref_binw('SELECT x, y, z, wd AS w FROM rw_lat', 'SELECT x, y, z, wd AS w FROM rw_lat2', false, '{0.25,0.5,1,1.5,2}', '{4,4,4}');
+CREATE TEMP TABLE xrr AS SELECT * FROM ref_binw('SELECT x, y, z, wd AS w FROM rw_lat2', NULL, true, '{0.25,0.5,1,1.5,2}', '{4,4,4}');
+-- Weighted numbers of pairs: ((sum w)^2 - sum w^2) / 2 and sum w_D * sum w_R.
+CREATE TEMP TABLE xt AS
+SELECT ((sd * sd - sd2) / 2)::float8 AS pdd, (sd * sr)::float8 AS pdr, ((sr * sr - sr2) / 2)::float8 AS prr
+FROM (SELECT sum(wd::numeric) sd, sum(wd::numeric ^ 2) sd2 FROM rw_lat WHERE wd IS NOT NULL) a,
+     (SELECT sum(wd::numeric) sr, sum(wd::numeric ^ 2) sr2 FROM rw_lat2) b;
+SELECT count(*) AS bins,
+       bool_and(x.dd = dd.n AND x.dr = dr.n AND x.rr = rr.n) AS counts_equal,
+       bool_and(x.dd_w = dd.s::float8 AND x.dr_w = dr.s::float8 AND x.rr_w = rr.s::float8) AS sums_exact,
+       bool_and(CASE WHEN rr.s = 0 THEN x.xi IS NULL
+                     ELSE abs(x.xi - ((dd.s::float8 / t.pdd - 2 * dr.s::float8 / t.pdr + rr.s::float8 / t.prr) / (rr.s::float8 / t.prr)))
+                          <= 1e-12 * (1 + abs(x.xi)) END) AS landy_szalay,
+       count(*) FILTER (WHERE rr.s > 0) AS bins_with_rr
+FROM xw x JOIN xdd dd USING (k) JOIN xdr dr USING (k) JOIN xrr rr USING (k), xt t;
+-- natural estimator, and every weight 1: gpu_xi's counts and xi
+SELECT bool_and(CASE WHEN x.rr_w = 0 THEN x.xi IS NULL
+                     ELSE abs(x.xi - ((x.dd_w / t.pdd) / (x.rr_w / t.prr) - 1)) <= 1e-12 * (1 + abs(x.xi)) END) AS natural
+FROM gpu_xi_weighted('rw_lat', 'rw_lat2', '{0.25,0.5,1,1.5,2}', 'wd', 'natural', '{4,4,4}', '{x,y,z}') x, xt t;
+SELECT bool_and(w.dd = u.dd AND w.dr = u.dr AND w.rr = u.rr AND w.dd_w = w.dd AND w.dr_w = w.dr AND w.rr_w = w.rr) AS same_counts,
+       bool_and((w.xi IS NULL) = (u.xi IS NULL) AND coalesce(abs(w.xi - u.xi) <= 1e-12 * (1 + abs(u.xi)), true)) AS same_xi
+FROM gpu_xi_weighted('rw_lat', 'rw_lat2', '{0.25,0.5,1,1.5,2}', 'one', box => '{4,4,4}', coords => '{x,y,z}') w
+JOIN gpu_xi('rw_lat', 'rw_lat2', '{0.25,0.5,1,1.5,2}', box => '{4,4,4}', coords => '{x,y,z}') u USING (r_lo);
+-- analytic RR (no randoms, periodic box): rr_w = weighted pairs * S / V, dr NULL
+SELECT bool_and(x.dr IS NULL AND x.dr_w IS NULL) AS dr_null,
+       bool_and(abs(x.rr_w - t.pdd * 4.0 / 3.0 * pi() * (x.r_hi ^ 3 - x.r_lo ^ 3) / 64) <= 1e-12 * x.rr_w) AS analytic_rr,
+       bool_and(abs(x.xi - (x.dd_w / x.rr_w - 1)) <= 1e-12 * (1 + abs(x.xi))) AS analytic_xi
+FROM gpu_xi_weighted('rw_lat', NULL, '{0.25,0.5,1,1.5,2}', 'wd', box => '{4,4,4}', coords => '{x,y,z}') x, xt t;
+-- errors: no randoms without a periodic box, a NULL weight argument (no rows)
+SELECT * FROM gpu_xi_weighted('rw_lat', NULL, '{0.25,0.5}', 'wd', coords => '{x,y,z}');
+SELECT count(*) AS null_weight FROM gpu_xi_weighted('rw_lat', 'rw_lat2', '{0.25,0.5}', NULL);
