@@ -133,6 +133,10 @@ SELECT count(*) AS null_rel FROM gpu_rdf_weighted(NULL, 'rw_lat', 4, 1.0, 'wi');
 CREATE TABLE rw_one (x float8, y float8, z float8, w float8);
 INSERT INTO rw_one VALUES (1, 2, 3, 2.5), (2, 2, 2, NULL);
 SELECT * FROM gpu_rdf_weighted('rw_one', 'rw_one', 2, 1.0, 'w', '{4,4,4}', '{x,y,z}');
+UPDATE rw_one SET w = NULL;
+SELECT * FROM gpu_rdf_weighted('rw_one', 'rw_one', 2, 1.0, 'w', '{4,4,4}', '{x,y,z}');
+ALTER TABLE rw_one ADD COLUMN wi int;  -- all NULL: a has no points, b has many
+SELECT * FROM gpu_rdf_weighted('rw_one', 'rw_lat', 2, 1.0, 'wi', '{4,4,4}', '{x,y,z}');
 -- Errors: NaN or infinite weight, a missing or non-numeric weight column, a bad box or r_max.
 CREATE TABLE rw_bad (x float8, y float8, z float8, w float8, t text);
 INSERT INTO rw_bad VALUES (1, 1, 1, 1, 'a'), (2, 2, 2, 'NaN', 'b');
