@@ -92,13 +92,15 @@ std::vector<XiRow> xi_rows_weighted(XiEstimator est, const std::vector<double>& 
 // One weighted gpu_xi call: DD of `data` with weights `wd` (one finite weight per point), and
 // DR and RR with `randoms` and `wr` (null: analytic RR over the periodic box), counts and exact
 // weight sums from Engine::rdf_weighted in the bins of `bin_edges`; rows labelled with `edges`.
-// Throws Error(InvalidParameter) or Error(ProgramLimit).
+// With patch labels the jackknife of xi_run, each xi_k from the weighted counts of the points
+// (and their weights) outside patch k. Throws Error(InvalidParameter) or Error(ProgramLimit).
 std::vector<XiRow> xi_run_weighted(Engine& eng, Control& ctl, XiEstimator est,
                                    const PointsView& data, const double* wd,
                                    const PointsView* randoms, const double* wr,
                                    const std::vector<double>& edges,
                                    const std::vector<double>& bin_edges, const double* box,
-                                   int nbox, Precision prec);
+                                   int nbox, Precision prec, const int64_t* data_patch = nullptr,
+                                   const int64_t* randoms_patch = nullptr);
 
 // Most patches a jackknife may have (each costs one more pass over DD, DR and RR).
 constexpr size_t kMaxXiPatches = 10000;

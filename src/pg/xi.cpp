@@ -171,11 +171,11 @@ GPU2BS_FUNCTION(gpu2bs_xi) {
   return (Datum)0;
 }
 
-// gpu_xi_weighted(data, randoms, edges, weight, estimator, box, coords, angular) -> (r_lo, r_hi,
-// dd, dr, rr, dd_w, dr_w, rr_w, xi): gpu_xi with the numeric column `weight` of each relation
-// read beside the coordinates (rows with a NULL weight skipped), the exact sums of w_i * w_j
-// per bin and xi from them (src/core/xi.h xi_rows_weighted). No jackknife: the reader reads a
-// weight column without a key column. NULL data, edges or weight return no rows.
+// gpu_xi_weighted(data, randoms, edges, weight, estimator, box, coords, angular, patch) ->
+// (r_lo, r_hi, dd, dr, rr, dd_w, dr_w, rr_w, xi, xi_err): gpu_xi with the numeric column
+// `weight` of each relation read beside the coordinates (rows with a NULL weight skipped), the
+// exact sums of w_i * w_j per bin, xi from them (src/core/xi.h xi_rows_weighted) and the
+// jackknife over the patch column. NULL data, edges or weight return no rows.
 GPU2BS_FUNCTION(gpu2bs_xi_weighted) {
   ReturnSetInfo* rsinfo = (ReturnSetInfo*)fcinfo->resultinfo;
   pg_guard([&] { InitMaterializedSRF(fcinfo, 0); });
@@ -209,13 +209,22 @@ GPU2BS_FUNCTION(gpu2bs_xi_weighted) {
                 angular ? "The analytic RR needs a periodic box; w(theta) has none."
                         : "The analytic RR needs a periodic length on every axis.",
                 "Give a relation of random points, or a box with a positive length per axis.");
+  text* patch = PG_ARGISNULL(8) ? nullptr : PG_GETARG_TEXT_PP(8);
+  if (patch && !has_randoms)
+    throw Error(ErrorCode::InvalidParameter, "jackknife errors need randoms",
+                "The analytic RR of a box has no patches.", "Give a relation of random points.");
   const bool same = has_randoms && rel_r == rel_d;
   SimjoinArgs args;
   args.nrel = has_randoms && !same ? 2 : 1;
   args.relids[0] = rel_d;
   args.relids[1] = args.nrel == 2 ? rel_r : InvalidOid;
   args.coords = coords;
-  args.keyless = true;
+  // The patch column is read as the key column (an integer; rows with a NULL patch are
+  // skipped), the weight column after the coordinates; eps, which a keyed read validates, is
+  // not used.
+  args.keyless = patch == nullptr;
+  args.id = patch;
+  args.eps = 1;
   args.weight = weight;
   SimjoinInput in;
   simjoin_read(args, &in);
@@ -224,6 +233,8 @@ GPU2BS_FUNCTION(gpu2bs_xi_weighted) {
   PointsView vr = args.nrel == 2 ? points_view(in.rels[1]) : vd;
   const double* wd = in.rels[0].weight;
   const double* wr = in.rels[args.nrel - 1].weight;
+  const int64_t* pd = patch ? in.rels[0].ids : nullptr;
+  const int64_t* pr = patch ? in.rels[args.nrel - 1].ids : nullptr;
   SpherePoints sd, sr;
   if (angular) {
     sd = sphere_points(vd);
@@ -243,7 +254,7 @@ GPU2BS_FUNCTION(gpu2bs_xi_weighted) {
   ctl.stats.scan_s = in.scan_s;
   const std::vector<XiRow> rows =
       xi_run_weighted(*eng, ctl, est, vd, wd, has_randoms ? &vr : nullptr, wr, edges, bin_edges,
-                      has_box ? box.data() : nullptr, int(box.size()), prec);
+                      has_box ? box.data() : nullptr, int(box.size()), prec, pd, pr);
   uint64_t total = 0;
   for (const XiRow& r : rows) total += r.dd + r.dr + (r.has_dr ? uint64_t(r.rr) : 0);
   ctl.stats.pairs_emitted = total;
@@ -251,8 +262,8 @@ GPU2BS_FUNCTION(gpu2bs_xi_weighted) {
   MemoryContext ctx = in.ctx;
   pg_guard([&] {
     MemoryContextDelete(ctx);
-    Datum values[9];
-    bool nulls[9] = {false, false, false, false, false, false, false, false, false};
+    Datum values[10];
+    bool nulls[10] = {false, false, false, false, false, false, false, false, false, false};
     for (const XiRow& r : rows) {
       values[0] = Float8GetDatum(r.r_lo);
       values[1] = Float8GetDatum(r.r_hi);
@@ -266,6 +277,8 @@ GPU2BS_FUNCTION(gpu2bs_xi_weighted) {
       values[7] = Float8GetDatum(r.rr_w);
       values[8] = Float8GetDatum(r.xi);
       nulls[8] = !r.has_xi;
+      values[9] = Float8GetDatum(r.xi_err);
+      nulls[9] = !r.has_err;
       tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
     }
   });

@@ -203,6 +203,31 @@ SELECT bool_and(x.dr IS NULL AND x.dr_w IS NULL) AS dr_null,
        bool_and(abs(x.rr_w - t.pdd * 4.0 / 3.0 * pi() * (x.r_hi ^ 3 - x.r_lo ^ 3) / 64) <= 1e-12 * x.rr_w) AS analytic_rr,
        bool_and(abs(x.xi - (x.dd_w / x.rr_w - 1)) <= 1e-12 * (1 + abs(x.xi))) AS analytic_xi
 FROM gpu_xi_weighted('rw_lat', NULL, '{0.25,0.5,1,1.5,2}', 'wd', box => '{4,4,4}', coords => '{x,y,z}') x, xt t;
+-- jackknife: patches are slabs of x (3 patches); xi_err against the leave-one-patch-out xi of
+-- gpu_xi_weighted over views without each patch, and with every weight 1 gpu_xi's xi_err
+ALTER TABLE rw_lat ADD COLUMN p int;
+UPDATE rw_lat SET p = floor(x)::int % 3;
+ALTER TABLE rw_lat2 ADD COLUMN p int;
+UPDATE rw_lat2 SET p = floor(x)::int % 3;
+CREATE VIEW rw_lat_x0 AS SELECT * FROM rw_lat WHERE p <> 0;
+CREATE VIEW rw_lat_x1 AS SELECT * FROM rw_lat WHERE p <> 1;
+CREATE VIEW rw_lat_x2 AS SELECT * FROM rw_lat WHERE p <> 2;
+CREATE VIEW rw_lat2_x0 AS SELECT * FROM rw_lat2 WHERE p <> 0;
+CREATE VIEW rw_lat2_x1 AS SELECT * FROM rw_lat2 WHERE p <> 1;
+CREATE VIEW rw_lat2_x2 AS SELECT * FROM rw_lat2 WHERE p <> 2;
+WITH k AS (SELECT * FROM (VALUES ('rw_lat_x0'::regclass, 'rw_lat2_x0'::regclass), ('rw_lat_x1', 'rw_lat2_x1'),
+                                 ('rw_lat_x2', 'rw_lat2_x2')) v(d, r)),
+     xk AS (SELECT x.r_lo, x.xi FROM k, LATERAL gpu_xi_weighted(k.d, k.r, '{0.5,1,1.5,2}', 'wd', box => '{4,4,4}', coords => '{x,y,z}') x),
+     e AS (SELECT r_lo, count(xi) AS n, sqrt(2.0 / 3.0 * sum((xi - m) ^ 2)) AS err
+           FROM (SELECT r_lo, xi, avg(xi) OVER (PARTITION BY r_lo) AS m FROM xk) q GROUP BY r_lo)
+SELECT count(*) AS bins, bool_and(e.n = 3) AS all_defined,
+       bool_and(abs(j.xi_err - e.err) <= 1e-9 * e.err + 1e-15) AS xi_err_equal
+FROM gpu_xi_weighted('rw_lat', 'rw_lat2', '{0.5,1,1.5,2}', 'wd', box => '{4,4,4}', coords => '{x,y,z}', patch => 'p') j
+JOIN e USING (r_lo);
+SELECT bool_and(w.xi_err IS NOT NULL AND abs(w.xi_err - u.xi_err) <= 1e-10 * u.xi_err + 1e-15) AS same_xi_err
+FROM gpu_xi_weighted('rw_lat', 'rw_lat2', '{0.5,1,1.5,2}', 'one', box => '{4,4,4}', coords => '{x,y,z}', patch => 'p') w
+JOIN gpu_xi('rw_lat', 'rw_lat2', '{0.5,1,1.5,2}', box => '{4,4,4}', coords => '{x,y,z}', patch => 'p') u USING (r_lo);
+SELECT * FROM gpu_xi_weighted('rw_lat', NULL, '{0.5,1}', 'wd', box => '{4,4,4}', coords => '{x,y,z}', patch => 'p');
 -- errors: no randoms without a periodic box, a NULL weight argument (no rows)
 SELECT * FROM gpu_xi_weighted('rw_lat', NULL, '{0.25,0.5}', 'wd', coords => '{x,y,z}');
 SELECT count(*) AS null_weight FROM gpu_xi_weighted('rw_lat', 'rw_lat2', '{0.25,0.5}', NULL);

@@ -337,4 +337,28 @@ TEST(XiWeighted, LandySzalayFromTheWeightSums) {
   }
 }
 
+TEST(XiWeighted, JackknifeWithUnitWeightsIsGpuXis) {
+  const Pts d = uniform(700, 3, 0, 8, 15, one_weight), r = uniform(900, 3, 0, 8, 16, one_weight);
+  const PointsView vd = d.view(), vr = r.view();
+  std::vector<int64_t> pd(d.w.size()), pr(r.w.size());
+  for (size_t i = 0; i < pd.size(); ++i) pd[i] = int64_t(d.c[0][i] / 2);  // 4 slabs along x
+  for (size_t i = 0; i < pr.size(); ++i) pr[i] = int64_t(r.c[0][i] / 2);
+  const double box[3] = {8, 8, 8};
+  const std::vector<double> edges = {0.3, 0.8, 1.5, 3.0};
+  auto e = make_cpu_engine();
+  Control c;
+  c.threads = 2;
+  const auto plain = xi_run(*e, c, XiEstimator::LandySzalay, vd, &vr, edges, edges, box, 3,
+                            Precision::Float64, pd.data(), pr.data());
+  const auto w = xi_run_weighted(*e, c, XiEstimator::LandySzalay, vd, d.w.data(), &vr,
+                                 r.w.data(), edges, edges, box, 3, Precision::Float64, pd.data(),
+                                 pr.data());
+  ASSERT_EQ(w.size(), plain.size());
+  for (size_t k = 0; k < w.size(); ++k) {
+    EXPECT_TRUE(plain[k].has_err);
+    EXPECT_EQ(w[k].has_err, plain[k].has_err);
+    EXPECT_NEAR(w[k].xi_err, plain[k].xi_err, 1e-10 * plain[k].xi_err + 1e-15);
+  }
+}
+
 }  // namespace
