@@ -228,6 +228,9 @@ void simjoin(const SimjoinProblem& p, PairSink& sink, Control& ctl);  // kernels
 void dbscan(const SimjoinProblem& p, const int64_t* keys, int64_t minpoints, DbscanComponents& out,
             Control& ctl);
 std::vector<uint64_t> rdf(const RdfProblem& p, Control& ctl);          // rdf.cu
+// The weighted RDF (rdf.cu): counts and exact weight sums as cpu_rdf_weighted (rdf.h).
+WeightedCounts rdf_weighted(const RdfProblem& p, const double* wa, const double* wb,
+                            Control& ctl);
 // The join over a periodic box (periodic.cu): pairs to `sink` (null: counted only); returns
 // their number.
 uint64_t periodic_join(const PeriodicJoin& p, PairSink* sink, Control& ctl);

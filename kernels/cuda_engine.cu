@@ -989,6 +989,12 @@ class CudaEngine final : public Engine {
     return cuda::rdf(p, ctl);
   }
 
+  WeightedCounts rdf_weighted(const RdfProblem& p, const double* wa, const double* wb,
+                              Control& ctl) override {
+    last_run() = LastRun();
+    return cuda::rdf_weighted(p, wa, wb, ctl);
+  }
+
   // The join and the pair count over a periodic box (kernels/periodic.cu).
   void periodic_join(const PeriodicJoin& p, PairSink& sink, Control& ctl) override {
     last_run() = LastRun();

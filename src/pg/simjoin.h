@@ -67,7 +67,7 @@ struct SimjoinArgs {
   bool keyless = false;  // coordinates only, no key column and no eps (read_coordinates)
   bool periodic = false;    // box given with at least one periodic axis (simjoin_box_arg)
   std::vector<double> box;  // its lengths as given, 0 for a NULL element (not periodic)
-  const char* weight = nullptr;  // a weight column read beside the coordinates (keyless only)
+  const char* weight = nullptr;  // a weight column read after the coordinates (rows with a NULL weight skipped)
 };
 
 // The box argument as lengths (0 for a NULL element: not periodic); a multi-dimensional array
