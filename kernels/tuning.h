@@ -299,6 +299,10 @@ constexpr int kSlideMinBlocks[3] = {2, 2, 2};
 // blockIdx.x while the counter answers (reloading on a miss) lost to both (16M 4 B 1361 1686 /
 // 1219 1488, 256M 8 B 2024 2228 / 1858 2024).
 constexpr int kSlideTileIds[3] = {1, 1, 1};
+// L2 prefetch distance of the sliding kernel in tiles (sliding::slide_prefetch): a block starts a
+// bulk prefetch (cp.async.bulk.prefetch.L2) of the tile this many places after its own, so that
+// tile's loads hit L2 when its block starts; 0: none.
+constexpr int kSlidePrefetch[3] = {0, 0, 0};
 // Most blocks of partition's append kernel (256 threads, grid-stride over 16-byte chunks).
 constexpr int kSlideAppendBlocks = 4096;
 
