@@ -51,7 +51,12 @@
 // 16-byte stores to the aligned chunks of their destination (two aligned shared-memory reads
 // joined at the shift between source and destination), element by element only in the partial
 // chunks at both ends of its range. Ranks come from one ballot per bit of each thread's per-chunk
-// count. Nothing outside [d, d + n) is read or written.
+// count. Nothing outside [d, d + n) is read or written. With an L2 prefetch distance D
+// (cuda_tuning::kSlidePrefetch, by element size), thread 0 of a block starts, before its own
+// loads, one bulk prefetch (cp.async.bulk.prefetch.L2) of the whole chunks of the tile D places
+// later in the processing order: the memory stays busy while the resident blocks count, look
+// back and store, and that tile's block finds its data in L2. A prefetch only reads [d, d + n)
+// into L2; it changes no result.
 //
 // ---- API (host, on a device array `d` of n elements and a stream) ------------------------------
 //
