@@ -1,4 +1,5 @@
-"""gpu_rdf against freud density.RDF and gpu_xi / gpu_pair_count DD against Corrfunc theory.DD,
+"""gpu_rdf against freud density.RDF and MDAnalysis InterRDF, and gpu_xi / gpu_pair_count DD
+against Corrfunc theory.DD,
 on small random data (coordinates are uniform float64, so pair distances lie off the bucket
 edges except within float32 rounding), each beside a numpy float64 reference (minimum image),
 on the CPU engine and the engine of GPU2BS_TEST_DEVICE, in float4 and float8. freud rounds its
@@ -8,8 +9,8 @@ Agreement rule: cumulative counts N(r < edge) may differ from the float64 refere
 the peer) by at most the reference pairs whose distance lies within a tolerance of that edge:
 1e-9 relative for float8, 2e-6 relative of the box side for float4 and freud (float32 rounds
 coordinates of up to 10 by up to 4.8e-7, a distance by about twice that). test/run installs
-freud-analysis into build/venv-test from its binary wheel and builds Corrfunc from its source
-distribution; a peer that is not installed skips its test with the reason.
+freud-analysis and MDAnalysis into build/venv-test from their binary wheels and builds Corrfunc
+from its source distribution; a peer that is not installed skips its test with the reason.
 """
 import numpy as np
 import pytest
@@ -108,13 +109,67 @@ def test_rdf_against_freud(points, engine, prec):
     np.testing.assert_allclose(got[:, 3], 2 * got[:, 2] / (N * (N - 1) / L**3 * shell), rtol=1e-12)
 
 
+@pytest.fixture(scope="module")
+def subset(points):
+    """The first 700 points as table peer_sub (id, x, y, z), the second relation of the two-set RDF."""
+    with connect() as conn:
+        conn.execute("DROP TABLE IF EXISTS peer_sub")
+        conn.execute("CREATE TABLE peer_sub AS SELECT * FROM peer_pts WHERE id <= 700")
+    yield points[:700]
+    with connect() as conn:
+        conn.execute("DROP TABLE IF EXISTS peer_sub")
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+@pytest.mark.parametrize("prec", PRECS)
+def test_rdf_against_mdanalysis(points, subset, engine, prec):
+    """gpu_rdf's pairs and g against MDAnalysis InterRDF: the self form with exclusion_block=(1, 1)
+    and the two-relation form with its defaults (the normalizations gpu_rdf documents)."""
+    mda = pytest.importorskip("MDAnalysis", reason="MDAnalysis is not installed (test/run installs its binary wheel into build/venv-test)")
+    from MDAnalysis.analysis.rdf import InterRDF
+    nbins, r_max = 60, 2.4
+    u = mda.Universe.empty(N, trajectory=True)
+    u.atoms.positions = points.astype(np.float32)
+    u.dimensions = [L, L, L, 90.0, 90.0, 90.0]
+    edges = np.arange(nbins + 1) * (r_max / nbins)
+    near32 = near_edges(pair_distances(points, True), edges[1:], 2e-6 * L)
+    with connect() as conn:
+        got_self = np.array(rows(conn, engine, prec,
+                                 "SELECT r_lo, r_hi, pairs, g FROM gpu_rdf('peer_pts', 'peer_pts', %s, %s, '{10,10,10}', '{x,y,z}') ORDER BY r_lo",
+                                 (nbins, r_max)), dtype=float)
+        got_two = np.array(rows(conn, engine, prec,
+                                "SELECT r_lo, r_hi, pairs, g FROM gpu_rdf('peer_pts', 'peer_sub', %s, %s, '{10,10,10}', '{x,y,z}') ORDER BY r_lo",
+                                (nbins, r_max)), dtype=float)
+    # self form: InterRDF counts ordered pairs and excludes each atom with itself
+    m = InterRDF(u.atoms, u.atoms, nbins=nbins, range=(0.0, r_max), exclusion_block=(1, 1)).run()
+    m_pairs = np.asarray(m.results.count, dtype=float) / 2
+    assert m_pairs.sum() > 50000
+    check_cumulative(got_self[:, 2], m_pairs, edges[1:], 2 * near32 + near_edges(pair_distances(points, True), edges[1:], tolerance(prec)),
+                     f"gpu_rdf self {engine} {prec} vs InterRDF")
+    same = (got_self[:, 2] == m_pairs) & (m_pairs > 0)
+    assert same.sum() >= nbins - 10
+    np.testing.assert_allclose(got_self[same, 3], np.asarray(m.results.rdf, dtype=float)[same], rtol=1e-6)
+    # two relations: every (row of a, row of b), the 700 coincident pairs at distance 0 included
+    m2 = InterRDF(u.atoms, u.atoms[:700], nbins=nbins, range=(0.0, r_max)).run()
+    m2_pairs = np.asarray(m2.results.count, dtype=float)
+    d2 = points[:, None, :] - subset[None, :, :]
+    d2 -= L * np.rint(d2 / L)
+    d2 = np.sqrt((d2 * d2).sum(-1)).ravel()
+    near2 = near_edges(d2, edges[1:], 2e-6 * L) + near_edges(d2, edges[1:], tolerance(prec))
+    assert got_two[0, 2] >= 700 and m2_pairs[0] >= 700
+    check_cumulative(got_two[:, 2], m2_pairs, edges[1:], 2 * near2, f"gpu_rdf a x b {engine} {prec} vs InterRDF")
+    same2 = (got_two[:, 2] == m2_pairs) & (m2_pairs > 0)
+    assert same2.sum() >= nbins - 10
+    np.testing.assert_allclose(got_two[same2, 3], np.asarray(m2.results.rdf, dtype=float)[same2], rtol=1e-6)
+
+
 @pytest.mark.parametrize("engine", ENGINES)
 @pytest.mark.parametrize("prec", PRECS)
 def test_dd_against_corrfunc(points, engine, prec):
     """gpu_xi's dd and gpu_pair_count differences against Corrfunc theory.DD and the float64 reference."""
     Corrfunc = pytest.importorskip(
         "Corrfunc.theory",
-        reason="Corrfunc is not installed: it publishes no binary wheel (sdist only, a C build), and test/run installs binary wheels only")
+        reason="Corrfunc is not installed (test/run builds it from its source distribution, which needs gcc and GSL)")
     edges = 0.05 * 30 ** (np.arange(16) / 15.0)  # 15 log bins from 0.05 to 1.5
     with connect() as conn:
         xi = rows(conn, engine, prec,
