@@ -6,7 +6,8 @@
 #                                                  (16 cores), pg_regress + isolation with
 #                                                  gpu2bs.device = gpu, then the 32-session run
 #   bash test/gpu/device_final.sh engine           test_gpu (every family), test_sliding,
-#                                                  bench_sliding, then the non-engine shares
+#                                                  bench_sliding, the peer tests (freud) on the
+#                                                  GPU engine, then the non-engine shares
 set -uo pipefail
 OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
 S="$OUT/final.txt"
@@ -39,6 +40,17 @@ else
     timeout 90 test/gpu/build/bench_sliding 5 >"$OUT/bench_sliding.txt" 2>&1
     echo "bench_sliding rc=$? at $(at)" | tee -a "$S"
   fi
+  # peers on the GPU engine: freud from the carried wheels (numpy and scipy are on the machine)
+  python3 -m pip install -q --no-index --no-deps --target /tmp/site .whl/*.whl >/dev/null 2>&1
+  if [ -f /tmp/pgdata/postmaster.pid ]; then
+    kill -INT "$(head -1 /tmp/pgdata/postmaster.pid)" 2>/dev/null
+    for _ in $(seq 50); do [ -f /tmp/pgdata/postmaster.pid ] || break; sleep 0.2; done
+  fi
+  ( source .device/pg-up.sh >/dev/null && psql -X -q -c "CREATE EXTENSION IF NOT EXISTS gpu2bs" &&
+    PYTHONPATH=/tmp/site GPU2BS_TEST_DEVICE=gpu timeout 120 python3 -m pytest -q -rs -p no:cacheprovider \
+      test/reliability/test_peers.py >"$OUT/peers-gpu.log" 2>&1; pg_down >/dev/null )
+  echo "peers (gpu) at $(at): $(tail -1 "$OUT/peers-gpu.log")" | tee -a "$S"
+  grep -E '^(FAILED|SKIPPED)' "$OUT/peers-gpu.log" | cut -c1-200 | tee -a "$S"
   if [ -f test/gpu/share_device.sh ] && [ "${SHARE:-1}" = 1 ]; then
     timeout "${SHARE_S:-150}" bash test/gpu/share_device.sh >"$OUT/share.txt" 2>&1
     echo "share rc=$? at $(at)" | tee -a "$S"
