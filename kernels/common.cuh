@@ -79,9 +79,42 @@ struct BlockPlan {
   long long uploads = 0;             // block uploads
 };
 
+// Device and pinned host buffers kept between the Calls made on this thread while the scope
+// lives (the sub-joins of a join in slabs): a Call takes a kept buffer of a fitting size
+// instead of allocating, and gives its buffers back instead of freeing them. Kept device
+// buffers count against every Call's limit (a Call frees kept buffers before it would pass
+// it), so the device memory held never exceeds the budget. Scopes nest; the innermost on the
+// thread is used by Calls on its device.
+class ReuseScope {
+ public:
+  explicit ReuseScope(int device);
+  ~ReuseScope();
+  ReuseScope(const ReuseScope&) = delete;
+  ReuseScope& operator=(const ReuseScope&) = delete;
+
+  struct Block {
+    void* p;
+    size_t bytes;
+  };
+  int device;
+  std::vector<Block> dev;   // kept device buffers (idle)
+  std::vector<Block> host;  // kept pinned host buffers (idle)
+  size_t dev_bytes = 0;     // bytes of `dev`
+  size_t hits = 0, misses = 0;
+  ReuseScope* outer = nullptr;
+  // Takes a kept block of at least `bytes` and at most bytes / slack more (null when none);
+  // *got is its size.
+  void* take(std::vector<Block>& from, size_t bytes, size_t* got, size_t slack);
+  // The size a new kept buffer of `bytes` gets (a class shared by nearby sizes).
+  static size_t size_class(size_t bytes);
+  // Frees kept device buffers until `need` more bytes fit under `limit` beside `used` (or none
+  // is left).
+  void evict(size_t used, size_t need, size_t limit);
+};
+
 // Owns everything one engine call allocates: a stream, device and pinned buffers, events. The
 // destructor synchronizes the stream and frees everything (also after an exception or a
-// cancel). Device allocations count against Control::device_memory_limit (0: 90 % of the free
+// cancel); under a ReuseScope its buffers are kept for the next Call instead. Device allocations count against Control::device_memory_limit (0: 90 % of the free
 // memory when the call starts).
 class Call {
  public:
@@ -140,7 +173,8 @@ class Call {
     size_t bytes;
   };
   std::vector<Alloc> dev_;
-  std::vector<void*> host_;
+  std::vector<Alloc> host_;
+  ReuseScope* reuse_ = nullptr;  // the thread's scope on this call's device, or null
   std::vector<cudaEvent_t> events_;
   char* stage_ = nullptr;
   size_t half_ = 0;
@@ -194,6 +228,9 @@ void simjoin(const SimjoinProblem& p, PairSink& sink, Control& ctl);  // kernels
 void dbscan(const SimjoinProblem& p, const int64_t* keys, int64_t minpoints, DbscanComponents& out,
             Control& ctl);
 std::vector<uint64_t> rdf(const RdfProblem& p, Control& ctl);          // rdf.cu
+// The weighted RDF (rdf.cu): counts and exact weight sums as cpu_rdf_weighted (rdf.h).
+WeightedCounts rdf_weighted(const RdfProblem& p, const double* wa, const double* wb,
+                            Control& ctl);
 // The join over a periodic box (periodic.cu): pairs to `sink` (null: counted only); returns
 // their number.
 uint64_t periodic_join(const PeriodicJoin& p, PairSink* sink, Control& ctl);

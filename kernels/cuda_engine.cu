@@ -106,6 +106,68 @@ size_t engine_bytes_in_use() { return g_bytes_in_use.load(); }
 size_t engine_peak_bytes() { return g_peak_bytes.load(); }
 void reset_engine_peak_bytes() { g_peak_bytes = g_bytes_in_use.load(); }
 
+// ---- ReuseScope ----------------------------------------------------------------------------------
+
+namespace {
+thread_local ReuseScope* t_reuse = nullptr;  // the innermost scope of this thread
+}  // namespace
+
+ReuseScope::ReuseScope(int dev) : device(dev), outer(t_reuse) { t_reuse = this; }
+
+// Frees every kept buffer on the scope's device.
+ReuseScope::~ReuseScope() {
+  t_reuse = outer;
+  last_run().kept_hits += hits;
+  last_run().kept_misses += misses;
+  int cur = -1;
+  (void)cudaGetDevice(&cur);
+  if (cur != device) (void)cudaSetDevice(device);
+  for (const Block& b : dev) {
+    (void)cudaFree(b.p);
+    g_bytes_in_use -= b.bytes;
+  }
+  for (const Block& b : host) (void)cudaFreeHost(b.p);
+  if (cur >= 0 && cur != device) (void)cudaSetDevice(cur);
+}
+
+// Sizes up to 64 KiB as they are; larger ones rounded up to an eighth of their power of two.
+size_t ReuseScope::size_class(size_t bytes) {
+  if (bytes <= (size_t(64) << 10)) return bytes;
+  size_t p = 1;
+  while (p <= bytes / 2) p *= 2;
+  const size_t step = p / 8;
+  return (bytes + step - 1) / step * step;
+}
+
+// The smallest kept block of `bytes` .. `bytes` * (1 + 1/slack) bytes.
+void* ReuseScope::take(std::vector<Block>& from, size_t bytes, size_t* got, size_t slack) {
+  size_t best = from.size();
+  for (size_t i = 0; i < from.size(); ++i)
+    if (from[i].bytes >= bytes && from[i].bytes <= bytes + bytes / slack &&
+        (best == from.size() || from[i].bytes < from[best].bytes))
+      best = i;
+  if (best == from.size()) return nullptr;
+  void* p = from[best].p;
+  *got = from[best].bytes;
+  from[best] = from.back();
+  from.pop_back();
+  return p;
+}
+
+// Largest kept buffers first (they make room fastest).
+void ReuseScope::evict(size_t used, size_t need, size_t limit) {
+  while (!dev.empty() && used + dev_bytes + need > limit) {
+    size_t big = 0;
+    for (size_t i = 1; i < dev.size(); ++i)
+      if (dev[i].bytes > dev[big].bytes) big = i;
+    (void)cudaFree(dev[big].p);
+    g_bytes_in_use -= dev[big].bytes;
+    dev_bytes -= dev[big].bytes;
+    dev[big] = dev.back();
+    dev.pop_back();
+  }
+}
+
 
 LastRun& last_run() {
   static thread_local LastRun r;
@@ -123,7 +185,10 @@ Call::Call(Control& c) : ctl(c) {
   // the SDH and pair count then run in blocks rather than failing in cudaMalloc.
   size_t free_b = 0, total_b = 0;
   G2_CUDA(cudaMemGetInfo(&free_b, &total_b));
-  const size_t free_share = size_t(double(free_b) * 0.9);
+  if (t_reuse && t_reuse->device == f.device) reuse_ = t_reuse;
+  // Kept buffers of a ReuseScope are this query's, not other processes': they count as free.
+  const size_t free_share =
+      size_t(double(free_b + (reuse_ ? reuse_->dev_bytes : 0)) * 0.9);
   limit_ = ctl.device_memory_limit ? std::min(ctl.device_memory_limit, free_share) : free_share;
   G2_CUDA(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
   last_poll_ = Clock::now();
@@ -135,10 +200,27 @@ Call::~Call() {
   for (auto s : extra_)
     if (s) (void)cudaStreamSynchronize(s);
   for (auto& a : dev_) {
+    if (reuse_) {
+      try {
+        reuse_->dev.push_back({a.p, a.bytes});
+        reuse_->dev_bytes += a.bytes;
+        continue;
+      } catch (...) {  // no room to keep it: freed below
+      }
+    }
     (void)cudaFree(a.p);
     g_bytes_in_use -= a.bytes;
   }
-  for (void* h : host_) (void)cudaFreeHost(h);
+  for (auto& h : host_) {
+    if (reuse_) {
+      try {
+        reuse_->host.push_back({h.p, h.bytes});
+        continue;
+      } catch (...) {
+      }
+    }
+    (void)cudaFreeHost(h.p);
+  }
   if (stage_cached_) {
     std::lock_guard<std::mutex> lk(g_stage_mu);
     g_stage_busy = false;
@@ -158,6 +240,28 @@ cudaStream_t Call::extra_stream(int k) {
 void* Call::alloc_bytes(size_t bytes, const char* what) {
   if (bytes == 0) return nullptr;
   size_t rounded = (bytes + 255) & ~size_t(255);
+  if (reuse_) {
+    // A kept buffer when one fits; else a new one of the size class (so that the next
+    // sub-join's request of a slightly different size finds it), or of the exact size when
+    // the class does not fit the limit.
+    size_t got = 0;
+    if (void* p = reuse_->take(reuse_->dev, rounded, &got, 4)) {
+      if (used_ + got <= limit_) {
+        dev_.push_back({p, got});
+        used_ += got;
+        reuse_->dev_bytes -= got;
+        ++reuse_->hits;
+        return p;
+      }
+      reuse_->dev.push_back({p, got});  // over this call's limit: back, and a new one below
+    }
+    ++reuse_->misses;
+    const size_t cls = ReuseScope::size_class(rounded);
+    reuse_->evict(used_, cls, limit_);
+    if (used_ + reuse_->dev_bytes + cls <= limit_) rounded = cls;
+    else reuse_->evict(used_, rounded, limit_);
+    bytes = rounded;  // a kept buffer serves any request up to its accounted size
+  }
   if (used_ + rounded > limit_)
     throw Error(ErrorCode::OutOfMemory, "GPU memory limit exceeded",
                 std::string("Allocating ") + std::to_string(bytes) + " bytes for " + what +
@@ -186,19 +290,38 @@ void Call::free(void* p) {
   for (size_t i = 0; i < dev_.size(); ++i) {
     if (dev_[i].p != p) continue;
     (void)cudaStreamSynchronize(stream_);
-    G2_CUDA(cudaFree(p));
+    if (reuse_) {
+      reuse_->dev.push_back({p, dev_[i].bytes});
+      reuse_->dev_bytes += dev_[i].bytes;
+    } else {
+      G2_CUDA(cudaFree(p));
+      g_bytes_in_use -= dev_[i].bytes;
+    }
     used_ -= dev_[i].bytes;
-    g_bytes_in_use -= dev_[i].bytes;
     dev_.erase(dev_.begin() + long(i));
     return;
   }
 }
 
 void* Call::alloc_host(size_t bytes) {
+  bytes = std::max<size_t>((bytes + 63) & ~size_t(63), 64);
+  if (reuse_) {
+    size_t got = 0;
+    if (void* p = reuse_->take(reuse_->host, bytes, &got, 16)) {
+      try {
+        host_.push_back({p, got});
+      } catch (...) {
+        (void)cudaFreeHost(p);
+        throw;
+      }
+      return p;
+    }
+    bytes = ReuseScope::size_class(bytes);
+  }
   void* p = nullptr;
-  G2_CUDA(cudaHostAlloc(&p, std::max<size_t>(bytes, 64), cudaHostAllocDefault));
+  G2_CUDA(cudaHostAlloc(&p, bytes, cudaHostAllocDefault));
   try {
-    host_.push_back(p);
+    host_.push_back({p, bytes});
   } catch (...) {
     (void)cudaFreeHost(p);
     throw;
@@ -638,17 +761,20 @@ class PageQueue {
   bool closed_ = false;
 };
 
-// A device's sink for one slab's sub-join: maps the slab's indices back to the input's and
-// queues pages of up to kBatch pairs for the calling thread (flush() queues the rest).
+// A device's sink for one slab's sub-join (whose pairs carry the input's indices: the slab's
+// points carry them, PointsView::index): queues pages of up to kBatch pairs for the calling
+// thread (flush() queues the rest).
 class QueueSink final : public PairSink {
  public:
   static constexpr size_t kBatch = size_t(1) << 16;
-  QueueSink(PageQueue& q, const std::vector<uint32_t>& ia, const std::vector<uint32_t>& ib)
-      : q_(q), ia_(ia), ib_(ib) {}
-  // Maps the pairs of one drained page to input indices and buffers them.
+  explicit QueueSink(PageQueue& q) : q_(q) { page_.reserve(kBatch); }
+  // Buffers the pairs of one drained page, queueing every full batch.
   void consume(const PairRecord* pairs, size_t n) override {
-    for (size_t k = 0; k < n; ++k) {
-      page_.push_back(PairRecord{ia_[pairs[k].i], ib_[pairs[k].j], pairs[k].dist});
+    while (n > 0) {
+      const size_t take = std::min(n, kBatch - page_.size());
+      page_.insert(page_.end(), pairs, pairs + take);
+      pairs += take;
+      n -= take;
       if (page_.size() == kBatch) flush();
     }
   }
@@ -662,8 +788,6 @@ class QueueSink final : public PairSink {
 
  private:
   PageQueue& q_;
-  const std::vector<uint32_t>& ia_;
-  const std::vector<uint32_t>& ib_;
   std::vector<PairRecord> page_;
 };
 
@@ -683,17 +807,17 @@ void simjoin_shares(const SimjoinProblem& p, PairSink& sink, Control& ctl, const
   run_shares(
       ctl, devs, budget, 0,
       [&](Control& c, int) {
+        ReuseScope keep(facts_for(c.device).device);  // buffers kept from slab to slab
         for (size_t s = next++; s < plan.slabs.size(); s = next++) {
           split::SlabJobs jobs;
           split::make_slab_jobs(p, plan, s, &jobs);
-          const split::Slab& sl = plan.slabs[s];
           if (jobs.has_inner) {
-            QueueSink q(queue, sl.own, sl.own);
+            QueueSink q(queue);
             cuda::simjoin(jobs.inner, q, c);
             q.flush();
           }
           if (jobs.has_cross) {
-            QueueSink q(queue, sl.own, sl.halo);
+            QueueSink q(queue);
             cuda::simjoin(jobs.cross, q, c);
             q.flush();
           }
@@ -838,9 +962,10 @@ class CudaEngine final : public Engine {
       ctl.stats.prepare_s += seconds_since(t0);
       if (plan.slabs.size() > 1) {
         ctl.stats.slabs = plan.slabs.size();
-        split::slab_simjoin(p, plan, sink, [&](const SimjoinProblem& sub, PairSink& out) {
-          cuda::simjoin(sub, out, ctl);
-        });
+        ReuseScope keep(facts_for(ctl.device).device);  // buffers kept from sub-join to sub-join
+        split::slab_simjoin(
+            p, plan, sink, [&](const SimjoinProblem& sub, PairSink& out) { cuda::simjoin(sub, out, ctl); },
+            true);
         return;
       }
     }
@@ -862,6 +987,12 @@ class CudaEngine final : public Engine {
   std::vector<uint64_t> rdf(const RdfProblem& p, Control& ctl) override {
     last_run() = LastRun();
     return cuda::rdf(p, ctl);
+  }
+
+  WeightedCounts rdf_weighted(const RdfProblem& p, const double* wa, const double* wb,
+                              Control& ctl) override {
+    last_run() = LastRun();
+    return cuda::rdf_weighted(p, wa, wb, ctl);
   }
 
   // The join and the pair count over a periodic box (kernels/periodic.cu).
@@ -1076,6 +1207,13 @@ size_t cuda_device_memory() {
   std::string why;
   if (!cuda_engine(&why)) return 0;
   return cuda::g_facts.prop.totalGlobalMem;
+}
+
+std::vector<int> cuda_device_ordinals() {
+  std::string why;
+  if (!cuda_engine(&why)) return {};
+  if (!cuda::g_all_devices.empty()) return cuda::g_all_devices;
+  return {cuda::g_facts.device};
 }
 
 InfoRows expr_compiler_info() { return exprgpu::nvrtc_info(); }

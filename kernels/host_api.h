@@ -78,6 +78,8 @@ struct LastRun {
   size_t page_pairs = 0;     // pairs per page
   double kernel_ms = 0;      // pairwise kernel time measured with cudaEvents
   double grid_ms = 0;        // grid construction kernels (sort, cells), cudaEvents
+  size_t kept_hits = 0;      // device buffers a ReuseScope handed out again (join slabs)
+  size_t kept_misses = 0;    // device buffers allocated under a ReuseScope
   // Similarity join / grid pair count load balancing (kernels/join/):
   int join_k = 0;                        // lanes per query point used (1..32)
   int join_balance = -1;                 // JoinBalance used

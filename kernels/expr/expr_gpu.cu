@@ -10,11 +10,14 @@
 //   Join       each slice's direct output buffer, handed to the sink a page at a time on the
 //              calling thread; a slice whose pairs overflow the buffer runs again in pieces.
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <cstring>
 #include <deque>
+#include <future>
 
 #include "../common.cuh"
+#include "core/pair_expr.h"
 #include "expr_gpu.h"
 #include "kernel_text.h"
 #include "nvrtc_cache.h"
@@ -37,7 +40,26 @@ struct Config {
   bool nulls_a = false, nulls_b = false;
   int threads = 128, rows = 2;  // block size, register rows per thread
   bool edges = false;           // Histogram: buckets through the edge table (hist_plan)
+  bool table = false;           // Histogram: value = F(g) through the threshold table of g
+  bool safe = false;            // G2_SAFE: every input value within safe_inputs' bounds
+  bool compact = false;         // G2_COMPACT: one tile loop (no full-tile specialization)
 };
+
+// True when every value of the side, rounded to float32, is 0, NaN or of magnitude within
+// [2^-kPairExprSafeExponent, 2^kPairExprSafeExponent] (the generated g then drops the overflow
+// and underflow checks that cannot fire for such values).
+bool safe_inputs(const Side& s) {
+  const float lo = std::ldexp(1.0f, -kPairExprSafeExponent), hi = std::ldexp(1.0f, kPairExprSafeExponent);
+  const size_t m = size_t(s.ncols) * size_t(s.n);
+  for (size_t k = 0; k < m; ++k) {
+    const float a = std::fabs(float(s.data[k]));
+    if (!(a == 0.0f || a != a || (a >= lo && a <= hi))) return false;
+  }
+  return true;
+}
+
+// set_histogram_table's switch.
+std::atomic<bool> g_table_on{true};
 
 // The histogram's bucket computation without the float64 division (kernel_text.h, g2_visit):
 // q_scale = nbuckets / (hi - lo) and q_off = -lo * q_scale as real, and the bound q_tol on
@@ -70,7 +92,9 @@ HistPlan hist_plan(const Job& job) {
 }
 
 // The full source NVRTC compiles: configuration macros, prelude, generated function, kernel.
-std::string assemble_source(const Config& c, const std::string& device_source) {
+// `part`: 0 the whole program, 1 a threshold-table histogram's tile kernel alone, 2 its check
+// and table kernels alone (two programs, compiled side by side).
+std::string assemble_source(const Config& c, const std::string& device_source, int part = 0) {
   std::string s;
   s.reserve(device_source.size() + 12000);
   s += c.float32 ? "typedef float real;\n" : "typedef double real;\n";
@@ -92,6 +116,11 @@ std::string assemble_source(const Config& c, const std::string& device_source) {
   def("G2_RT", c.rows);
   def("G2_HIST_NAN", kHistogramNaN);
   def("G2_EDGES", c.edges ? 1 : 0);
+  def("G2_TABLE", c.table ? 1 : 0);
+  def("G2_SAFE", c.safe ? 1 : 0);
+  def("G2_PART", part);
+  def("G2_COMPACT", c.compact ? 1 : 0);
+  def("G2_CELLS", cuda_tuning::kExprTableCells);
   s += text::kPrelude;
   s += "#line 1 \"gpu2bs_pair\"\n";
   s += device_source;
@@ -120,6 +149,11 @@ struct Args {
   unsigned long long cap;
   const void* edges;
   double q_scale, q_off, q_tol;
+  const float* tab_ts;
+  const unsigned short* tab_gs;
+  const float* tab_par;
+  int tab_dec;
+  int tab_bytes;
 };
 
 // (s, c) += x, Neumaier's compensated summation (the device's g2_nadd).
@@ -179,7 +213,32 @@ void check_job(const Job& job) {
   if (job.device_source.empty()) throw Error(ErrorCode::Internal, "pair expression without source");
 }
 
+// Runs g2_check of a G2_TABLE module over every float of g's domain ([+0, +inf] with
+// `nonneg`, else [-inf, +inf]) and returns Module::table_state's outcome.
+int table_check(Call& call, const detail::Module& mod, bool nonneg) {
+  unsigned* flags = call.alloc<unsigned>(1, "table check flags");
+  G2_CUDA(cudaMemsetAsync(flags, 0, sizeof(unsigned), call.stream()));
+  const unsigned long long klo = nonneg ? 0x80000000ull : 0x007fffffull, khi = 0xff800000ull;
+  const unsigned chunk = 256;
+  const unsigned long long threads = (khi - klo + 1 + chunk - 1) / chunk;
+  const int bt = 256;
+  unsigned ch = chunk;
+  void* params[] = {&ch, &flags};
+  G2_CUDA(cudaLaunchKernel(reinterpret_cast<const void*>(mod.check), dim3(unsigned((threads + bt - 1) / bt)),
+                           dim3(bt), params, 0, call.stream()));
+  unsigned f = 0;
+  cuda::download(call, &f, flags, sizeof f);
+  if (f & 4u) return 3;
+  if (!(f & 1u)) return 1;
+  if (!(f & 2u)) return 2;
+  return 3;
+}
+
 }  // namespace
+
+namespace detail {
+void set_histogram_table(bool on) { g_table_on.store(on); }
+}  // namespace detail
 
 Result run(const Job& job, PairSink* sink, Control& ctl) {
   std::string why;
@@ -204,22 +263,72 @@ Result run(const Job& job, PairSink* sink, Control& ctl) {
   // pairs) stays at 1 MB.
   if (job.kind == Kind::Join) cfg.rows = std::max(1, std::min(cfg.rows, 256 / cfg.threads));
   const HistPlan hp = hist_plan(job);
-  cfg.edges = hp.use;
-  const std::string source = assemble_source(cfg, job.device_source);
+  cfg.table = job.kind == Kind::Histogram && job.float32 && g_table_on.load() &&
+              job.nbuckets <= cuda_tuning::kExprTableMaxBuckets &&
+              job.device_source.find("#define G2_INNER 1\n") != std::string::npos;
+  cfg.edges = hp.use && !cfg.table;
+  cfg.safe = cfg.table && safe_inputs(A) && (job.self || safe_inputs(B));
   // NVRTC's faster, less optimizing mode where the kernel is short next to the compile.
   const double pairs_all =
       job.self ? double(A.n) * double(A.n - 1) / 2 : double(A.n) * double(B.n);
   const std::string fast_compile =
       pairs_all <= cuda_tuning::kExprFastCompileMaxPairs ? cuda_tuning::kExprFastCompile : "";
+  // Joins and float64 histograms of such calls also get one tile loop instead of two: the
+  // full-tile loop's four-row unrolled copies of the pair function are most of the code NVRTC
+  // optimizes (measured: -45 % compile time; a float32 histogram's kernel +25 %).
+  cfg.compact = !detail::fast_compile_level(fast_compile).empty() &&
+                (job.kind == Kind::Join || (job.kind == Kind::Histogram && !job.float32));
+  const std::string source = assemble_source(cfg, job.device_source, cfg.table ? 1 : 0);
   const auto& facts = cuda::device_facts();
   const int arch = facts.prop.major * 10 + facts.prop.minor;
   auto tc = Clock::now();
+  // A threshold-table histogram has two programs (the tile kernel; the check and the tables),
+  // compiled side by side: the compile takes as long as the longer one.
+  std::future<std::shared_ptr<const detail::Module>> tab_future;
+  double tab_ms = 0;
+  bool tab_hit = true;
+  if (cfg.table) {
+    const std::string tab_source = assemble_source(cfg, job.device_source, 2);
+    tab_future = std::async(std::launch::async, [tab_source, arch, fast_compile, &tab_ms, &tab_hit] {
+      return detail::module_for(tab_source, arch, fast_compile, &tab_ms, &tab_hit);
+    });
+  }
   std::shared_ptr<const detail::Module> mod =
       detail::module_for(source, arch, fast_compile, &res.compile_ms, &res.cache_hit);
+  std::shared_ptr<const detail::Module> tab;
+  if (cfg.table) {
+    tab = tab_future.get();
+    if (!(res.cache_hit && tab_hit)) res.compile_ms = seconds_since(tc) * 1e3;
+    res.cache_hit = res.cache_hit && tab_hit;
+  }
+  Call call(ctl);
+  if (cfg.table) {
+    // F checked once per module; where it fails, the source without the table.
+    int st = tab->table_state.load();
+    if (st == 0) {
+      const auto tk = Clock::now();
+      st = table_check(call, *tab, job.device_source.find("#define G2_INNER_NONNEG 1\n") != std::string::npos);
+      tab->table_state.store(st);
+      res.check_ms = seconds_since(tk) * 1e3;
+    }
+    if (st == 3) {
+      cfg.table = false;
+      cfg.safe = false;
+      cfg.edges = hp.use;
+      cfg.compact = false;  // float32: the full-tile loop (above)
+      double ms = 0;
+      bool hit = false;
+      mod = detail::module_for(assemble_source(cfg, job.device_source), arch, fast_compile, &ms, &hit);
+      res.compile_ms += ms;
+      res.cache_hit = res.cache_hit && hit;
+    } else {
+      res.table = true;
+      res.table_dec = st == 2;
+    }
+  }
   ctl.stats.prepare_s += seconds_since(tc);
   const void* fn = reinterpret_cast<const void*>(mod->kernel);
 
-  Call call(ctl);
   cuda::LastRun& lr = cuda::last_run();
   lr = cuda::LastRun();
   const size_t rs = job.float32 ? sizeof(float) : sizeof(double);
@@ -270,7 +379,26 @@ Result run(const Job& job, PairSink* sink, Control& ctl) {
     g.span = job.hi - job.lo;
     g.nbd = double(job.nbuckets);
     g.nbuckets = job.nbuckets;
-    if (hp.use) {
+    if (cfg.table) {
+      // The thresholds of g and the cell guesses, by bisection with the module's own F and
+      // bucket function (g2_tables); they stay in shared memory in front of the histograms.
+      const int nb = job.nbuckets, cells = cuda_tuning::kExprTableCells;
+      float* ts = call.alloc<float>(size_t(nb) + 3, "histogram thresholds");
+      unsigned short* gs = call.alloc<unsigned short>(size_t(cells), "histogram cell guesses");
+      float* par = call.alloc<float>(4, "histogram cell map");
+      g.tab_ts = ts;
+      g.tab_gs = gs;
+      g.tab_par = par;
+      g.tab_dec = res.table_dec ? 1 : 0;
+      g.tab_bytes = int((4 * (size_t(nb) + 3) + 2 * size_t(cells) + 15) / 16 * 16);
+      for (int phase = 0; phase < 2; ++phase) {
+        void* params[] = {&g, &phase, &ts, &gs, &par};
+        const int n = phase == 0 ? nb + 1 : cells, et = 128;
+        G2_CUDA(cudaLaunchKernel(reinterpret_cast<const void*>(tab->tables), dim3(unsigned((n + et - 1) / et)),
+                                 dim3(et), params, 0, call.stream()));
+      }
+    }
+    if (cfg.edges) {
       // The edges, by bisection with the kernel's own bucket function (g2_edges).
       if (!mod->edges) throw Error(ErrorCode::Internal, "pair expression module without g2_edges");
       void* e = call.alloc_bytes(rs * (size_t(job.nbuckets) + 1), "histogram edges");
@@ -296,8 +424,10 @@ Result run(const Job& job, PairSink* sink, Control& ctl) {
     int regs_bps = 0;
     G2_CUDA(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&regs_bps, fn, threads, 0));
     m.reg_blocks_per_sm = std::max(1, regs_bps);
+    // With the table, a copy has a bin per class (nbuckets + 2, the two outer ones unread).
     const cuda::PrivChoice ch = cuda::choose_privatization(
-        job.nbuckets, threads, sb_bytes, double(A.n) / cfg.rows, m, ctl.overrides.sdh_copies);
+        job.nbuckets + (cfg.table ? 2 : 0), threads, sb_bytes + size_t(g.tab_bytes), double(A.n) / cfg.rows, m,
+        ctl.overrides.sdh_copies);
     g.copies = ch.global ? 0 : ch.copies;
     g.stride = ch.global ? 0 : ch.stride;
     smem = ch.smem_bytes;
@@ -502,6 +632,10 @@ Result run(const Job& job, PairSink* sink, Control& ctl) {
     cuda::download(call, res.hist.data(), g.hist, 8 * size_t(job.nbuckets));
     res.count = 0;
     for (uint64_t h : res.hist) res.count += h;
+    if (res.table) {
+      res.thresholds.resize(size_t(job.nbuckets) + 3);
+      cuda::download(call, res.thresholds.data(), g.tab_ts, sizeof(float) * res.thresholds.size());
+    }
   }
   ctl.stats.pairs_examined +=
       job.self ? uint64_t(A.n) * uint64_t(A.n - 1) / 2 : uint64_t(A.n) * uint64_t(B.n);

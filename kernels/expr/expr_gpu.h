@@ -32,7 +32,19 @@
 // where gpu2bs_pair_key(a, b) <= G2_KEY_MAX exactly when gpu2bs_pair(a, b, ..) is true, raising
 // the same errors (e.g. the bit pattern of a float32 value that is never negative or -0, for a
 // predicate `value <= constant`): the kernel then counts full tiles with a carry chain on the
-// keys. The configuration block defines G2_F32 (1: real is float) for the source's #if. Rows of a side are laid out column-major
+// keys. A float32 Histogram source may also define (G2_INNER, from the code generator)
+//
+//   #define G2_INNER 1
+//   #define G2_INNER_NONNEG <1: g is never negative nor -0>
+//   __device__ int gpu2bs_pair_inner(const Row& a, const Row& b, real* x);   predicate and g:
+//                                   0 not kept, 1 kept with g in *x, 2 g NaN, 3 g NULL
+//   __device__ int gpu2bs_outer(real x, bool xnull, real* value);            value = F(x):
+//                                   0 with *value, -1 NULL, else the fault (not raised)
+//
+// where gpu2bs_pair's value is F(g): the kernel then buckets g through a threshold table
+// (kernel_text.h) once F passes the device's check. The configuration block defines G2_F32
+// (1: real is float) and G2_SAFE (1: every input value is 0, NaN or of magnitude within
+// 2^+-kPairExprSafeExponent) for the source's #if. Rows of a side are laid out column-major
 // (Side::data[c * n + i]); the kernels may stage tiles of rows in shared memory and hand the
 // function Rows that point there (stride = tile length). Compiled without FMA contraction
 // (--fmad=false) so `+ - * / sqrt` round as the CPU engine's evaluation does.
@@ -98,6 +110,11 @@ struct Result {
   int error = kNoError;            // first error raised by the generated code
   double compile_ms = 0;           // NVRTC compile time of this call (0 on a cache hit)
   bool cache_hit = false;          // module found in this process's cache
+  bool table = false;              // Histogram: buckets through the threshold table of g
+                                   // (value = F(g), F checked monotone on the device)
+  bool table_dec = false;          // with `table`: F is non-increasing
+  std::vector<float> thresholds;   // with `table`: ts[0 .. nbuckets + 2] of kernel_text.h (tests)
+  double check_ms = 0;             // time of the module's monotonicity check (0: known already)
 };
 
 // Runs the job on the current CUDA device. Join pairs go to `sink` (PairRecord: i, j and

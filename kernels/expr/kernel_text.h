@@ -34,10 +34,15 @@
 //     G2_EDGES the bucket comes without the float64 division: a float guess within a proven
 //     rounding bound of the quotient, and for the pairs within that bound of an edge the
 //     table of edges that g2_edges computes with the kernel's own bucket function (g2_visit).
+//     With G2_TABLE (float32, value = F(g), the source defines gpu2bs_pair_inner and
+//     gpu2bs_outer) the kernel buckets g against the thresholds that g2_tables derives from F
+//     (see "Threshold table" below); that program (G2_PART 1) has no g2_check / g2_tables, which
+//     form a second program (G2_PART 2).
 //   3 Join (Type-III): the kept pairs to a direct output buffer: per warp and step one atomic
 //     reservation on the global counter, the lanes' records at consecutive positions; records
 //     past `cap` are not written, but counted, so the host sees the buffer overflow and runs
 //     the slice again in smaller pieces.
+// G2_COMPACT: one tile loop (every tile through the edge-tile loop): less code to compile.
 // Errors: gpu2bs_raise records the first code of the block in shared memory; the block stops at
 // the next item and publishes it to the call's error word (first code wins); every block stops
 // at its next item once the word is set.
@@ -106,6 +111,12 @@ struct G2Args {
   const real* edges;          // Histogram with G2_EDGES: the nbuckets + 1 edges (g2_edges)
   double q_scale, q_off, q_tol;  // G2_EDGES, used rounded to real: |fl(v * q_scale + q_off) -
                                  // Q| <= q_tol for every counted v (g2_visit)
+  const float* tab_ts;        // G2_TABLE: the nbuckets + 3 thresholds of g (g2_tables)
+  const unsigned short* tab_gs;  // G2_TABLE: the G2_CELLS per-cell guesses
+  const float* tab_par;       // G2_TABLE: the cell map's scale and offset (g2_cell), then the
+                              // NaN and NULL g's outcomes (int bits)
+  int tab_dec;                // G2_TABLE: F is non-increasing (else non-decreasing)
+  int tab_bytes;              // G2_TABLE: shared bytes of the tables (before the histograms)
 };
 
 // The bucket of v, minus one, as PostgreSQL 15's width_bucket_float8 computes it in float64
@@ -200,6 +211,10 @@ struct G2Acc {
   unsigned cnt;
   double s, c;
   unsigned hbase;
+  float t_cs, t_co;       // G2_TABLE: the cell map
+  int t_nan, t_null;      // G2_TABLE: the class offset (or -fault) of a NaN or NULL g
+  const float* ts;        // G2_TABLE: the thresholds in shared memory
+  const unsigned short* gs;  // G2_TABLE: the guesses in shared memory
   real e_first, e_last;   // G2_EDGES: edges[0] and edges[nbuckets]
   real q_scale, q_off, q_tol;  // G2_EDGES: G2Args' as real
 };
@@ -270,6 +285,177 @@ extern "C" __global__ void g2_edges(const G2Args g, real* out) {
 }
 #endif
 
+#if G2_KIND == 2 && G2_TABLE
+// Threshold table of a float32 histogram whose value is F(g) (the generated gpu2bs_pair_inner
+// computes g, gpu2bs_outer computes F). Per non-NaN g the class m(g) in 0 .. nbuckets + 1 is
+// g2_bucket(F(g)) + 1 where F is non-decreasing, nbuckets - g2_bucket(F(g)) where it is
+// non-increasing: non-decreasing in g once g2_check has found F monotone over every float of
+// g's domain, free of faults, NULLs and NaN, and equal at -0 and +0. ts[j] is the smallest g
+// with m(g) >= j (ts[0] = -inf; NaN where there is none, and ts[nbuckets + 2]), so m(g) is the
+// largest j with ts[j] <= g; the pair is counted when 1 <= m <= nbuckets. The guess gs[c] is
+// 4 m of the smallest g that g2_cell maps to c or above: never above 4 m(g) for a g of cell c,
+// so the search only climbs. The shared histograms have a bin per class (0 .. nbuckets + 1),
+// at byte offset 4 m of the copy: the guess is the bin's offset.
+// Keys: order-preserving unsigned patterns of the non-NaN floats.
+static __device__ __forceinline__ unsigned g2_key32(float v) {
+  const unsigned u = __float_as_uint(v);
+  return u ^ ((unsigned)((int)u >> 31) | 0x80000000u);
+}
+// The float of key k (g2_key32's inverse).
+static __device__ __forceinline__ float g2_unkey32(unsigned k) {
+  return __uint_as_float((k >> 31) ? (k & 0x7fffffffu) : ~k);
+}
+// The keys of g's domain: [-inf, +inf], or [+0, +inf] when g is never negative nor -0.
+#define G2_KLO (G2_INNER_NONNEG ? 0x80000000u : 0x007fffffu)
+#define G2_KHI 0xff800000u
+// The cell of g: fl(g * cs + co2) (co2 holds 1.5 * 2^23, so values in [2^23, 2^24) are integers
+// in the low word), clamped to [0, G2_CELLS - 1]: non-decreasing in g.
+static __device__ __forceinline__ int g2_cell(float x, float cs, float co2) {
+  const int c = __float_as_int(__fmaf_rn(x, cs, co2)) - 0x4B400000;
+  return min(max(c, 0), G2_CELLS - 1);
+}
+// The class m of g (above), from gpu2bs_outer and the kernel's own g2_bucket.
+static __device__ int g2_class(float x, const G2Args& g) {
+  real v = (real)0;
+  (void)gpu2bs_outer((real)x, false, &v);
+  const int b = g2_bucket(v, g);
+  return g.tab_dec ? g.nbuckets - b : b + 1;
+}
+#if G2_PART == 2
+// Checks F = gpu2bs_outer over the keys [k0, k0 + chunk) of g's domain, each thread one chunk
+// (and the key before it, so consecutive chunks overlap): flags |= 1 where F decreases, 2
+// where it increases, 4 where it raises a fault, is NULL or NaN, or differs between -0 and +0.
+extern "C" __global__ void g2_check(unsigned chunk, unsigned* flags) {
+  const unsigned long long t = (unsigned long long)blockIdx.x * blockDim.x + threadIdx.x;
+  const unsigned long long k0 = (unsigned long long)G2_KLO + t * chunk;
+  if (k0 > G2_KHI) return;
+  unsigned long long k1 = k0 + chunk;
+  if (k1 > (unsigned long long)G2_KHI + 1) k1 = (unsigned long long)G2_KHI + 1;
+  unsigned bits = 0;
+  real prev = (real)0;
+  bool have = false;
+  for (unsigned long long k = k0 > G2_KLO ? k0 - 1 : k0; k < k1; ++k) {
+    real v = (real)0;
+    const int s = gpu2bs_outer((real)g2_unkey32((unsigned)k), false, &v);
+    if (s != 0 || v != v) {
+      bits |= 4u;
+      have = false;
+      continue;
+    }
+    if (have) {
+      if (v < prev) bits |= 1u;
+      if (v > prev) bits |= 2u;
+    }
+    prev = v;
+    have = true;
+  }
+  if (t == 0) {
+    real vn = (real)0, vp = (real)0;
+    const int sn = gpu2bs_outer(-(real)0, false, &vn), sp = gpu2bs_outer((real)0, false, &vp);
+    if (sn != sp || vn != vp) bits |= 4u;
+  }
+  if (bits) atomicOr(flags, bits);
+}
+// The tables: phase 0, thread j < nbuckets + 1 computes ts[j + 1] by bisection over the keys
+// (ts[0] and ts[nbuckets + 2] fixed); phase 1, the cell map from the finite thresholds (thread 0
+// stores it) and thread c < G2_CELLS computes gs[c], bisecting for the smallest key of cell c.
+extern "C" __global__ void g2_tables(const G2Args g, int phase, float* ts, unsigned short* gs,
+                                     float* par) {
+  const int j = blockIdx.x * blockDim.x + threadIdx.x;
+  const int nb = g.nbuckets;
+  const float nan = __int_as_float(0x7fffffff);
+  if (phase == 0) {
+    if (j == 0) {
+      ts[0] = -__int_as_float(0x7f800000);
+      ts[nb + 2] = nan;
+      // The pairs whose g is NaN or NULL: F of those, as a class's byte offset (NULL: class 0,
+      // not counted) or minus the fault that gpu2bs_pair raises for them.
+      for (int w = 0; w < 2; ++w) {
+        real v = (real)0;
+        const int s = gpu2bs_outer(w == 0 ? (real)nan : (real)0, w == 1, &v);
+        int code = 0;
+        if (s > 0)
+          code = -s;
+        else if (s < 0)
+          code = 0;
+        else if (v != v)
+          code = -G2_HIST_NAN;
+        else
+          code = 4 * (g.tab_dec ? nb - g2_bucket(v, g) : g2_bucket(v, g) + 1);
+        par[2 + w] = __int_as_float(code);
+      }
+    }
+    if (j > nb) return;
+    const int want = j + 1;
+    unsigned long long lo = G2_KLO, hi = (unsigned long long)G2_KHI + 1;
+    while (lo < hi) {
+      const unsigned long long mid = lo + (hi - lo) / 2;
+      if (g2_class(g2_unkey32((unsigned)mid), g) >= want)
+        hi = mid;
+      else
+        lo = mid + 1;
+    }
+    ts[want] = lo > G2_KHI ? nan : g2_unkey32((unsigned)lo);
+    return;
+  }
+  if (j >= G2_CELLS) return;
+  // The range of the finite thresholds ts[1 .. nb + 1] (non-decreasing, NaN at the end).
+  float ga = 0.f, gb = 0.f;
+  bool any = false;
+  for (int w = 1; w <= nb + 1; ++w) {
+    const float x = ts[w];
+    if (x != x) break;
+    if (isinf(x)) continue;
+    if (!any) ga = x;
+    gb = x;
+    any = true;
+  }
+  float cs = 1.f, co = 0.f;
+  if (any && gb > ga) {
+    const double sc = (double)G2_CELLS / ((double)gb - (double)ga);
+    if (sc < 3.0e38) {
+      cs = (float)sc;
+      co = (float)(-(double)ga * (double)cs);
+    }
+  }
+  const float co2 = __fadd_rn(co, 12582912.0f);
+  if (j == 0) {
+    par[0] = cs;
+    par[1] = co2;
+  }
+  unsigned long long lo = G2_KLO, hi = (unsigned long long)G2_KHI + 1;
+  while (lo < hi) {
+    const unsigned long long mid = lo + (hi - lo) / 2;
+    if (g2_cell(g2_unkey32((unsigned)mid), cs, co2) >= j)
+      hi = mid;
+    else
+      lo = mid + 1;
+  }
+  gs[j] = (unsigned short)(4 * (lo > G2_KHI ? nb + 1 : g2_class(g2_unkey32((unsigned)lo), g)));
+}
+#endif
+// Counts class m's pair: the shared bin at byte offset 4 m of the thread's copy, or the global
+// bucket (copies = 0: no padding bins, so only classes 1 .. nbuckets).
+static __device__ __forceinline__ void g2_count_class(const G2Args& g, const G2Acc& acc,
+                                                      unsigned* sh, unsigned off) {
+  if (g.copies > 0) {
+    atomicAdd(reinterpret_cast<unsigned*>(reinterpret_cast<char*>(sh + acc.hbase) + off), 1u);
+  } else {
+    const int m = int(off >> 2);
+    if (m >= 1 && m <= g.nbuckets) atomicAdd(g.hist + (g.tab_dec ? g.nbuckets - m : m - 1), 1ull);
+  }
+}
+// A pair whose g is NaN or NULL: `sp`, the class offset to count or minus the fault to raise
+// (out of line: rare, one copy instead of one per unrolled call).
+static __device__ __noinline__ void g2_visit_special(const G2Args& g, const G2Acc& acc,
+                                                     unsigned* sh, int sp) {
+  if (sp >= 0)
+    g2_count_class(g, acc, sh, unsigned(sp));
+  else
+    gpu2bs_raise(-sp);
+}
+#endif
+
 // Four consecutive values of a staged column (16-byte aligned) with vector loads.
 static __device__ __forceinline__ void g2_load4(const real* p, real* out) {
   if (sizeof(real) == 4) {
@@ -315,13 +501,30 @@ static __device__ __forceinline__ void g2_visit(const G2Args& g, G2Acc& acc, con
                                                 long long i, long long jg) {
   real v = real(0);
   bool keep = false;
+#if !(G2_KIND == 2 && G2_TABLE)
   if (ok) keep = gpu2bs_pair(ra, rb, &v);
+#endif
 #if G2_KIND == 0
   acc.cnt += keep ? 1u : 0u;
 #elif G2_KIND == 1
   if (keep) {
     g2_nadd(acc.s, acc.c, (double)v);
     acc.cnt += 1u;
+  }
+#elif G2_KIND == 2 && G2_TABLE
+  // The value is F(g): the class of g from the guess of its cell and the thresholds (exactly
+  // g2_bucket(F(g)), see g2_tables); g NaN or NULL: the outcome g2_tables derived for those.
+  (void)keep;
+  if (ok) {
+    float x = 0.f;
+    const int s = gpu2bs_pair_inner(ra, rb, &x);
+    if (s == 1) {
+      unsigned off = acc.gs[g2_cell(x, acc.t_cs, acc.t_co)];
+      while (x >= *reinterpret_cast<const float*>(reinterpret_cast<const char*>(acc.ts) + off + 4)) off += 4;
+      g2_count_class(g, acc, sh, off);
+    } else if (s >= 2) {  // g NaN or NULL: F's outcome for those (g2_tables)
+      g2_visit_special(g, acc, sh, s == 2 ? acc.t_nan : acc.t_null);
+    }
   }
 #elif G2_KIND == 2
   if (keep) {
@@ -380,12 +583,17 @@ static __device__ __forceinline__ void g2_visit(const G2Args& g, G2Acc& acc, con
 #endif
 }
 
+#if G2_PART != 2
 // The tile kernel: items [item0, item0 + count), per_block consecutive items per block.
 extern "C" __global__ void __launch_bounds__(G2_B) g2_kernel(const G2Args g) {
   extern __shared__ __align__(16) unsigned char g2_smem[];
   real* sb = reinterpret_cast<real*>(g2_smem);
   unsigned char* sbn = g2_smem + sizeof(real) * G2_NBC * G2_TILE;
+#if G2_KIND == 2 && G2_TABLE
+  unsigned* sh = reinterpret_cast<unsigned*>(g2_smem + G2_SB_BYTES + g.tab_bytes);
+#else
   unsigned* sh = reinterpret_cast<unsigned*>(g2_smem + G2_SB_BYTES);
+#endif
   __shared__ int g2_stop;
   __shared__ unsigned long long g2_ws[32];
   __shared__ double2 g2_ws2[32];
@@ -405,6 +613,20 @@ extern "C" __global__ void __launch_bounds__(G2_B) g2_kernel(const G2Args g) {
   if (g.copies > 0) {
     acc.hbase = unsigned((tid & 31) % g.copies) * unsigned(g.stride);
     for (int k = tid; k < g.copies * g.stride; k += G2_B) sh[k] = 0u;
+  }
+#endif
+#if G2_KIND == 2 && G2_TABLE
+  {
+    float* ts = reinterpret_cast<float*>(g2_smem + G2_SB_BYTES);
+    unsigned short* gs = reinterpret_cast<unsigned short*>(ts + g.nbuckets + 3);
+    for (int k = tid; k < g.nbuckets + 3; k += G2_B) ts[k] = g.tab_ts[k];
+    for (int k = tid; k < G2_CELLS; k += G2_B) gs[k] = g.tab_gs[k];
+    acc.ts = ts;
+    acc.gs = gs;
+    acc.t_cs = g.tab_par[0];
+    acc.t_co = g.tab_par[1];
+    acc.t_nan = __float_as_int(g.tab_par[2]);
+    acc.t_null = __float_as_int(g.tab_par[3]);
   }
 #endif
   __syncthreads();
@@ -494,6 +716,7 @@ extern "C" __global__ void __launch_bounds__(G2_B) g2_kernel(const G2Args g) {
       }
     } else
 #endif
+#if !G2_COMPACT
     if (!diag && afull && nr == G2_TILE) {
       // Full tiles: every pair exists, no predicate. Four b rows at a time come from shared
       // memory with vector loads (one per column) into registers; their Rows point there
@@ -522,7 +745,10 @@ extern "C" __global__ void __launch_bounds__(G2_B) g2_kernel(const G2Args g) {
           for (int r = 0; r < G2_RT; ++r) g2_visit(g, acc, ra[r], rb, sh, true, i0 + r * G2_B, j0 + j + u);
         }
       }
-    } else {
+    } else
+#endif
+    {
+      // Edge tiles (G2_COMPACT: every tile), one staged b row at a time.
       for (int j = 0; j < nr; ++j) {
         Row rb;
         rb.col = sb + j;
@@ -557,8 +783,13 @@ extern "C" __global__ void __launch_bounds__(G2_B) g2_kernel(const G2Args g) {
   __syncthreads();
   if (g.copies > 0) {
     for (int k = tid; k < g.nbuckets; k += G2_B) {
+#if G2_TABLE
+      const int bin = g.tab_dec ? g.nbuckets - k : k + 1;  // the class of bucket k
+#else
+      const int bin = k;
+#endif
       unsigned long long s = 0;
-      for (int c = 0; c < g.copies; ++c) s += sh[c * g.stride + k];
+      for (int c = 0; c < g.copies; ++c) s += sh[c * g.stride + bin];
       if (s) atomicAdd(g.hist + k, s);
     }
   }
@@ -570,6 +801,7 @@ extern "C" __global__ void __launch_bounds__(G2_B) g2_kernel(const G2Args g) {
   __syncthreads();
   if (tid == 0 && g2_block_error != 0) atomicCAS(g.error, 0, g2_block_error);
 }
+#endif
 )G2SRC";
 
 }  // namespace text

@@ -174,11 +174,6 @@ Cache& cache() {
 int g_tile_threads = 0, g_tile_rows = 0;
 const char* g_fast_compile = nullptr;  // bench override of the level (null: none)
 
-// The --Ofast-compile level NVRTC gets for a call that asks for `wanted` ("" for none).
-std::string fast_compile_level(const std::string& wanted) {
-  return g_fast_compile ? g_fast_compile : wanted;
-}
-
 // Compiles `source` for `arch` into a loaded module (no cache); *nvrtc_ms = the NVRTC part
 // (program creation, compile, image), *load_ms = cudaLibraryLoadData and the kernel lookup.
 std::shared_ptr<Module> compile(const Nvrtc& n, const std::string& source, int arch, const std::string& fast,
@@ -247,11 +242,16 @@ std::shared_ptr<Module> compile(const Nvrtc& n, const std::string& source, int a
   auto m = std::make_shared<Module>();
   m->target = (cubin ? "sm_" : "compute_") + std::to_string(target);
   G2_CUDA(cudaLibraryLoadData(&m->lib, image.data(), nullptr, nullptr, 0, nullptr, nullptr, 0));
-  G2_CUDA(cudaLibraryGetKernel(&m->kernel, m->lib, "g2_kernel"));
+  const bool tables = source.find("#define G2_PART 2\n") != std::string::npos;
+  if (!tables) G2_CUDA(cudaLibraryGetKernel(&m->kernel, m->lib, "g2_kernel"));
   if (source.find("#define G2_EDGES 1\n") != std::string::npos &&
       cudaLibraryGetKernel(&m->edges, m->lib, "g2_edges") != cudaSuccess) {
     (void)cudaGetLastError();
     m->edges = nullptr;
+  }
+  if (tables) {
+    G2_CUDA(cudaLibraryGetKernel(&m->check, m->lib, "g2_check"));
+    G2_CUDA(cudaLibraryGetKernel(&m->tables, m->lib, "g2_tables"));
   }
   *nvrtc_ms = std::chrono::duration<double, std::milli>(t1 - t0).count();
   *load_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t1).count();
@@ -327,6 +327,10 @@ void set_tile_override(int threads, int rows_per_thread) {
 }
 
 void set_fast_compile_override(const char* level) { g_fast_compile = level; }
+
+std::string fast_compile_level(const std::string& wanted) {
+  return g_fast_compile ? g_fast_compile : wanted;
+}
 
 void get_tile_config(bool float32, int* threads, int* rows_per_thread) {
   *threads = g_tile_threads > 0 ? g_tile_threads : cuda_tuning::kExprThreads;

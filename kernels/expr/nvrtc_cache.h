@@ -7,6 +7,7 @@
 
 #include <cuda_runtime.h>
 
+#include <atomic>
 #include <memory>
 #include <string>
 
@@ -15,12 +16,18 @@ namespace exprgpu {
 namespace detail {
 
 // A loaded module: the library, its kernel `g2_kernel` and, where the source defines it, the
-// histogram's edge kernel `g2_edges`. Unloaded when the last holder (the cache, a running call)
-// lets it go.
+// histogram's edge kernel `g2_edges`; or, for the second program of a threshold-table
+// histogram (G2_PART 2), its kernels `g2_check` and `g2_tables` alone. Unloaded when the last
+// holder (the cache, a running call) lets it go.
 struct Module {
   cudaLibrary_t lib = nullptr;
   cudaKernel_t kernel = nullptr;
   cudaKernel_t edges = nullptr;
+  cudaKernel_t check = nullptr;   // G2_PART 2 sources: g2_check and g2_tables
+  cudaKernel_t tables = nullptr;
+  // G2_PART 2 sources: the outcome of g2_check on this module (0 not run yet, 1 F non-decreasing,
+  // 2 F non-increasing, 3 not monotone or not free of faults, NULLs and NaN: no table).
+  mutable std::atomic<int> table_state{0};
   std::string target;  // "sm_90" (CUBIN) or "compute_90" (PTX, JIT-compiled by the driver)
   ~Module();
 };
@@ -49,6 +56,11 @@ void get_tile_config(bool float32, int* threads, int* rows_per_thread);
 // NVRTC --Ofast-compile level override for benchmarks ("" none, "min", ...; null: the level
 // each call asks for, see expr_gpu.cu). Part of the module cache key.
 void set_fast_compile_override(const char* level);
+// The level a compile asking for `wanted` gets (the override, where one is set).
+std::string fast_compile_level(const std::string& wanted);
+// Test and benchmark hook: false turns the histogram threshold table off (every pair evaluates
+// gpu2bs_pair and its bucket), true (the default) lets calls use it where it applies.
+void set_histogram_table(bool on);
 
 }  // namespace detail
 }  // namespace exprgpu

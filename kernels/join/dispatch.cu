@@ -195,6 +195,10 @@ void simjoin(const SimjoinProblem& p, PairSink& sink, Control& ctl) {
     }
     return;
   }
+  // Points that carry input indices (slabs) come without a filter or reduction, whose keys
+  // are looked up by position.
+  if ((p.a.index || p.b.index) && (p.filter || p.reduce))
+    throw Error(ErrorCode::Internal, "similarity join of indexed points with a filter or reduction");
   if (p.prec == Precision::Float32)
     simjoin_dims<float>(p, sink, ctl);
   else

@@ -64,6 +64,12 @@ __global__ void gather_kernel(Coords<T> in, const unsigned* order, unsigned n, C
   }
 }
 
+// order[s] = index[order[s]]: sorted position -> the input index the points carry.
+__global__ void compose_kernel(unsigned* order, const unsigned* index, unsigned n) {
+  for (unsigned s = blockIdx.x * blockDim.x + threadIdx.x; s < n; s += gridDim.x * blockDim.x)
+    order[s] = index[order[s]];
+}
+
 // Items per cell: ceil(points / kRows).
 __global__ void item_count_kernel(const unsigned* start, unsigned ncells, unsigned* cnt) {
   for (unsigned c = blockIdx.x * blockDim.x + threadIdx.x; c < ncells;
@@ -119,6 +125,13 @@ DevGrid<T> build_grid(Call& call, const PointsView& v, const Geometry& g, Precis
   }
   PrepareTimer prep(call.ctl);
   upload_points<T>(call, v, const_cast<T* const*>(raw.c));
+  // The points carry input indices (a slab of a larger join): the grid order maps to them
+  // after the gather, so the join emits the input's indices.
+  unsigned* index = nullptr;
+  if (v.index) {
+    index = call.alloc<unsigned>(n, "input indices");
+    upload_bytes(call, index, v.index, size_t(n) * 4);
+  }
   cudaEvent_t e0 = call.event(true), e1 = call.event(true);
   G2_CUDA(cudaEventRecord(e0, st));
   if (!g.host) {
@@ -190,6 +203,10 @@ DevGrid<T> build_grid(Call& call, const PointsView& v, const Geometry& g, Precis
   }
   gather_kernel<T, D><<<blocks_for(n, 256), 256, 0, st>>>(raw, G.order, n, G.c);
   G2_CUDA_LAUNCH("gather_kernel");
+  if (index) {
+    compose_kernel<<<blocks_for(n, 256), 256, 0, st>>>(G.order, index, n);
+    G2_CUDA_LAUNCH("compose_kernel");
+  }
   // Work items: runs of up to kRows points of one cell.
   unsigned* cnt = call.alloc<unsigned>(size_t(G.ncells) + 1, "item counts");
   unsigned* off = call.alloc<unsigned>(size_t(G.ncells) + 1, "item offsets");

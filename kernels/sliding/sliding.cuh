@@ -51,7 +51,12 @@
 // 16-byte stores to the aligned chunks of their destination (two aligned shared-memory reads
 // joined at the shift between source and destination), element by element only in the partial
 // chunks at both ends of its range. Ranks come from one ballot per bit of each thread's per-chunk
-// count. Nothing outside [d, d + n) is read or written.
+// count. Nothing outside [d, d + n) is read or written. With an L2 prefetch distance D
+// (cuda_tuning::kSlidePrefetch, by element size), thread 0 of a block starts, before its own
+// loads, one bulk prefetch (cp.async.bulk.prefetch.L2) of the whole chunks of the tile D places
+// later in the processing order: the memory stays busy while the resident blocks count, look
+// back and store, and that tile's block finds its data in L2. A prefetch only reads [d, d + n)
+// into L2; it changes no result.
 //
 // ---- API (host, on a device array `d` of n elements and a stream) ------------------------------
 //
@@ -110,6 +115,13 @@ __host__ __device__ constexpr int slide_vecs() {
 template <typename T>
 __host__ __device__ constexpr int slide_min_blocks() {
   return cuda_tuning::kSlideMinBlocks[sizeof(T) == 4 ? 0 : sizeof(T) == 8 ? 1 : 2];
+}
+
+// Tiles ahead in the processing order whose whole chunks a block prefetches into L2 when it
+// starts (cuda_tuning::kSlidePrefetch; 0: none).
+template <typename T>
+__host__ __device__ constexpr int slide_prefetch() {
+  return cuda_tuning::kSlidePrefetch[sizeof(T) == 4 ? 0 : sizeof(T) == 8 ? 1 : 2];
 }
 
 // Where a block's tile id (its place in the processing order) comes from.
@@ -402,6 +414,12 @@ __device__ __forceinline__ void load_tile(W (&v)[VECS][V], M& valid, const W* w,
   }
 }
 
+// Starts a bulk prefetch of `bytes` (a multiple of 16, p 16-byte aligned) of global memory into
+// L2 (no completion to wait for).
+__device__ __forceinline__ void prefetch_l2(const void* p, unsigned bytes) {
+  asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;" ::"l"(p), "r"(bytes) : "memory");
+}
+
 // Dynamic shared memory of the sliding kernel: the staged tile.
 template <typename T, int THREADS, int VECS>
 constexpr size_t stage_bytes() {
@@ -435,7 +453,8 @@ __global__ void __launch_bounds__(THREADS, MINB) slide_kernel(T* d, unsigned lon
                                                         unsigned head, F f,
                                                         unsigned long long* flags, T* aux,
                                                         unsigned long long* d_count,
-                                                        unsigned epoch, unsigned id_base) {
+                                                        unsigned epoch, unsigned id_base,
+                                                        unsigned ahead) {
   using W = typename Word<sizeof(T)>::type;
   constexpr int V = 16 / int(sizeof(T));  // elements per 16-byte chunk
   constexpr int ITEMS = VECS * V;
@@ -485,6 +504,19 @@ __global__ void __launch_bounds__(THREADS, MINB) slide_kernel(T* d, unsigned lon
   const long long base = (long long)pos * TILE;
   const long long hv = pos == 0 ? (long long)head : 0;  // empty positions at the tile's start
   const long long tile_first = base + hv - (long long)head;  // index of its first element
+  // L2 prefetch of the tile `ahead` places further in the processing order (thread 0, one bulk
+  // prefetch of its whole 16-byte chunks inside [0, n)): its block, which starts about when
+  // `ahead` blocks before it have finished, then finds its tile in L2. A hint: it reads nothing
+  // into the block and writes nothing.
+  if (ahead && tid == 0 && (unsigned long long)bid + ahead <= last) {
+    const unsigned p2 = back ? pos - ahead : pos + ahead;
+    constexpr long long CH = (long long)THREADS * VECS;  // chunks per tile
+    // chunk g (of the array's chunks) holds d[g * V - head, g * V - head + V): whole inside
+    // [0, n) for g in [lo, hi)
+    const long long lo = max((long long)p2 * CH, head ? 1ll : 0ll);
+    const long long hi = min((long long)p2 * CH + CH, (nn + (long long)head) / V);
+    if (hi > lo) prefetch_l2(w + (lo * V - (long long)head), unsigned(hi - lo) * 16u);
+  }
   load_tile<THREADS, VECS>(v, valid, w, pos, head, nn, tid);
   if constexpr (UNIQUE) {
     // The element before a warp's chunk is lane 31's last of the previous column (other warp)
@@ -747,12 +779,12 @@ void check_args(const T* d, size_t n) {
 // The sliding pass with an explicit mode, synchronization and launch shape (the primitives below
 // call it with the tuned shape; benchmarks compare SlideSync::Adjacent and other shapes). The
 // count goes to *d_count (device) when not null, else to the scratch's device word; returns that
-// device word.
+// device word. ahead: the L2 prefetch distance in tiles (-1: the tuned slide_prefetch<T>()).
 template <typename T, SlideMode MODE, SlideSync SYNC = SlideSync::Lookback,
           int THREADS = slide_threads<T>(), int VECS = slide_vecs<T>(),
           int MINB = slide_min_blocks<T>(), SlideIds IDS = slide_ids<T>(), typename F>
 unsigned long long* slide_async(T* d, size_t n, F f, unsigned long long* d_count, cudaStream_t s,
-                                SlidingScratch& scratch) {
+                                SlidingScratch& scratch, int ahead = -1) {
   detail::check_args(d, n);
   constexpr size_t TILE = tile_elems<T, THREADS, VECS>();
   // d's position in its 16-byte chunk, in elements: tile 0 starts that many positions before d
@@ -778,12 +810,14 @@ unsigned long long* slide_async(T* d, size_t n, F f, unsigned long long* d_count
   }
   constexpr size_t SMEM = detail::stage_bytes<T, THREADS, VECS>();
   auto kernel = detail::slide_kernel<T, MODE, SYNC, THREADS, VECS, MINB, IDS, F>;
-  if constexpr (SMEM > 48 * 1024) {
+  // the dynamic stage and the kernel's static shared memory together above the default 48 KiB
+  if constexpr (SMEM > 32 * 1024) {
     static std::atomic<unsigned long long> done{0};  // this instantiation's kernel
     detail::allow_shared(kernel, SMEM, done);
   }
   kernel<<<unsigned(tiles), THREADS, SMEM, s>>>(d, (unsigned long long)n, head, f, flags, aux,
-                                                count, fl.epoch, fl.id_base);
+                                                count, fl.epoch, fl.id_base,
+                                                unsigned(ahead < 0 ? slide_prefetch<T>() : ahead));
   G2_CUDA_LAUNCH("sliding kernel launch");
   if constexpr (MODE == SlideMode::Partition) {
     constexpr int kAppendThreads = 256;

@@ -17,7 +17,21 @@ uint64_t coord_bytes(Precision prec) { return prec == Precision::Float64 ? 8 : 4
 // (at most 5/4 of the buckets plus 64 floats) and the fixed margin.
 uint64_t side_bytes(int nbuckets) { return uint64_t(std::max(nbuckets, 0)) * 16 + kFixedMargin; }
 
+// Recomputes `reserved` (the fullest device) after dev_reserved changed.
+void update_reserved(Table* t) {
+  uint64_t m = 0;
+  for (uint32_t d = 0; d < kMaxDevices; ++d) m = std::max(m, t->dev_reserved[d]);
+  t->reserved = m;
+}
+
 }  // namespace
+
+uint64_t device_mask(const int* devs, size_t n) {
+  uint64_t m = 0;
+  for (size_t k = 0; k < n; ++k)
+    if (devs[k] >= 0) m |= uint64_t(1) << (uint32_t(devs[k]) % kMaxDevices);
+  return m;
+}
 
 size_t table_bytes(uint32_t nslots) {
   return offsetof(Table, slots) + sizeof(Slot) * std::max<uint32_t>(nslots, 1);
@@ -30,8 +44,10 @@ void init(Table* t, uint32_t nslots, uint64_t total) {
   t->next_ticket = 1;
 }
 
-void enqueue(Table* t, uint32_t s, int32_t pid, uint64_t want, uint64_t min, int64_t now_us) {
+void enqueue(Table* t, uint32_t s, int32_t pid, uint64_t want, uint64_t min, int64_t now_us,
+             uint64_t devices) {
   Slot& e = t->slots[s];
+  e.devices = devices ? devices : 1;
   e.pid = pid;
   e.state = kWaiting;
   e.want = want;
@@ -54,10 +70,16 @@ Outcome decide(Table* t, uint32_t s) {
     out.decision = Decision::Refuse;
     return out;
   }
-  // First come, first served: an older waiting request goes first.
+  // First come, first served: an older waiting request on a device of this one goes first.
   for (uint32_t k = 0; k < t->nslots; ++k)
-    if (k != s && t->slots[k].state == kWaiting && t->slots[k].ticket < e.ticket) return out;
-  const uint64_t free_b = t->total > t->reserved ? t->total - t->reserved : 0;
+    if (k != s && t->slots[k].state == kWaiting && t->slots[k].ticket < e.ticket &&
+        (t->slots[k].devices & e.devices) != 0)
+      return out;
+  // What is free on the fullest of the request's devices.
+  uint64_t held = 0;
+  for (uint32_t d = 0; d < kMaxDevices; ++d)
+    if (e.devices >> d & 1) held = std::max(held, t->dev_reserved[d]);
+  const uint64_t free_b = t->total > held ? t->total - held : 0;
   uint64_t grant = 0;
   if (e.want <= free_b)
     grant = e.want;
@@ -68,7 +90,12 @@ Outcome decide(Table* t, uint32_t s) {
   if (grant < e.want) ++t->block_grants;
   e.state = kGranted;
   e.granted = grant;
-  t->reserved += grant;
+  for (uint32_t d = 0; d < kMaxDevices; ++d)
+    if (e.devices >> d & 1) {
+      t->dev_reserved[d] += grant;
+      t->dev_peak[d] = std::max(t->dev_peak[d], t->dev_reserved[d]);
+    }
+  update_reserved(t);
   t->peak = std::max(t->peak, t->reserved);
   ++t->grants;
   out.decision = Decision::Grant;
@@ -81,13 +108,16 @@ uint64_t release(Table* t, uint32_t s) {
   uint64_t given = 0;
   if (e.state == kGranted) {
     given = e.granted;
-    t->reserved = t->reserved >= given ? t->reserved - given : 0;
+    for (uint32_t d = 0; d < kMaxDevices; ++d)
+      if (e.devices >> d & 1) t->dev_reserved[d] = t->dev_reserved[d] >= given ? t->dev_reserved[d] - given : 0;
+    update_reserved(t);
   }
   e.state = kFree;
   e.granted = 0;
   e.want = 0;
   e.min = 0;
   e.ticket = 0;
+  e.devices = 0;
   return given;
 }
 

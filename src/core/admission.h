@@ -4,10 +4,12 @@
 // it, with the caller holding the lock. No PostgreSQL and no CUDA headers here.
 //
 // A query asks for `want` bytes (what its in-memory path needs) and accepts `min` bytes or more
-// (what its block path needs; min == want when it has none). It is granted want bytes when they
-// are free, else all the free bytes when they are at least min (the query runs in blocks),
-// else it waits; waiters are served first come, first served (a request is not granted while
-// an older one waits). A request whose min exceeds the whole budget is refused at once.
+// (what its block path needs; min == want when it has none), on each device it uses (a set of
+// device ordinals; the budget applies to every device on its own). It is granted want bytes
+// when they are free on all of its devices, else the bytes free on the fullest of them when
+// they are at least min (the query runs in blocks), else it waits; waiters are served first
+// come, first served (a request is not granted while an older one that shares a device waits).
+// A request whose min exceeds the whole budget is refused at once.
 #pragma once
 
 #include <cstddef>
@@ -20,6 +22,10 @@ namespace admission {
 
 enum SlotState : uint32_t { kFree = 0, kWaiting = 1, kGranted = 2 };
 
+// Device ordinals the table accounts separately (an ordinal d at or above it shares the
+// account of d % kMaxDevices: reserved there too, never less).
+constexpr uint32_t kMaxDevices = 64;
+
 // One backend's entry: at most one request (waiting or granted) and the bytes it holds.
 struct Slot {
   int32_t pid;       // the backend's process id (0: never used)
@@ -29,17 +35,20 @@ struct Slot {
   uint64_t granted;  // bytes held (granted)
   uint64_t ticket;   // arrival order of the waiting request
   int64_t since_us;  // when the request arrived (caller's clock, microseconds)
+  uint64_t devices;  // bit d: the request reserves its bytes on device d
 };
 
 // The shared table: the budget, what is reserved, and one slot per backend.
 struct Table {
-  uint64_t total;        // the budget in bytes
-  uint64_t reserved;     // sum of granted bytes
-  uint64_t peak;         // largest `reserved` seen
+  uint64_t total;        // the budget in bytes (of each device)
+  uint64_t reserved;     // granted bytes on the device that holds the most
+  uint64_t peak;         // largest `reserved` seen (the most any device held)
   uint64_t next_ticket;  // next arrival number
   uint64_t grants;       // requests granted
   uint64_t waits;        // requests that had to wait
   uint64_t block_grants; // grants below `want` (the query runs in blocks)
+  uint64_t dev_reserved[kMaxDevices];  // granted bytes on each device
+  uint64_t dev_peak[kMaxDevices];      // largest dev_reserved seen
   uint32_t nslots;
   Slot slots[1];         // nslots entries (the table is allocated with room for them)
 };
@@ -63,8 +72,13 @@ struct Outcome {
 Outcome decide(Table* t, uint32_t s);
 
 // Records a request of `want` bytes accepting `min` (min <= want) by process `pid` in slot `s`
-// (which must be kFree) at time `now_us`; it waits in arrival order.
-void enqueue(Table* t, uint32_t s, int32_t pid, uint64_t want, uint64_t min, int64_t now_us);
+// (which must be kFree) at time `now_us` on the devices of the mask `devices` (0: device 0);
+// it waits in arrival order.
+void enqueue(Table* t, uint32_t s, int32_t pid, uint64_t want, uint64_t min, int64_t now_us,
+             uint64_t devices = 1);
+
+// The mask of device ordinals `devs` (bit d % kMaxDevices for ordinal d; 0 for none).
+uint64_t device_mask(const int* devs, size_t n);
 
 // Ends slot `s`'s request or grant; returns the bytes given back (0 when it held none). Free
 // slots are left alone.

@@ -204,6 +204,11 @@ class Engine {
   // Pair counts per bucket of the radial distribution function (rdf.h); an engine without its
   // own kernel (the CPU engine) runs cpu_rdf on all cores.
   virtual std::vector<uint64_t> rdf(const RdfProblem& p, Control& ctl);
+  // The weighted RDF (rdf.h): the counts of rdf() and per bucket the exact fixed-point sum of
+  // w_i * w_j, `wa` one finite weight per point of a, `wb` per point of b (ignored when self);
+  // an engine without its own kernel (the CPU engine) runs cpu_rdf_weighted.
+  virtual WeightedCounts rdf_weighted(const RdfProblem& p, const double* wa, const double* wb,
+                                      Control& ctl);
   // Weighted SDH and pair count (weights.h): counts and fixed-point sums of w_i * w_j, `w` one
   // finite weight per point; brute force on every engine (no resolution). An engine without
   // its own kernels (the CPU engine) runs cpu_sdh_weighted / cpu_pair_count_weighted.
@@ -250,6 +255,9 @@ bool built_with_cuda();
 
 // Device memory of the GPU the CUDA engine uses, in bytes (0 when no GPU is usable).
 size_t cuda_device_memory();
+
+// Ordinals of the GPUs the CUDA engine can use (gpu2bs.devices = all); empty when none.
+std::vector<int> cuda_device_ordinals();
 
 // Rows for gpu2bs_info() about the run-time compiler of pair expressions (NVRTC): whether it
 // opened, modules compiled, cache hits, compile times; a single row in builds without CUDA.

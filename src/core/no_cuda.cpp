@@ -21,6 +21,8 @@ bool built_with_cuda() { return false; }
 // No GPU in this build.
 size_t cuda_device_memory() { return 0; }
 
+std::vector<int> cuda_device_ordinals() { return {}; }
+
 namespace exprgpu {
 
 // No GPU to run pair expressions on in this build.

@@ -157,6 +157,11 @@ PairExprResult cpu_pair_expr(const PairExprProblem& p, PairSink* sink, Control& 
 // processor has it). Every variant returns the same bits.
 void set_cpu_pair_expr_isa(int isa);
 
+// Float32 histograms of a value F(g) (docs/pair-expressions-gpu.md, "Threshold table"): where
+// every input value is 0, NaN or of magnitude within [2^-k, 2^k] for this k (the values rounded
+// to float32), the generated g may drop overflow and underflow checks that cannot fire.
+constexpr int kPairExprSafeExponent = 60;
+
 // The CUDA source of `gpu2bs_pair` (kernels/expr/expr_gpu.h) for the expression and kind:
 // generated from the tree only, constants as exact hexadecimal floating literals.
 std::string generate_pair_source(const PairExpr& e, PairExprKind kind, Precision prec);

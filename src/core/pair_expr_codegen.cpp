@@ -4,11 +4,13 @@
 // branches so later operands run only where SQL evaluates them. + - * / and sqrt use the
 // round-to-nearest intrinsics (never contracted), constants are exact hexadecimal literals, and
 // PostgreSQL's checks raise the same faults as the CPU evaluator (pair_expr_ops.h).
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
 #include <string>
+#include <vector>
 
 #include "error.h"
 #include "pair_expr.h"
@@ -160,6 +162,11 @@ class Gen {
     const ExprNode& n = e_.node(k);
     const std::string K = std::to_string(k);
     auto a = [&](int i) { return std::to_string(e_.arg(k, i)); };
+    if (k == subst) {
+      line(ind, "const bool n" + K + " = xnull;");
+      line(ind, "const real v" + K + " = x;");
+      return;
+    }
     switch (n.op) {
       case ExprOp::Col: {
         const char* row = n.side ? "b" : "a";
@@ -189,7 +196,16 @@ class Gen {
           call = std::string(n.op == ExprOp::Add ? "g2x_add" : n.op == ExprOp::Sub ? "g2x_sub"
                              : n.op == ExprOp::Mul ? "g2x_mul" : n.op == ExprOp::Div ? "g2x_div"
                              : "g2x_pow") + "(v" + x + ", v" + y + ", f)";
-        line(ind, "if (!n" + K + ") { v" + K + " = " + call + "; if (f) { gpu2bs_raise(f); " + fail + " } }");
+        if (!safe.empty() && safe[size_t(k)]) {
+          // No fault possible for the values of G2_SAFE inputs (safe_nodes): the bare operation.
+          const std::string bare = n.op == ExprOp::Add ? "G2X_ADD(v" + x + ", v" + y + ")"
+                                   : n.op == ExprOp::Sub ? "G2X_SUB(v" + x + ", v" + y + ")"
+                                   : n.op == ExprOp::Mul ? "G2X_MUL(v" + x + ", v" + y + ")"
+                                                         : "G2X_MUL(v" + x + ", v" + x + ")";
+          line(ind, "if (!n" + K + ") v" + K + " = " + bare + ";");
+          return;
+        }
+        line(ind, "if (!n" + K + ") { v" + K + " = " + call + "; if (f) { " + raise + fail + " } }");
         return;
       }
       case ExprOp::Neg: case ExprOp::Abs: case ExprOp::Atan: {
@@ -215,7 +231,7 @@ class Gen {
         line(ind, "const bool n" + K + " = n" + x + ";");
         line(ind, "real v" + K + " = (real)0;");
         line(ind, "if (!n" + K + ") { v" + K + " = " + unary_helper(n.op) + "(v" + x +
-                      ", f); if (f) { gpu2bs_raise(f); " + fail + " } }");
+                      ", f); if (f) { " + raise + fail + " } }");
         return;
       }
       case ExprOp::Least: case ExprOp::Greatest: {
@@ -293,6 +309,9 @@ class Gen {
 
   std::string out;
   std::string fail = "return false;";  // what the function returns after a fault
+  std::string raise = "gpu2bs_raise(f); ";  // what records a fault before `fail`
+  int subst = -1;  // a node whose value is the variable `x`, NULL with `xnull` (gpu2bs_outer)
+  std::vector<char> safe;  // per node: + - * square emitted without fault checks (safe_nodes)
 
   // True when node k's value, where it is not NULL and not NaN, is never negative nor -0 in
   // round-to-nearest arithmetic: squares, abs, exp, non-negative constants, and + * / sqrt
@@ -400,6 +419,103 @@ bool count_key(const PairExpr& e, const Gen& g, int* node, unsigned* key_max) {
   return true;
 }
 
+// True when node k's value depends on a column of a row (else it is a constant subtree).
+bool uses_cols(const PairExpr& e, int k) {
+  const ExprNode& n = e.node(k);
+  if (n.op == ExprOp::Col) return true;
+  for (uint32_t i = 0; i < n.nargs; ++i)
+    if (uses_cols(e, e.arg(k, int(i)))) return true;
+  return false;
+}
+
+// Magnitude bounds of a float32 node's non-zero values as binary exponents, 2^lo <= |v| <=
+// 2^hi (lo > hi: the value is always 0 or NaN), for column values that are 0, NaN or within
+// [2^-kPairExprSafeExponent, 2^kPairExprSafeExponent]; ok = false where the analysis does not
+// follow the node.
+struct Mag {
+  int lo = 1000, hi = -1000;
+  bool ok = false;
+};
+
+// Fills safe[k] for the nodes of k's subtree whose + - * or square can raise no fault (no
+// overflow: results below 2^128; no underflow: products of at least 2^-149) under those bounds;
+// returns node k's bounds.
+Mag safe_nodes(const PairExpr& e, int k, std::vector<char>& safe) {
+  const ExprNode& n = e.node(k);
+  Mag m;
+  switch (n.op) {
+    case ExprOp::Col:
+      m.lo = -kPairExprSafeExponent;
+      m.hi = kPairExprSafeExponent;
+      m.ok = true;
+      return m;
+    case ExprOp::Const:
+      if (n.is_null || !std::isfinite(float(n.value))) return m;
+      m.ok = true;
+      if (float(n.value) != 0.0f) {
+        m.lo = std::ilogb(float(n.value));
+        m.hi = m.lo + 1;
+      }
+      return m;
+    case ExprOp::Neg: case ExprOp::Abs: {
+      m = safe_nodes(e, e.arg(k, 0), safe);
+      return m;
+    }
+    case ExprOp::Add: case ExprOp::Sub: case ExprOp::Mul: case ExprOp::Pow: {
+      const bool square = n.op == ExprOp::Pow;
+      if (square && !(e.node(e.arg(k, 1)).op == ExprOp::Const && e.node(e.arg(k, 1)).value == 2.0)) return m;
+      const Mag x = safe_nodes(e, e.arg(k, 0), safe);
+      const Mag y = square ? x : safe_nodes(e, e.arg(k, 1), safe);
+      if (!x.ok || !y.ok) return m;
+      const bool xz = x.lo > x.hi, yz = y.lo > y.hi;
+      m.ok = true;
+      if (n.op == ExprOp::Mul || square) {
+        if (xz || yz) {
+          safe[size_t(k)] = 1;
+          return m;  // always 0 (or NaN)
+        }
+        m.lo = x.lo + y.lo - 1;
+        m.hi = x.hi + y.hi + 1;
+        safe[size_t(k)] = m.hi < 128 && m.lo >= -149;
+      } else {
+        if (xz && yz) {
+          safe[size_t(k)] = 1;
+          return m;
+        }
+        m.lo = -149;
+        m.hi = std::max(xz ? -1000 : x.hi, yz ? -1000 : y.hi) + 2;
+        safe[size_t(k)] = m.hi < 128;
+      }
+      if (!safe[size_t(k)]) m.ok = false;
+      return m;
+    }
+    default:
+      return m;
+  }
+}
+
+// The inner node of a histogram value: following the value's root down through nodes that have
+// exactly one column-dependent operand (unary functions and operators, + - * / power atan2
+// least greatest with constant other operands), the first node that has none or several (or is
+// a CASE). The value is then F(inner) with F built from those nodes and constants only. -1 when
+// the value itself is that node (nothing to factor out).
+int inner_node(const PairExpr& e) {
+  int k = e.value;
+  for (;;) {
+    const ExprNode& n = e.node(k);
+    if (n.type != ExprType::Num || n.op == ExprOp::Case || n.op == ExprOp::Col || n.nargs == 0) break;
+    int next = -1, dep = 0;
+    for (uint32_t i = 0; i < n.nargs; ++i)
+      if (uses_cols(e, e.arg(k, int(i)))) {
+        next = e.arg(k, int(i));
+        ++dep;
+      }
+    if (dep != 1) break;
+    k = next;
+  }
+  return k == e.value ? -1 : k;
+}
+
 }  // namespace
 
 std::string generate_pair_source(const PairExpr& e, PairExprKind kind, Precision prec) {
@@ -455,6 +571,55 @@ std::string generate_pair_source(const PairExpr& e, PairExprKind kind, Precision
     k.out += "  if (n" + V + ") return 0xffffffffu;\n";
     k.out += "  return __float_as_uint(v" + V + ");\n}\n";
     s += k.out;
+  }
+  const int inner = kind == PairExprKind::Histogram && f32 ? inner_node(e) : -1;
+  if (inner >= 0) {
+    // The value as F(g) (inner_node): gpu2bs_pair_inner computes the predicate and g (1: kept
+    // with g in *x, 2: g NaN, 3: g NULL, 0: not kept), gpu2bs_outer computes F with the same code
+    // as gpu2bs_pair, the node of g replaced by its argument x (NULL with xnull): 0 with *value,
+    // -1 NULL, else the fault. The kernel buckets g against thresholds that the device derives
+    // from gpu2bs_outer after checking it over every float (docs/pair-expressions-gpu.md).
+    const std::string G = std::to_string(inner);
+    Gen in(e, f32);
+    in.fail = "return 0;";
+    in.out += "#define G2_INNER 1\n#define G2_INNER_NONNEG " + std::string(g.sign_clear(inner) ? "1" : "0") + "\n";
+    in.out += "__device__ __forceinline__ int gpu2bs_pair_inner(const Row& a, const Row& b, real* x) {\n";
+    in.out += "  int f = 0;\n";
+    in.out += "  (void)a; (void)b; (void)f;\n";
+    if (e.predicate >= 0) {
+      in.node(e.predicate, 1);
+      in.out += "  if (t" + std::to_string(e.predicate) + " != 1) return 0;\n";
+    }
+    std::vector<char> safe(e.nodes.size(), 0);
+    safe_nodes(e, inner, safe);
+    const bool any_safe = std::find(safe.begin(), safe.end(), 1) != safe.end();
+    if (any_safe) {
+      // G2_SAFE (the host found every input value 0, NaN or within 2^+-kPairExprSafeExponent):
+      // g without the checks that cannot fire.
+      Gen fast(e, f32);
+      fast.fail = "return 0;";
+      fast.safe = safe;
+      fast.node(inner, 1);
+      in.out += "#if G2_SAFE\n" + fast.out + "#else\n";
+    }
+    in.node(inner, 1);
+    if (any_safe) in.out += "#endif\n";
+    in.out += "  if (n" + G + ") return 3;\n";
+    in.out += "  if (v" + G + " != v" + G + ") return 2;\n";
+    in.out += "  *x = v" + G + ";\n  return 1;\n}\n";
+    Gen out(e, f32);
+    out.fail = "return f;";
+    out.raise = "";
+    out.subst = inner;
+    out.out += "__device__ __forceinline__ int gpu2bs_outer(real x, bool xnull, real* value) {\n";
+    out.out += "  int f = 0;\n";
+    out.out += "  (void)f;\n";
+    out.node(e.value, 1);
+    const std::string V = std::to_string(e.value);
+    out.out += "  if (n" + V + ") return -1;\n";
+    out.out += "  *value = v" + V + ";\n  return 0;\n}\n";
+    s += in.out;
+    s += out.out;
   }
   s += "#undef G2X_ADD\n#undef G2X_SUB\n#undef G2X_MUL\n#undef G2X_DIV\n#undef G2X_SQRT\n#undef G2X_RADIANS_PER_DEGREE\n";
   return s;

@@ -27,6 +27,9 @@ struct PointsView {
   size_t n = 0;
   const double* coord[kMaxDims] = {};
   const char* name = nullptr;  // the input as messages name it (a relation), or null
+  // Input index of each point, or null (the index is the position). The GPU join emits these
+  // indices (a slab's points carry the whole input's); other engines and families ignore it.
+  const uint32_t* index = nullptr;
 };
 
 // Largest number of points of one input (an aggregate's rows, a relation of a join): point

@@ -319,6 +319,55 @@ std::vector<RdfRow> rdf_rows(const RdfProblem& p, const std::vector<uint64_t>& c
   return rows;
 }
 
+WeightScale rdf_weight_scale(const RdfProblem& p, const double* wa, const double* wb) {
+  double m = weight_max(wa, p.a.n, p.a.name);
+  if (!p.self) m = std::max(m, weight_max(wb, p.b.n, p.b.name));
+  return make_weight_scale(m);
+}
+
+RdfWeightTotals rdf_weight_totals(const RdfProblem& p, const double* wa, const double* wb) {
+  RdfWeightTotals t;
+  t.sum_a = weight_total(wa, p.a.n, false, p.a.name);
+  t.sum_sq_a = weight_total(wa, p.a.n, true, p.a.name);
+  t.sum_b = p.self ? t.sum_a : weight_total(wb, p.b.n, false, p.b.name);
+  return t;
+}
+
+double rdf_weighted_density(const RdfProblem& p, const RdfWeightTotals& t) {
+  const double V = rdf_volume(p);
+  return p.self ? (t.sum_a * t.sum_a - t.sum_sq_a) / V : t.sum_a * t.sum_b / V;
+}
+
+std::vector<RdfRow> rdf_rows_weighted(const RdfProblem& p, const WeightedCounts& counts,
+                                      const RdfWeightTotals& t) {
+  std::vector<RdfRow> rows = rdf_rows(p, counts.pairs);
+  const int D = p.a.dims;
+  const double V = rdf_volume(p);
+  const double rho = rdf_weighted_density(p, t);
+  const double mult = p.self ? 2.0 : 1.0;
+  const double unit = std::pow(M_PI, D / 2.0) / std::tgamma(D / 2.0 + 1.0);
+  for (size_t k = 0; k < rows.size(); ++k) {
+    RdfRow& r = rows[k];
+    r.weight_sum = k < counts.sums.size() ? weight_value(counts.sums[k], counts.scale) : 0;
+    const double shell = unit * (std::pow(r.r_hi, D) - std::pow(r.r_lo, D));
+    const double denom = rho * shell;
+    r.has_g = V > 0 && std::isfinite(denom) && denom != 0;
+    r.g = r.has_g ? mult * r.weight_sum / denom : 0;
+  }
+  return rows;
+}
+
+WeightedCounts cpu_rdf_weighted(const RdfProblem& p, const double* wa, const double* wb,
+                                Control& ctl) {
+  const WeightScale s = rdf_weight_scale(p, wa, wb);
+  return rdf_cpu_run_weighted(p, wa, p.self ? wa : wb, s, ctl);
+}
+
+WeightedCounts Engine::rdf_weighted(const RdfProblem& p, const double* wa, const double* wb,
+                                    Control& ctl) {
+  return cpu_rdf_weighted(p, wa, wb, ctl);
+}
+
 std::vector<uint64_t> cpu_rdf(const RdfProblem& p, Control& ctl) {
   return rdf_cpu_run(p, ctl);
 }

@@ -11,6 +11,7 @@
 
 #include "arith.h"
 #include "problem.h"
+#include "weights.h"
 
 namespace gpu2bs {
 
@@ -191,12 +192,25 @@ RdfNeighbors rdf_neighbors(const RdfProblem& p, const RdfCells<T>& c);
 // The CPU engine's RDF counts (all cores).
 std::vector<uint64_t> cpu_rdf(const RdfProblem& p, Control& ctl);
 
-// One output row: bucket edges, pair count and g(r) (has_g false: undefined, SQL NULL).
+// The CPU engine's weighted RDF (all cores): the pairs and buckets of cpu_rdf, and per bucket
+// the exact fixed-point sum of w_i * w_j (weights.h) on the grid of the larger of max|wa| and
+// max|wb|. `wa` has one finite weight per point of a (input order), `wb` one per point of b
+// (ignored when self). Throws Error(InvalidParameter) for a non-finite weight.
+WeightedCounts cpu_rdf_weighted(const RdfProblem& p, const double* wa, const double* wb,
+                                Control& ctl);
+
+// The fixed-point grid of a weighted RDF: make_weight_scale of the largest |w| of a and b
+// (every weight checked finite).
+WeightScale rdf_weight_scale(const RdfProblem& p, const double* wa, const double* wb);
+
+// One output row: bucket edges, pair count and g(r) (has_g false: undefined, SQL NULL); the
+// weighted form also the sum of w_i * w_j over the bucket's pairs.
 struct RdfRow {
   double r_lo = 0, r_hi = 0;
   uint64_t pairs = 0;
   double g = 0;
   bool has_g = false;
+  double weight_sum = 0;
 };
 
 // The volume the normalization uses: the product over axes of the periodic length, or of the
@@ -207,5 +221,24 @@ double rdf_volume(const RdfProblem& p);
 // g = P / (N_a N_b / V * S); S = the D-ball shell volume between the edges. g is undefined
 // when the denominator is 0.
 std::vector<RdfRow> rdf_rows(const RdfProblem& p, const std::vector<uint64_t>& counts);
+
+// The weight totals a weighted normalization uses: sum of w and of w^2 over a, sum of w over b
+// (= a's when self), each an exact fixed-point sum rounded once (weight_total).
+struct RdfWeightTotals {
+  double sum_a = 0, sum_sq_a = 0, sum_b = 0;
+};
+RdfWeightTotals rdf_weight_totals(const RdfProblem& p, const double* wa, const double* wb);
+
+// The expected weight of the pairs per unit volume of separation space for an ideal gas (the
+// weighted counterpart of N (N - 1) / V and N_a N_b / V): self ((sum w)^2 - sum w^2) / V (the
+// ordered pairs of distinct points), two sets (sum w_a)(sum w_b) / V.
+double rdf_weighted_density(const RdfProblem& p, const RdfWeightTotals& t);
+
+// Rows of the weighted RDF: pairs and weight_sum per bucket, and g = m W / (rho_w S) with
+// W = the bucket's weight sum, rho_w = rdf_weighted_density, S = the D-ball shell volume and
+// m = 2 (self) or 1; with every weight 1 it is rdf_rows' g. g is undefined when rho_w S is 0 or
+// not finite.
+std::vector<RdfRow> rdf_rows_weighted(const RdfProblem& p, const WeightedCounts& counts,
+                                      const RdfWeightTotals& t);
 
 }  // namespace gpu2bs

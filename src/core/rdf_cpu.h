@@ -12,6 +12,11 @@ namespace gpu2bs {
 // runs (every variant gives the same counts).
 std::vector<uint64_t> rdf_cpu_run(const RdfProblem& p, Control& ctl);
 
+// The weighted counts and sums (rdf.h cpu_rdf_weighted) on all cores with the best variant:
+// weights `wa`, `wb` by input index, already checked, on grid `s`.
+WeightedCounts rdf_cpu_run_weighted(const RdfProblem& p, const double* wa, const double* wb,
+                                    const WeightScale& s, Control& ctl);
+
 struct PeriodicJoin;
 
 // The periodic join's pairs to `sink` (null: counted only) on all cores, with the best variant
@@ -20,10 +25,14 @@ uint64_t periodic_cpu_run(const PeriodicJoin& p, PairSink* sink, Control& ctl);
 
 namespace rdf_generic {
 std::vector<uint64_t> run(const RdfProblem& p, Control& ctl);
+WeightedCounts run_weighted(const RdfProblem& p, const double* wa, const double* wb,
+                            const WeightScale& s, Control& ctl);
 uint64_t periodic_join(const PeriodicJoin& p, PairSink* sink, Control& ctl);
 }
 namespace rdf_avx2 {
 std::vector<uint64_t> run(const RdfProblem& p, Control& ctl);
+WeightedCounts run_weighted(const RdfProblem& p, const double* wa, const double* wb,
+                            const WeightScale& s, Control& ctl);
 uint64_t periodic_join(const PeriodicJoin& p, PairSink* sink, Control& ctl);
 }
 

@@ -19,6 +19,15 @@ std::vector<uint64_t> rdf_cpu_run(const RdfProblem& p, Control& ctl) {
   return rdf_generic::run(p, ctl);
 }
 
+WeightedCounts rdf_cpu_run_weighted(const RdfProblem& p, const double* wa, const double* wb,
+                                    const WeightScale& s, Control& ctl) {
+#if defined(__x86_64__) && defined(G2_HAVE_AVX2_VARIANT)
+  static const bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+  if (avx2) return rdf_avx2::run_weighted(p, wa, wb, s, ctl);
+#endif
+  return rdf_generic::run_weighted(p, wa, wb, s, ctl);
+}
+
 uint64_t periodic_cpu_run(const PeriodicJoin& p, PairSink* sink, Control& ctl) {
 #if defined(__x86_64__) && defined(G2_HAVE_AVX2_VARIANT)
   static const bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");

@@ -159,7 +159,8 @@ double slab_halo(const SimjoinProblem& p, int axis) {
 
 namespace {
 
-// Places the order statistics at positions pos[k0..k1) of v[lo, hi) (ascending positions).
+// Places the order statistics at positions pos[k0..k1) of v[lo, hi) (ascending positions, all
+// in [lo, hi)): the middle one first, then each half within its side (O(n log k)).
 void select_positions(std::vector<double>& v, size_t lo, size_t hi, const std::vector<size_t>& pos,
                       size_t k0, size_t k1) {
   if (k0 >= k1 || lo >= hi) return;
@@ -170,6 +171,54 @@ void select_positions(std::vector<double>& v, size_t lo, size_t hi, const std::v
   select_positions(v, at + 1, hi, pos, km + 1, k1);
 }
 
+// Order statistics of one coordinate for growing slab counts: the array stays partitioned at
+// every position selected so far, so a finer level's new positions are selected within the
+// ranges between earlier ones (no full sort, no work repeated from one level to the next).
+class Quantiles {
+ public:
+  Quantiles(const double* x, size_t n) : v_(x, x + n) {}
+  // The slabs - 1 cuts at positions n k / slabs (k = 1 .. slabs - 1).
+  std::vector<double> cuts(int slabs) {
+    const size_t n = v_.size();
+    if (n == 0 || slabs <= 1) return std::vector<double>(size_t(std::max(slabs, 1)) - 1, 0.0);
+    std::vector<size_t> want;
+    for (int k = 1; k < slabs; ++k) want.push_back(n * size_t(k) / size_t(slabs));
+    // New positions, grouped by the range between selected positions that holds them.
+    std::vector<size_t> fresh;
+    size_t at = 0;  // index into sel_ of the first selected position >= the current one
+    for (size_t i = 0; i < want.size();) {
+      const size_t q = want[i];
+      while (at < sel_.size() && sel_[at] < q) ++at;
+      if (at < sel_.size() && sel_[at] == q) {
+        ++i;
+        continue;
+      }
+      const size_t lo = at == 0 ? 0 : sel_[at - 1] + 1;
+      const size_t hi = at == sel_.size() ? n : sel_[at];
+      fresh.clear();
+      while (i < want.size() && want[i] < hi) {
+        if (fresh.empty() || fresh.back() != want[i]) fresh.push_back(want[i]);
+        ++i;
+      }
+      select_positions(v_, lo, hi, fresh, 0, fresh.size());
+      for (size_t f : fresh) added_.push_back(f);
+    }
+    if (!added_.empty()) {
+      sel_.insert(sel_.end(), added_.begin(), added_.end());
+      std::sort(sel_.begin(), sel_.end());
+      added_.clear();
+    }
+    std::vector<double> out;
+    for (size_t q : want) out.push_back(v_[q]);
+    return out;
+  }
+
+ private:
+  std::vector<double> v_;
+  std::vector<size_t> sel_;    // positions selected so far, ascending
+  std::vector<size_t> added_;  // positions selected by the current call
+};
+
 // The axis of largest extent of p's box.
 int slab_axis(const SimjoinProblem& p) {
   int axis = 0;
@@ -178,74 +227,99 @@ int slab_axis(const SimjoinProblem& p) {
   return axis;
 }
 
-// The slabs - 1 cuts at the quantiles n k / slabs of x (selection, not a full sort).
-std::vector<double> quantile_cuts(const double* x, size_t n, int slabs) {
-  if (n == 0 || slabs <= 1) return std::vector<double>(size_t(std::max(slabs, 1)) - 1, 0.0);
-  std::vector<double> v(x, x + n);
-  std::vector<size_t> pos;
-  for (int k = 1; k < slabs; ++k) pos.push_back(n * size_t(k) / size_t(slabs));
-  select_positions(v, 0, n, pos, 0, pos.size());
-  std::vector<double> cuts;
-  for (size_t q : pos) cuts.push_back(v[q]);
-  return cuts;
+// The slab of coordinate x under `cuts` (slab s is [cuts[s-1], cuts[s])): the number of cuts c
+// with !(x < c), as std::upper_bound, by a search without data-dependent branches.
+inline size_t slab_of(const std::vector<double>& cuts, double x) {
+  size_t n = cuts.size();
+  if (n == 0) return 0;
+  const double* base = cuts.data();
+  while (n > 1) {
+    const size_t half = n / 2;
+    base = !(x < base[half - 1]) ? base + half : base;
+    n -= half;
+  }
+  return size_t(base - cuts.data()) + (!(x < base[0]) ? 1 : 0);
 }
 
-// Device bytes of the largest sub-join of the slabs of `cuts` (counts only, no lists).
-uint64_t largest_slab_bytes(const SimjoinProblem& p, int axis, double h, const std::vector<double>& cuts) {
+// The first slab whose halo holds a point of slab t at coordinate x (self-join: the earlier
+// slabs whose upper cut is above x - h; t when none).
+inline size_t halo_first(const std::vector<double>& cuts, size_t t, double x, double h) {
+  return t > 0 && x - h < cuts[t - 1] ? slab_of(cuts, x - h) : t;
+}
+
+// The slabs [s0, s1] whose halos hold point x of b ([cuts[s-1] - h, cuts[s] + h) holds x).
+inline void b_halo_range(const std::vector<double>& cuts, double x, double h, size_t* s0, size_t* s1) {
+  const size_t t = slab_of(cuts, x);
+  *s0 = t > 0 && x - h < cuts[t - 1] ? slab_of(cuts, x - h) : t;
+  *s1 = t < cuts.size() && !(x + h < cuts[t]) ? slab_of(cuts, x + h) : t;
+}
+
+// Own and halo point counts of the slabs of `cuts` (the sizes plan_with_cuts gives its lists).
+void slab_counts(const SimjoinProblem& p, int axis, double h, const std::vector<double>& cuts,
+                 std::vector<uint64_t>* own, std::vector<uint64_t>* halo) {
   const size_t S = cuts.size() + 1;
-  std::vector<uint64_t> own(S, 0), halo(S, 0);
-  auto slab_of = [&](double x) {
-    return size_t(std::upper_bound(cuts.begin(), cuts.end(), x) - cuts.begin());
-  };
+  own->assign(S, 0);
+  halo->assign(S, 0);
   const double* xa = p.a.coord[axis];
   for (size_t i = 0; i < p.a.n; ++i) {
-    const size_t t = slab_of(xa[i]);
-    ++own[t];
+    const size_t t = slab_of(cuts, xa[i]);
+    ++(*own)[t];
     if (p.self)
-      for (size_t s = slab_of(xa[i] - h); s < t; ++s) ++halo[s];
+      for (size_t s = halo_first(cuts, t, xa[i], h); s < t; ++s) ++(*halo)[s];
   }
   if (!p.self) {
     const double* xb = p.b.coord[axis];
-    for (size_t j = 0; j < p.b.n; ++j)
-      for (size_t s = slab_of(xb[j] - h), e = slab_of(xb[j] + h); s <= e && s < S; ++s) ++halo[s];
+    for (size_t j = 0; j < p.b.n; ++j) {
+      size_t s0, s1;
+      b_halo_range(cuts, xb[j], h, &s0, &s1);
+      for (size_t s = s0; s <= s1 && s < S; ++s) ++(*halo)[s];
+    }
   }
+}
+
+// Device bytes of the largest sub-join of the slabs of `cuts` (counts only, no lists).
+// The counts are left in `own` and `halo` (plan_with_cuts takes them).
+uint64_t largest_slab_bytes(const SimjoinProblem& p, int axis, double h, const std::vector<double>& cuts,
+                            std::vector<uint64_t>& own, std::vector<uint64_t>& halo) {
+  slab_counts(p, axis, h, cuts, &own, &halo);
   uint64_t need = 0;
-  for (size_t s = 0; s < S; ++s) {
+  for (size_t s = 0; s < own.size(); ++s) {
     if (p.self) need = std::max(need, join_core_bytes(own[s], 0, true, p.a.dims, p.prec));
     need = std::max(need, join_core_bytes(own[s], halo[s], false, p.a.dims, p.prec));
   }
   return need;
 }
 
-// The plan of `cuts`: every point of a in its slab, the halos.
-SlabPlan plan_with_cuts(const SimjoinProblem& p, int axis, std::vector<double> cut_values) {
+// The plan of `cuts`: every point of a in its slab, the halos (lists sized by the counts of
+// slab_counts, given or counted here; indices ascending in every list).
+SlabPlan plan_with_cuts(const SimjoinProblem& p, int axis, std::vector<double> cut_values,
+                        std::vector<uint64_t> own = {}, std::vector<uint64_t> halo = {}) {
   SlabPlan plan;
   plan.axis = axis;
   plan.halo = slab_halo(p, axis);
   plan.cuts = std::move(cut_values);
-  const double* xa = p.a.coord[axis];
-  const size_t na = p.a.n;
-  plan.slabs.resize(plan.cuts.size() + 1);
-  for (Slab& sl : plan.slabs) sl.own.reserve(na / plan.slabs.size() + 16);
   const auto& cuts = plan.cuts;
   const double h = plan.halo;
-  auto slab_of = [&](double x) {
-    return size_t(std::upper_bound(cuts.begin(), cuts.end(), x) - cuts.begin());
-  };
-  for (size_t i = 0; i < na; ++i) plan.slabs[slab_of(xa[i])].own.push_back(uint32_t(i));
-  if (p.self) {
-    // Point i of slab t is in the halo of every earlier slab s whose upper cut is above x - h.
-    for (size_t i = 0; i < na; ++i) {
-      const size_t t = slab_of(xa[i]);
-      for (size_t s = slab_of(xa[i] - h); s < t; ++s) plan.slabs[s].halo.push_back(uint32_t(i));
-    }
-  } else {
-    // Point j of b is in the halo of every slab [cuts[s-1] - h, cuts[s] + h) that holds it.
+  const size_t S = cuts.size() + 1;
+  if (own.size() != S || halo.size() != S) slab_counts(p, axis, h, cuts, &own, &halo);
+  plan.slabs.resize(S);
+  for (size_t s = 0; s < S; ++s) {
+    plan.slabs[s].own.reserve(own[s]);
+    plan.slabs[s].halo.reserve(halo[s]);
+  }
+  const double* xa = p.a.coord[axis];
+  for (size_t i = 0; i < p.a.n; ++i) {
+    const size_t t = slab_of(cuts, xa[i]);
+    plan.slabs[t].own.push_back(uint32_t(i));
+    if (p.self)
+      for (size_t s = halo_first(cuts, t, xa[i], h); s < t; ++s) plan.slabs[s].halo.push_back(uint32_t(i));
+  }
+  if (!p.self) {
     const double* xb = p.b.coord[axis];
     for (size_t j = 0; j < p.b.n; ++j) {
-      const size_t s0 = slab_of(xb[j] - h), s1 = slab_of(xb[j] + h);
-      for (size_t s = s0; s <= s1 && s < plan.slabs.size(); ++s)
-        plan.slabs[s].halo.push_back(uint32_t(j));
+      size_t s0, s1;
+      b_halo_range(cuts, xb[j], h, &s0, &s1);
+      for (size_t s = s0; s <= s1 && s < S; ++s) plan.slabs[s].halo.push_back(uint32_t(j));
     }
   }
   return plan;
@@ -256,15 +330,16 @@ SlabPlan plan_with_cuts(const SimjoinProblem& p, int axis, std::vector<double> c
 // Cuts at quantiles of the axis of largest extent.
 SlabPlan plan_slabs(const SimjoinProblem& p, int slabs) {
   const int axis = slab_axis(p);
-  return plan_with_cuts(p, axis, quantile_cuts(p.a.coord[axis], p.a.n, std::max(slabs, 1)));
+  Quantiles q(p.a.coord[axis], p.a.n);
+  return plan_with_cuts(p, axis, q.cuts(std::max(slabs, 1)));
 }
 
 // Per point: raw and sorted coordinates, cell keys (two arrays), grid order (two arrays), the
-// radix sort's scratch; per cell (at most one per point): start, coordinates, item count and
-// offset, work item and its workload.
+// radix sort's scratch, input indices (a slab's points); per cell (at most one per point):
+// start, coordinates, item count and offset, work item and its workload.
 uint64_t join_core_bytes(uint64_t na, uint64_t nb, bool self, int dims, Precision prec) {
   const uint64_t sz = prec == Precision::Float32 ? 4 : 8;
-  const uint64_t per = 2 * uint64_t(dims) * sz + 16 + 8 + 24 + 4 + 8 * uint64_t(dims) + 8 + 8 + 24;
+  const uint64_t per = 2 * uint64_t(dims) * sz + 16 + 8 + 24 + 4 + 4 + 8 * uint64_t(dims) + 8 + 8 + 24;
   const uint64_t n = self ? na : na + nb;
   return n * per + (uint64_t(8) << 20);
 }
@@ -289,8 +364,10 @@ PointsView gather_points(const PointsView& v, const std::vector<uint32_t>& idx,
 // The sub-problems carry no filter, stage, reduction or limit; their boxes are their points'.
 void make_slab_jobs(const SimjoinProblem& p, const SlabPlan& plan, size_t s, SlabJobs* jobs) {
   const Slab& sl = plan.slabs[s];
-  const PointsView own = gather_points(p.a, sl.own, &jobs->own_store);
-  const PointsView halo = gather_points(p.self ? p.a : p.b, sl.halo, &jobs->halo_store);
+  PointsView own = gather_points(p.a, sl.own, &jobs->own_store);
+  PointsView halo = gather_points(p.self ? p.a : p.b, sl.halo, &jobs->halo_store);
+  own.index = sl.own.data();
+  halo.index = sl.halo.data();
   SimjoinProblem base = p;
   base.max_pairs = 0;  // the whole join's limit is kept by SlabSink
   base.filter = nullptr;
@@ -324,6 +401,11 @@ void throw_too_many_pairs(uint64_t max_pairs) {
 void SlabSink::consume(const PairRecord* pairs, size_t n) {
   if (n == 0) return;
   if (max_pairs_ && *emitted_ + n > max_pairs_) throw_too_many_pairs(max_pairs_);
+  if (!ia_) {
+    *emitted_ += n;
+    out_.consume(pairs, n);
+    return;
+  }
   buf_.resize(n);
   for (size_t k = 0; k < n; ++k) {
     buf_[k].i = (*ia_)[pairs[k].i];
@@ -351,11 +433,19 @@ SlabPlan plan_slabs_for_budget(const SimjoinProblem& p, uint64_t budget) {
   uint64_t prev = UINT64_MAX;
   const int axis = slab_axis(p);
   const double h = slab_halo(p, axis);
-  for (int slabs = 2; slabs <= (1 << 16) && avail > join_core_bytes(1, 0, true, p.a.dims, p.prec);
+  Quantiles q(p.a.coord[axis], p.a.n);
+  // The largest slab holds at least ceil(n / slabs) points of its own (and its sub-joins need
+  // at least their bytes), so fewer slabs than the first count where those fit cannot fit.
+  int first = 2;
+  while (first < (1 << 16) &&
+         join_core_bytes((p.a.n + uint64_t(first) - 1) / uint64_t(first), 0, true, p.a.dims, p.prec) > avail)
+    first *= 2;
+  for (int slabs = first; slabs <= (1 << 16) && avail > join_core_bytes(1, 0, true, p.a.dims, p.prec);
        slabs *= 2) {
-    std::vector<double> cuts = quantile_cuts(p.a.coord[axis], p.a.n, slabs);
-    const uint64_t need = largest_slab_bytes(p, axis, h, cuts);
-    if (need <= avail) return plan_with_cuts(p, axis, std::move(cuts));
+    std::vector<double> cuts = q.cuts(slabs);
+    std::vector<uint64_t> own, halo;
+    const uint64_t need = largest_slab_bytes(p, axis, h, cuts, own, halo);
+    if (need <= avail) return plan_with_cuts(p, axis, std::move(cuts), std::move(own), std::move(halo));
     if (need >= prev) break;
     prev = need;
   }
@@ -367,7 +457,8 @@ SlabPlan plan_slabs_for_budget(const SimjoinProblem& p, uint64_t budget) {
 }
 
 // The next slab's points are gathered on a helper thread while the current slab's sub-joins run.
-void slab_simjoin(const SimjoinProblem& p, const SlabPlan& plan, PairSink& sink, const RunJoin& run) {
+void slab_simjoin(const SimjoinProblem& p, const SlabPlan& plan, PairSink& sink, const RunJoin& run,
+                  bool engine_maps) {
   uint64_t emitted = 0;
   SlabSink out(sink, p.max_pairs, &emitted);
   const size_t S = plan.slabs.size();
@@ -391,11 +482,11 @@ void slab_simjoin(const SimjoinProblem& p, const SlabPlan& plan, PairSink& sink,
     SlabJobs& jobs = *cur;
     const Slab& sl = plan.slabs[s];
     if (jobs.has_inner) {
-      out.map(&sl.own, &sl.own);
+      out.map(engine_maps ? nullptr : &sl.own, engine_maps ? nullptr : &sl.own);
       run(jobs.inner, out);
     }
     if (jobs.has_cross) {
-      out.map(&sl.own, &sl.halo);
+      out.map(engine_maps ? nullptr : &sl.own, engine_maps ? nullptr : &sl.halo);
       run(jobs.cross, out);
     }
     if (ahead.valid()) ahead.get();  // rethrows the helper's error (bad_alloc)

@@ -89,7 +89,8 @@ PointsView gather_points(const PointsView& v, const std::vector<uint32_t>& idx,
                          std::vector<std::vector<double>>* store);
 
 // The sub-problems of slab `s`: the self-join of its own points (self only) and the join of
-// its own points with its halo; `store` keeps their coordinates.
+// its own points with its halo; `store` keeps their coordinates. Their points carry the input's
+// indices (PointsView::index: the slab's own and halo lists).
 struct SlabJobs {
   SimjoinProblem inner;       // self only: own x own (n = 0: none)
   SimjoinProblem cross;       // own x halo (a x b: own x b's halo)
@@ -99,8 +100,9 @@ struct SlabJobs {
 };
 void make_slab_jobs(const SimjoinProblem& p, const SlabPlan& plan, size_t s, SlabJobs* jobs);
 
-// A sink that maps a slab's indices back to the input's and forwards the pairs, enforcing the
-// whole join's max_pairs.
+// A sink that maps a slab's indices back to the input's (unless the engine emitted the input's
+// indices already: map(nullptr, nullptr)) and forwards the pairs, enforcing the whole join's
+// max_pairs.
 class SlabSink final : public PairSink {
  public:
   SlabSink(PairSink& out, uint64_t max_pairs, uint64_t* emitted)
@@ -125,8 +127,10 @@ class SlabSink final : public PairSink {
 [[noreturn]] void throw_too_many_pairs(uint64_t max_pairs);
 
 // Runs the join `p` (no filter, stage or reduce) slab by slab through `run`, the pairs to
-// `sink` with input indices; each pair once (the ownership rule).
-void slab_simjoin(const SimjoinProblem& p, const SlabPlan& plan, PairSink& sink, const RunJoin& run);
+// `sink` with input indices; each pair once (the ownership rule). `engine_maps`: `run` emits
+// the sub-problems' PointsView::index values (the GPU join), so no pair is remapped here.
+void slab_simjoin(const SimjoinProblem& p, const SlabPlan& plan, PairSink& sink, const RunJoin& run,
+                  bool engine_maps = false);
 
 }  // namespace split
 }  // namespace gpu2bs

@@ -55,6 +55,22 @@ double weight_max(const double* w, size_t n, const char* what) {
   return m;
 }
 
+double weight_total(const double* w, size_t n, bool squares, const char* what) {
+  const double wmax = weight_max(w, n, what);
+  WeightScale s;
+  if (squares) {
+    s = make_weight_scale(wmax);
+  } else if (wmax > 0) {
+    const int e = std::ilogb(wmax) + 1;  // 2^(e-1) <= wmax < 2^e
+    s.shift = 62 - e;
+    s.s1 = std::ldexp(1.0, s.shift / 2);
+    s.s2 = std::ldexp(1.0, s.shift - s.shift / 2);
+  }
+  WeightSum sum;
+  for (size_t i = 0; i < n; ++i) sum.add(weight_fixed(w[i], squares ? w[i] : 1.0, s));
+  return weight_value(sum, s);
+}
+
 namespace {
 
 // Largest memory of the workers' private histograms together (unless one alone is larger).

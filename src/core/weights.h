@@ -84,6 +84,12 @@ struct WeightedCounts {
 // naming `what`).
 double weight_max(const double* w, size_t n, const char* what);
 
+// The sum of `n` weights (squares false) or of their squares w_i * w_i (squares true), exact
+// on a fixed-point grid as the pair sums (2^(E-62) with 2^(E-1) <= the largest |w| or
+// fl(|w|^2) < 2^E; each term rounded to it once, to nearest) and rounded to float64 once, so
+// the order of the weights does not change it. 0 when n is 0. Throws as weight_max.
+double weight_total(const double* w, size_t n, bool squares, const char* what);
+
 class Control;
 // The CPU engine's weighted runs on all cores (brute force over tile pairs): the same pairs and
 // buckets as the unweighted kernels (arith.h), weights `w` by input index.

@@ -113,11 +113,50 @@ std::vector<XiRow> xi_rows(XiEstimator est, const std::vector<double>& edges,
   return rows;
 }
 
+std::vector<XiRow> xi_rows_weighted(XiEstimator est, const std::vector<double>& edges,
+                                    const std::vector<double>& shell_edges, const XiCounts& c) {
+  std::vector<XiRow> rows = xi_rows(est, edges, shell_edges, c);
+  const bool analytic = c.nr < 0;
+  const double dd_pairs = (c.wd * c.wd - c.wd2) / 2;
+  const double dr_pairs = analytic ? 0 : c.wd * c.wr;
+  const double rr_pairs = analytic ? dd_pairs : (c.wr * c.wr - c.wr2) / 2;
+  const double unit = std::pow(M_PI, c.dims / 2.0) / std::tgamma(c.dims / 2.0 + 1.0);
+  for (size_t k = 0; k < rows.size(); ++k) {
+    XiRow& r = rows[k];
+    r.dd_w = k < c.dd_w.size() ? c.dd_w[k] : 0;
+    r.has_xi = false;
+    r.xi = 0;
+    double f_rr;
+    if (analytic) {
+      const double shell =
+          unit * (std::pow(shell_edges[k + 1], c.dims) - std::pow(shell_edges[k], c.dims));
+      f_rr = c.volume > 0 ? shell / c.volume : 0;
+      r.rr_w = dd_pairs * f_rr;
+    } else {
+      r.dr_w = k < c.dr_w.size() ? c.dr_w[k] : 0;
+      r.rr_w = k < c.rr_w.size() ? c.rr_w[k] : 0;
+      f_rr = rr_pairs > 0 ? r.rr_w / rr_pairs : 0;
+    }
+    if (!(dd_pairs > 0) || !(f_rr > 0)) continue;
+    const double f_dd = r.dd_w / dd_pairs;
+    if (analytic || est == XiEstimator::Natural) {
+      r.xi = f_dd / f_rr - 1;
+      r.has_xi = true;
+    } else if (dr_pairs > 0) {
+      const double f_dr = r.dr_w / dr_pairs;
+      r.xi = (f_dd - 2 * f_dr + f_rr) / f_rr;
+      r.has_xi = true;
+    }
+  }
+  return rows;
+}
+
 namespace {
 
-// A copy of some points of a view (coordinates per axis).
+// A copy of some points of a view (coordinates per axis, and their weights when given).
 struct Subset {
   std::vector<double> c[kMaxDims];
+  std::vector<double> w;
   // The copy as a view with the dimensions and name of `like`.
   PointsView view(const PointsView& like) const {
     PointsView v = like;
@@ -127,12 +166,15 @@ struct Subset {
   }
 };
 
-// The points of `v` whose label differs from `skip`.
-Subset without(const PointsView& v, const int64_t* label, int64_t skip) {
+// The points of `v` (and their weights `w`, when given) whose label differs from `skip`.
+Subset without(const PointsView& v, const int64_t* label, int64_t skip,
+               const double* w = nullptr) {
   Subset s;
   for (size_t i = 0; i < v.n; ++i)
-    if (label[i] != skip)
+    if (label[i] != skip) {
       for (int k = 0; k < v.dims; ++k) s.c[k].push_back(v.coord[k][i]);
+      if (w) s.w.push_back(w[i]);
+    }
   return s;
 }
 
@@ -155,6 +197,84 @@ XiCounts count_all(Engine& eng, Control& ctl, const PointsView& d, const PointsV
   return c;
 }
 
+// Weighted DD, and DR and RR with randoms, of one pair of point sets: counts, exact weight sums
+// and the weight totals of the normalization.
+XiCounts count_all_weighted(Engine& eng, Control& ctl, const PointsView& d, const double* wd,
+                            const PointsView* r, const double* wr,
+                            const std::vector<double>& bin_edges, const double* box, int nbox,
+                            Precision prec) {
+  // The weight sums of a run as float64 values, each rounded once.
+  auto values = [](const WeightedCounts& w) {
+    std::vector<double> v(w.sums.size());
+    for (size_t k = 0; k < v.size(); ++k) v[k] = weight_value(w.sums[k], w.scale);
+    return v;
+  };
+  XiCounts c;
+  c.weighted = true;
+  c.nd = double(d.n);
+  c.dims = d.dims;
+  const RdfProblem pdd = make_rdf_edges(d, nullptr, bin_edges, box, nbox, prec);
+  const WeightedCounts dd = eng.rdf_weighted(pdd, wd, nullptr, ctl);
+  c.dd = dd.pairs;
+  c.dd_w = values(dd);
+  const RdfWeightTotals td = rdf_weight_totals(pdd, wd, nullptr);
+  c.wd = td.sum_a;
+  c.wd2 = td.sum_sq_a;
+  if (r) {
+    const WeightedCounts dr = eng.rdf_weighted(make_rdf_edges(d, r, bin_edges, box, nbox, prec), wd, wr, ctl);
+    c.dr = dr.pairs;
+    c.dr_w = values(dr);
+    const RdfProblem prr = make_rdf_edges(*r, nullptr, bin_edges, box, nbox, prec);
+    const WeightedCounts rr = eng.rdf_weighted(prr, wr, nullptr, ctl);
+    c.rr = rr.pairs;
+    c.rr_w = values(rr);
+    const RdfWeightTotals tr = rdf_weight_totals(prr, wr, nullptr);
+    c.wr = tr.sum_a;
+    c.wr2 = tr.sum_sq_a;
+    c.nr = double(r->n);
+  } else {
+    c.volume = rdf_volume(pdd);
+  }
+  return c;
+}
+
+// The jackknife errors of `rows`: with the P distinct labels of data and randoms, xi_k from
+// rows_without(label k) for each, and xi_err = sqrt((P - 1) / P * sum_k (xi_k - mean)^2) where
+// P >= 2 and every xi_k is defined. Throws Error(ProgramLimit) beyond kMaxXiPatches labels.
+template <typename RowsWithout>
+void add_jackknife(std::vector<XiRow>& rows, const PointsView& data, const PointsView* randoms,
+                   const int64_t* data_patch, const int64_t* randoms_patch,
+                   RowsWithout rows_without) {
+  std::vector<int64_t> labels(data_patch, data_patch + data.n);
+  labels.insert(labels.end(), randoms_patch, randoms_patch + randoms->n);
+  std::sort(labels.begin(), labels.end());
+  labels.erase(std::unique(labels.begin(), labels.end()), labels.end());
+  if (labels.size() > kMaxXiPatches)
+    throw Error(ErrorCode::ProgramLimit, "too many jackknife patches",
+                std::to_string(labels.size()) + " distinct patch values; at most " +
+                    std::to_string(kMaxXiPatches) + " are supported.");
+  const size_t P = labels.size(), nb = rows.size();
+  std::vector<std::vector<double>> xk(nb);
+  std::vector<bool> defined(nb, P >= 2);
+  for (int64_t skip : labels) {
+    const std::vector<XiRow> rk = rows_without(skip);
+    for (size_t k = 0; k < nb; ++k) {
+      if (!rk[k].has_xi) defined[k] = false;
+      xk[k].push_back(rk[k].xi);
+    }
+  }
+  for (size_t k = 0; k < nb; ++k) {
+    if (!defined[k]) continue;
+    double mean = 0;
+    for (double x : xk[k]) mean += x;
+    mean /= double(P);
+    double ss = 0;
+    for (double x : xk[k]) ss += (x - mean) * (x - mean);
+    rows[k].xi_err = std::sqrt(double(P - 1) / double(P) * ss);
+    rows[k].has_err = true;
+  }
+}
+
 }  // namespace
 
 std::vector<XiRow> xi_run(Engine& eng, Control& ctl, XiEstimator est, const PointsView& data,
@@ -172,37 +292,39 @@ std::vector<XiRow> xi_run(Engine& eng, Control& ctl, XiEstimator est, const Poin
   if (!randoms)
     throw Error(ErrorCode::InvalidParameter, "jackknife errors need randoms",
                 "The analytic RR of a box has no patches.", "Give a relation of random points.");
-  std::vector<int64_t> labels(data_patch, data_patch + data.n);
-  labels.insert(labels.end(), randoms_patch, randoms_patch + randoms->n);
-  std::sort(labels.begin(), labels.end());
-  labels.erase(std::unique(labels.begin(), labels.end()), labels.end());
-  if (labels.size() > kMaxXiPatches)
-    throw Error(ErrorCode::ProgramLimit, "too many jackknife patches",
-                std::to_string(labels.size()) + " distinct patch values; at most " +
-                    std::to_string(kMaxXiPatches) + " are supported.");
-  const size_t P = labels.size(), nb = rows.size();
-  std::vector<std::vector<double>> xk(nb);
-  std::vector<bool> defined(nb, P >= 2);
-  for (int64_t skip : labels) {
+  add_jackknife(rows, data, randoms, data_patch, randoms_patch, [&](int64_t skip) {
     const Subset sd = without(data, data_patch, skip), sr = without(*randoms, randoms_patch, skip);
     const PointsView vd = sd.view(data), vr = sr.view(*randoms);
-    const std::vector<XiRow> rk =
-        xi_rows(est, edges, bin_edges, count_all(eng, ctl, vd, &vr, bin_edges, box, nbox, prec));
-    for (size_t k = 0; k < nb; ++k) {
-      if (!rk[k].has_xi) defined[k] = false;
-      xk[k].push_back(rk[k].xi);
-    }
-  }
-  for (size_t k = 0; k < nb; ++k) {
-    if (!defined[k]) continue;
-    double mean = 0;
-    for (double x : xk[k]) mean += x;
-    mean /= double(P);
-    double ss = 0;
-    for (double x : xk[k]) ss += (x - mean) * (x - mean);
-    rows[k].xi_err = std::sqrt(double(P - 1) / double(P) * ss);
-    rows[k].has_err = true;
-  }
+    return xi_rows(est, edges, bin_edges, count_all(eng, ctl, vd, &vr, bin_edges, box, nbox, prec));
+  });
+  return rows;
+}
+
+std::vector<XiRow> xi_run_weighted(Engine& eng, Control& ctl, XiEstimator est,
+                                   const PointsView& data, const double* wd,
+                                   const PointsView* randoms, const double* wr,
+                                   const std::vector<double>& edges,
+                                   const std::vector<double>& bin_edges, const double* box,
+                                   int nbox, Precision prec, const int64_t* data_patch,
+                                   const int64_t* randoms_patch) {
+  if (randoms && randoms->dims != data.dims)
+    throw Error(ErrorCode::InvalidParameter, "relations have different numbers of coordinates",
+                std::to_string(data.dims) + " and " + std::to_string(randoms->dims) +
+                    " coordinates.");
+  std::vector<XiRow> rows = xi_rows_weighted(
+      est, edges, bin_edges,
+      count_all_weighted(eng, ctl, data, wd, randoms, wr, bin_edges, box, nbox, prec));
+  if (!data_patch) return rows;
+  if (!randoms)
+    throw Error(ErrorCode::InvalidParameter, "jackknife errors need randoms",
+                "The analytic RR of a box has no patches.", "Give a relation of random points.");
+  add_jackknife(rows, data, randoms, data_patch, randoms_patch, [&](int64_t skip) {
+    const Subset sd = without(data, data_patch, skip, wd), sr = without(*randoms, randoms_patch, skip, wr);
+    const PointsView vd = sd.view(data), vr = sr.view(*randoms);
+    return xi_rows_weighted(est, edges, bin_edges,
+                            count_all_weighted(eng, ctl, vd, sd.w.data(), &vr, sr.w.data(),
+                                               bin_edges, box, nbox, prec));
+  });
   return rows;
 }
 

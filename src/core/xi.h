@@ -52,6 +52,7 @@ struct XiRow {
   bool has_xi = false;
   double xi_err = 0;  // jackknife error
   bool has_err = false;
+  double dd_w = 0, dr_w = 0, rr_w = 0;  // weighted form: sums of w_i * w_j (dr_w with has_dr)
 };
 
 // The counts of one call and what the normalization needs. `nr` < 0: no randoms (analytic RR
@@ -62,6 +63,11 @@ struct XiCounts {
   double nr = -1;
   int dims = 3;
   double volume = 0;
+  // Weighted form: the sums of w_i * w_j per bin and the exact totals sum w and sum w^2 of the
+  // data (wd, wd2) and randoms (wr, wr2).
+  bool weighted = false;
+  std::vector<double> dd_w, dr_w, rr_w;
+  double wd = 0, wd2 = 0, wr = 0, wr2 = 0;
 };
 
 // The rows of xi for the user's edges (`edges`, as given: degrees for w(theta)). With randoms:
@@ -73,6 +79,28 @@ struct XiCounts {
 // when a denominator is 0.
 std::vector<XiRow> xi_rows(XiEstimator est, const std::vector<double>& edges,
                            const std::vector<double>& shell_edges, const XiCounts& c);
+
+// The rows of the weighted xi: xi_rows with the weight sums in place of the counts and the
+// weighted numbers of pairs in place of the numbers of pairs: f_DD = DD_w / (((sum w_D)^2 -
+// sum w_D^2) / 2), f_DR = DR_w / (sum w_D sum w_R), f_RR = RR_w / (((sum w_R)^2 - sum w_R^2) / 2);
+// analytic RR: f_RR = S / V, rr_w = ((sum w_D)^2 - sum w_D^2) / 2 * f_RR and rr the unweighted
+// expectation as xi_rows. With every weight 1 the rows equal xi_rows'. xi is undefined when a
+// denominator is not positive.
+std::vector<XiRow> xi_rows_weighted(XiEstimator est, const std::vector<double>& edges,
+                                    const std::vector<double>& shell_edges, const XiCounts& c);
+
+// One weighted gpu_xi call: DD of `data` with weights `wd` (one finite weight per point), and
+// DR and RR with `randoms` and `wr` (null: analytic RR over the periodic box), counts and exact
+// weight sums from Engine::rdf_weighted in the bins of `bin_edges`; rows labelled with `edges`.
+// With patch labels the jackknife of xi_run, each xi_k from the weighted counts of the points
+// (and their weights) outside patch k. Throws Error(InvalidParameter) or Error(ProgramLimit).
+std::vector<XiRow> xi_run_weighted(Engine& eng, Control& ctl, XiEstimator est,
+                                   const PointsView& data, const double* wd,
+                                   const PointsView* randoms, const double* wr,
+                                   const std::vector<double>& edges,
+                                   const std::vector<double>& bin_edges, const double* box,
+                                   int nbox, Precision prec, const int64_t* data_patch = nullptr,
+                                   const int64_t* randoms_patch = nullptr);
 
 // Most patches a jackknife may have (each costs one more pass over DD, DR and RR).
 constexpr size_t kMaxXiPatches = 10000;

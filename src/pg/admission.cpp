@@ -192,15 +192,16 @@ uint64_t budget_bytes() {
 // Megabytes, rounded up, for messages.
 long long mb_up(uint64_t b) { return (long long)((b + (1u << 20) - 1) >> 20); }
 
-// Reserves at least `min` and at most `want` bytes of `total`, waiting (cancellable, wait
+// Reserves at least `min` and at most `want` bytes of `total` on each device of the mask
+// `devices`, waiting (cancellable, wait
 // event Extension) while they are not free. PostgreSQL code: may ereport.
-uint64_t reserve_wait(uint64_t want, uint64_t min, uint64_t total, bool hold) {
+uint64_t reserve_wait(uint64_t want, uint64_t min, uint64_t total, bool hold, uint64_t devices) {
   const uint32_t s = my_slot();
   adm::Table* t = &g_shared->table;
   SpinLockAcquire(&g_shared->mutex);
   adm::set_total(t, total);
   const bool busy = t->slots[s].state != adm::kFree;
-  if (!busy) adm::enqueue(t, s, MyProcPid, want, min, GetCurrentTimestamp());
+  if (!busy) adm::enqueue(t, s, MyProcPid, want, min, GetCurrentTimestamp(), devices);
   adm::Outcome o;
   if (!busy) o = adm::decide(t, s);
   SpinLockRelease(&g_shared->mutex);
@@ -260,24 +261,36 @@ uint64_t reserve_wait(uint64_t want, uint64_t min, uint64_t total, bool hold) {
 
 // Plain-data arguments of reserve_wait for pg_guard.
 struct ReserveArgs {
-  uint64_t want, min, total, granted;
+  uint64_t want, min, total, granted, devices;
 };
+
+// The mask of the devices a call of `ctl` uses: gpu2bs.devices (every usable device for
+// "all"; device 0 when the device is simulated), all of them or the first one.
+uint64_t call_device_mask(const Control& ctl, bool all_devices) {
+  std::vector<int> devs = ctl.devices;
+  if (devs.empty() && simulate_device_setting <= 0) devs = cuda_device_ordinals();
+  if (devs.empty()) devs.push_back(0);
+  if (!all_devices) devs.resize(1);
+  return adm::device_mask(devs.data(), devs.size());
+}
 
 }  // namespace
 
 void define_admission() {
   DefineCustomIntVariable("gpu2bs.gpu_memory_total",
-                          "Device memory all sessions' GPU calls may hold together (0: 90% of the device).",
-                          "A call that would exceed it waits (wait event Extension) until others "
-                          "give memory back, or runs the SDH and pair count in blocks of points "
-                          "with what is free.",
+                          "Device memory all sessions' GPU calls may hold together on each device (0: 90% of the device).",
+                          "Every device has this budget on its own; a call reserves on every "
+                          "device it uses. A call that would exceed it waits (wait event "
+                          "Extension) until others give memory back, or runs the SDH and pair "
+                          "count in blocks of points with what is free.",
                           &gpu_memory_total_setting, 0, 0, 16 * 1024 * 1024, PGC_SIGHUP,
                           GUC_UNIT_MB, nullptr, nullptr, nullptr);
   DefineCustomIntVariable("gpu2bs.simulate_device_memory",
                           "Test hook: admission for CPU engine calls as on a device of this size (0: off).",
                           "The CPU engine's calls reserve what the GPU engine would need on a "
-                          "device of this many MB and wait like GPU calls; the CPU engine still "
-                          "computes the result.",
+                          "device of this many MB (each ordinal of gpu2bs.devices a device of "
+                          "its own) and wait like GPU calls; the CPU engine still computes the "
+                          "result.",
                           &simulate_device_setting, 0, 0, 16 * 1024 * 1024, PGC_SUSET, GUC_UNIT_MB,
                           nullptr, nullptr, nullptr);
   if (process_shared_preload_libraries_in_progress) {
@@ -306,9 +319,10 @@ bool admission_applies(Engine* eng) {
   return eng != nullptr && eng == cuda_engine(&why);
 }
 
-DeviceGrant::DeviceGrant(Engine* eng, Control& ctl, uint64_t want, uint64_t min, uint64_t in_memory) {
+DeviceGrant::DeviceGrant(Engine* eng, Control& ctl, uint64_t want, uint64_t min, uint64_t in_memory,
+                         bool all_devices) {
   if (!admission_applies(eng)) return;
-  ReserveArgs a{want, min, 0, 0};
+  ReserveArgs a{want, min, 0, 0, 0};
   bool attached = false;
   bool nested = false;
   uint64_t shared_grant = 0;
@@ -349,7 +363,8 @@ DeviceGrant::DeviceGrant(Engine* eng, Control& ctl, uint64_t want, uint64_t min,
       a.want = limit;  // the per-query limit caps the request (the call runs in blocks)
     }
     if (a.min > a.want) a.min = a.want;
-    a.granted = reserve_wait(a.want, a.min, a.total, false);
+    a.devices = call_device_mask(ctl, all_devices);
+    a.granted = reserve_wait(a.want, a.min, a.total, false, a.devices);
   });
   if (nested) {
     ctl.device_memory_limit = size_t(shared_grant);
@@ -384,6 +399,14 @@ InfoRows admission_rows() {
     rows.emplace_back("admission_grants", std::to_string(t.grants));
     rows.emplace_back("admission_waits", std::to_string(t.waits));
     rows.emplace_back("admission_block_grants", std::to_string(t.block_grants));
+    // Devices other than 0 that held reservations: their own reserved and peak bytes.
+    for (uint32_t d = 1; d < adm::kMaxDevices; ++d) {
+      if (!t.dev_peak[d]) continue;
+      rows.emplace_back("admission_device_" + std::to_string(d) + "_reserved_mb",
+                        std::to_string(mb_up(t.dev_reserved[d])));
+      rows.emplace_back("admission_device_" + std::to_string(d) + "_peak_mb",
+                        std::to_string(mb_up(t.dev_peak[d])));
+    }
   }
   if (g_last.valid) {
     char buf[64];
@@ -402,10 +425,15 @@ InfoRows admission_rows() {
 using namespace gpu2bs::pg;
 
 // gpu2bs_admission_hold(megabytes): test hook; reserves device memory in the admission table
-// until the end of the transaction, waiting like a GPU call.
+// on the first device of gpu2bs.devices until the end of the transaction, waiting like a GPU
+// call.
 GPU2BS_FUNCTION(gpu2bs_admission_hold) {
   const int32 mbytes = PG_GETARG_INT32(0);
   uint64_t granted = 0;
+  const uint64_t devices = [] {
+    PgControl ctl;  // the first device of gpu2bs.devices
+    return call_device_mask(ctl, false);
+  }();
   pg_guard([&] {
     if (mbytes <= 0)
       ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
@@ -419,7 +447,7 @@ GPU2BS_FUNCTION(gpu2bs_admission_hold) {
                       errmsg("no device memory budget"),
                       errhint("Set gpu2bs.simulate_device_memory or gpu2bs.gpu_memory_total, or use a GPU.")));
     const uint64_t want = uint64_t(mbytes) << 20;
-    granted = reserve_wait(want, want, total, true);
+    granted = reserve_wait(want, want, total, true, devices);
   });
   PG_RETURN_INT32(int32(granted >> 20));
 }

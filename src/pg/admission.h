@@ -26,10 +26,13 @@ void define_admission();
 // ctl.device_memory_limit to the grant, and gives it back in the destructor. It does nothing
 // (no limit set) when `eng` is the CPU engine and no device is simulated, or when admission is
 // unavailable (its shared memory could not be had). `want` = 0 asks for the per-query limit
-// (gpu2bs.gpu_memory_limit) or, without one, the whole budget.
+// (gpu2bs.gpu_memory_limit) or, without one, the whole budget. The bytes are reserved on each
+// device the call uses: every device of gpu2bs.devices when `all_devices` (the SDH, pair count
+// and join, which split across them), else the first one.
 class DeviceGrant {
  public:
-  DeviceGrant(Engine* eng, Control& ctl, uint64_t want, uint64_t min, uint64_t in_memory = 0);
+  DeviceGrant(Engine* eng, Control& ctl, uint64_t want, uint64_t min, uint64_t in_memory = 0,
+              bool all_devices = false);
   ~DeviceGrant();
   DeviceGrant(const DeviceGrant&) = delete;
   DeviceGrant& operator=(const DeviceGrant&) = delete;

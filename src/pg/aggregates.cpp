@@ -36,7 +36,7 @@ GPU2BS_FUNCTION(gpu2bs_sdh_final) {
   ctl.stats.scan_s = scan_seconds(st);
   DeviceGrant grant(eng, ctl, admission_want(prob.pts, prob.prec, prob.params.nbuckets),
                     admission_min(prob.pts, prob.prec, prob.params.nbuckets),
-                    admission_in_memory(prob.pts, prob.prec, prob.params.nbuckets));
+                    admission_in_memory(prob.pts, prob.prec, prob.params.nbuckets), true);
   std::vector<uint64_t> hist = eng->sdh(prob, ctl);
   record_run("gpu_sdh", eng->name(), ctl.stats);
   ArrayType* result = nullptr;
@@ -67,7 +67,7 @@ GPU2BS_FUNCTION(gpu2bs_pair_count_final) {
   PgControl ctl;
   ctl.stats.scan_s = scan_seconds(st);
   DeviceGrant grant(eng, ctl, admission_want(prob.pts, prob.prec, 0), admission_min(prob.pts, prob.prec, 0),
-                    admission_in_memory(prob.pts, prob.prec, 0));
+                    admission_in_memory(prob.pts, prob.prec, 0), true);
   uint64_t n = eng->pair_count(prob, ctl);
   record_run("gpu_pair_count", eng->name(), ctl.stats);
   PG_RETURN_INT64(int64(n));

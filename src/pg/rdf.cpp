@@ -9,6 +9,7 @@ extern "C" {
 #include "catalog/pg_type.h"
 #include "funcapi.h"
 #include "utils/array.h"
+#include "utils/builtins.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
 #include "utils/tuplestore.h"
@@ -20,6 +21,7 @@ extern "C" {
 
 #include "../core/error.h"
 #include "../core/rdf.h"
+#include "../core/weights.h"
 #include "settings.h"
 #include "simjoin.h"
 
@@ -105,6 +107,77 @@ GPU2BS_FUNCTION(gpu2bs_rdf) {
       values[2] = Int64GetDatum(int64(r.pairs));
       values[3] = Float8GetDatum(r.g);
       nulls[3] = !r.has_g;
+      tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
+    }
+  });
+  return (Datum)0;
+}
+
+// gpu_rdf_weighted(a, b, nbuckets, r_max, weight, box, coords) -> (r_lo, r_hi, pairs,
+// weight_sum, g): gpu_rdf with the numeric column `weight` of each relation read beside the
+// coordinates (rows with a NULL weight skipped), the exact sum of w_i * w_j per bucket and the
+// weighted g (src/core/rdf.h rdf_rows_weighted). NULL a, b, nbuckets, r_max or weight return
+// no rows; nbuckets, r_max and the shape of box are checked before reading.
+GPU2BS_FUNCTION(gpu2bs_rdf_weighted) {
+  ReturnSetInfo* rsinfo = (ReturnSetInfo*)fcinfo->resultinfo;
+  pg_guard([&] { InitMaterializedSRF(fcinfo, 0); });
+  for (int k = 0; k < 5; ++k)
+    if (PG_ARGISNULL(k)) return (Datum)0;
+  const Oid rel_a = PG_GETARG_OID(0), rel_b = PG_GETARG_OID(1);
+  const int32 nbuckets = PG_GETARG_INT32(2);
+  const double r_max = PG_GETARG_FLOAT8(3);
+  const char* weight = nullptr;
+  pg_guard([&] { weight = text_to_cstring(PG_GETARG_TEXT_PP(4)); });
+  std::vector<double> box;
+  const bool has_box = !PG_ARGISNULL(5);
+  if (has_box) box = box_lengths(PG_GETARG_ARRAYTYPE_P(5));
+  ArrayType* coords = PG_ARGISNULL(6) ? nullptr : PG_GETARG_ARRAYTYPE_P(6);
+  const Precision prec = current_precision();
+  check_rdf_args(nbuckets, r_max, prec);
+  const bool self = rel_a == rel_b;
+  SimjoinArgs args;
+  args.nrel = self ? 1 : 2;
+  args.relids[0] = rel_a;
+  args.relids[1] = self ? InvalidOid : rel_b;
+  args.coords = coords;
+  args.keyless = true;
+  args.weight = weight;
+  SimjoinInput in;
+  simjoin_read(args, &in);
+  const PointsView va = points_view(in.rels[0]);
+  const PointsView vb = self ? va : points_view(in.rels[1]);
+  if (!self && in.rels[0].srid_seen && in.rels[1].srid_seen && in.rels[0].srid != in.rels[1].srid)
+    throw Error(ErrorCode::InvalidParameter, "relations have different SRIDs",
+                std::string(in.rels[0].relname) + " has SRID " + std::to_string(in.rels[0].srid) +
+                    ", " + in.rels[1].relname + " has SRID " + std::to_string(in.rels[1].srid) + ".",
+                "Transform both to one SRID, for example with ST_Transform.");
+  const RdfProblem prob = make_rdf(va, self ? nullptr : &vb, nbuckets, r_max,
+                                   has_box ? box.data() : nullptr, int(box.size()), prec);
+  const double* wa = in.rels[0].weight;
+  const double* wb = self ? wa : in.rels[1].weight;
+  std::string reason;
+  Engine* eng = choose_engine(&reason);
+  PgControl ctl;
+  ctl.stats.scan_s = in.scan_s;
+  const WeightedCounts counts = eng->rdf_weighted(prob, wa, wb, ctl);
+  uint64_t total = 0;
+  for (uint64_t c : counts.pairs) total += c;
+  ctl.stats.pairs_emitted = total;
+  record_run("gpu_rdf_weighted", eng->name(), ctl.stats);
+  const std::vector<RdfRow> rows =
+      rdf_rows_weighted(prob, counts, rdf_weight_totals(prob, wa, wb));
+  MemoryContext ctx = in.ctx;
+  pg_guard([&] {
+    MemoryContextDelete(ctx);
+    Datum values[5];
+    bool nulls[5] = {false, false, false, false, false};
+    for (const RdfRow& r : rows) {
+      values[0] = Float8GetDatum(r.r_lo);
+      values[1] = Float8GetDatum(r.r_hi);
+      values[2] = Int64GetDatum(int64(r.pairs));
+      values[3] = Float8GetDatum(r.weight_sum);
+      values[4] = Float8GetDatum(r.g);
+      nulls[4] = !r.has_g;
       tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
     }
   });

@@ -60,7 +60,7 @@ Datum sdh_relation(FunctionCallInfo fcinfo, Oid relid, int32 nbuckets, ArrayType
   ctl.stats.scan_s = in.scan_s;
   DeviceGrant grant(eng, ctl, admission_want(prob.pts, prob.prec, prob.params.nbuckets),
                     admission_min(prob.pts, prob.prec, prob.params.nbuckets),
-                    admission_in_memory(prob.pts, prob.prec, prob.params.nbuckets));
+                    admission_in_memory(prob.pts, prob.prec, prob.params.nbuckets), true);
   std::vector<uint64_t> hist = eng->sdh(prob, ctl);
   record_run(explicit_width ? "gpu_sdh_fixed" : "gpu_sdh", eng->name(), ctl.stats);
   drop_points(&in);
@@ -104,7 +104,7 @@ GPU2BS_FUNCTION(gpu2bs_pair_count_rel) {
   PgControl ctl;
   ctl.stats.scan_s = in.scan_s;
   DeviceGrant grant(eng, ctl, admission_want(prob.pts, prob.prec, 0), admission_min(prob.pts, prob.prec, 0),
-                    admission_in_memory(prob.pts, prob.prec, 0));
+                    admission_in_memory(prob.pts, prob.prec, 0), true);
   const uint64_t n = eng->pair_count(prob, ctl);
   record_run("gpu_pair_count", eng->name(), ctl.stats);
   drop_points(&in);
@@ -174,7 +174,7 @@ GPU2BS_FUNCTION(gpu2bs_pair_count_rel_box) {
   if (!box.periodic) {
     const PairCountProblem prob = make_pair_count(pts, r, prec);
     DeviceGrant grant(eng, ctl, admission_want(prob.pts, prob.prec, 0), admission_min(prob.pts, prob.prec, 0),
-                      admission_in_memory(prob.pts, prob.prec, 0));
+                      admission_in_memory(prob.pts, prob.prec, 0), true);
     n = eng->pair_count(prob, ctl);
   } else {
     double lens[kMaxDims];

@@ -737,10 +737,16 @@ SimjoinPrepared simjoin_prepare(const SimjoinArgs& a, SimjoinInput* in) {
 
 void simjoin_box_arg(FunctionCallInfo fcinfo, int argno, double range, const char* what,
                      SimjoinArgs* a) {
+  ArrayType* box = nullptr;
+  if (!PG_ARGISNULL(argno)) pg_guard([&] { box = PG_GETARG_ARRAYTYPE_P(argno); });
+  simjoin_box_value(box, range, what, a);
+}
+
+void simjoin_box_value(ArrayType* box, double range, const char* what, SimjoinArgs* a) {
   a->box.clear();
   a->periodic = false;
-  if (PG_ARGISNULL(argno)) return;
-  a->box = box_lengths(PG_GETARG_ARRAYTYPE_P(argno));
+  if (box == nullptr) return;
+  a->box = box_lengths(box);
   double lens[kMaxDims];
   const int nbox = int(a->box.size());
   if (nbox > kMaxDims)
@@ -773,7 +779,7 @@ bool simjoin_run(const SimjoinArgs& a, SimjoinInput* in, PairSink& sink, const P
     prep.prob.filter = filter;
     PgControl ctl;
     ctl.stats.scan_s = in->scan_s;
-    DeviceGrant grant(eng, ctl, 0, 0);
+    DeviceGrant grant(eng, ctl, 0, 0, 0, true);
     eng->simjoin(prep.prob, sink, ctl);
     record_run("gpu_simjoin", eng->name(), ctl.stats);
     if (!reduce->done) throw Error(ErrorCode::Internal, "engine did not compute the pushed-down reduction");
@@ -786,7 +792,7 @@ bool simjoin_run(const SimjoinArgs& a, SimjoinInput* in, PairSink& sink, const P
   FilterSink filtered(engine_filters || use_stage ? nullptr : filter, sink);
   PgControl ctl;
   ctl.stats.scan_s = in->scan_s;
-  DeviceGrant grant(eng, ctl, 0, 0);
+  DeviceGrant grant(eng, ctl, 0, 0, 0, true);
   eng->simjoin(prep.prob, filtered, ctl);
   record_run("gpu_simjoin", eng->name(), ctl.stats);
   return use_stage;

@@ -67,7 +67,7 @@ struct SimjoinArgs {
   bool keyless = false;  // coordinates only, no key column and no eps (read_coordinates)
   bool periodic = false;    // box given with at least one periodic axis (simjoin_box_arg)
   std::vector<double> box;  // its lengths as given, 0 for a NULL element (not periodic)
-  const char* weight = nullptr;  // a weight column read beside the coordinates (keyless only)
+  const char* weight = nullptr;  // a weight column read after the coordinates (rows with a NULL weight skipped)
 };
 
 // The box argument as lengths (0 for a NULL element: not periodic); a multi-dimensional array
@@ -79,6 +79,8 @@ std::vector<double> box_lengths(ArrayType* arr);
 // of lengths is checked against the coordinates once they are read.
 void simjoin_box_arg(FunctionCallInfo fcinfo, int argno, double range, const char* what,
                      SimjoinArgs* a);
+// The same for a box value already fetched (nullptr: a NULL box).
+void simjoin_box_value(ArrayType* box, double range, const char* what, SimjoinArgs* a);
 
 // The points read for one call; `ctx` owns them.
 struct SimjoinInput {
@@ -147,6 +149,10 @@ void run_plan_into(SPIPlanPtr plan, DestReceiver* recv,
 
 // Registers gpu2bs.enable_customscan and the planner hook of the custom scan (_PG_init).
 void register_simjoin_scan();
+// gpu2bs.enable_customscan: gpu_simjoin and gpu_dbscan in FROM run as custom scans.
+bool customscan_enabled();
+// Registers the planner hook of gpu_dbscan's custom scan (_PG_init).
+void register_dbscan_scan();
 // Registers the planner's join path for pair-expression joins (planner/join_path.cpp).
 void register_join_path();
 // Registers the planner hook that reads whole-relation gpu_sdh / gpu_pair_count aggregates as

@@ -25,6 +25,7 @@
 extern "C" {
 #include "access/htup_details.h"
 #include "access/stratnum.h"
+#include "catalog/objectaccess.h"
 #include "catalog/pg_aggregate.h"
 #include "catalog/pg_language.h"
 #include "catalog/pg_opfamily.h"
@@ -46,9 +47,11 @@ extern "C" {
 #include "optimizer/tlist.h"
 #include "parser/parsetree.h"
 #include "storage/buffile.h"
+#include "utils/acl.h"
 #include "utils/builtins.h"
 #include "utils/fmgroids.h"
 #include "utils/guc.h"
+#include "utils/lsyscache.h"
 #include "utils/syscache.h"
 }
 
@@ -86,8 +89,8 @@ enum ColKind { COL_COUNT = 10, COL_SUM = 11, COL_MIN = 12, COL_MAX = 13, COL_AVG
 
 // custom_private of the plan: form, rti, mode, column list, number of function arguments at
 // the head of custom_exprs (the rest are the pushed predicate's parameters), predicate template,
-// its description, group side (0 id1, 1 id2), k (text), descending.
-enum PrivIndex { P_FORM, P_RTI, P_MODE, P_COLS, P_NARGS, P_CODE, P_DESC, P_SIDE, P_K, P_DESCENDING, P_COUNT };
+// its description, group side (0 id1, 1 id2), k (text), descending, the function's OID.
+enum PrivIndex { P_FORM, P_RTI, P_MODE, P_COLS, P_NARGS, P_CODE, P_DESC, P_SIDE, P_K, P_DESCENDING, P_FUNCID, P_COUNT };
 
 // 1 or 2 when funcid is gpu2bs's self-join or two-relation gpu_simjoin, else 0 (cached).
 int simjoin_form(Oid funcid) {
@@ -354,7 +357,7 @@ void run_join(void* arg) {
     pu->pipe.reset(new PagePipe(4));
     pu->ctl.reset(new PipeControl(pu->pipe.get()));
     pu->ctl->stats.scan_s = in.scan_s;
-    pu->grant.reset(new DeviceGrant(prep.engine, *pu->ctl, 0, 0));
+    pu->grant.reset(new DeviceGrant(prep.engine, *pu->ctl, 0, 0, 0, true));
     Engine* eng = prep.engine;
     Pushed* p = pu;
     pu->pipe->start([eng, p](PairSink& out) {
@@ -566,9 +569,14 @@ void begin_scan(CustomScanState* node, EState* estate, int) {
   List* exprs = cs->custom_exprs;
   st->arg_states = ExecInitExprList(list_copy_head(exprs, st->nargs), &node->ss.ps);
   st->param_states = ExecInitExprList(list_copy_tail(exprs, st->nargs), &node->ss.ps);
+  RangeTblEntry* rte = exec_rt_fetch(st->rti, estate);
+  // The EXECUTE privilege on gpu_simjoin, checked as the function scan's executor does.
+  const Oid funcid = Oid(intVal(list_nth(cs->custom_private, P_FUNCID)));
+  const AclResult acl = pg_proc_aclcheck(funcid, GetUserId(), ACL_EXECUTE);
+  if (acl != ACLCHECK_OK) aclcheck_error(acl, OBJECT_FUNCTION, get_func_name(funcid));
+  InvokeFunctionExecuteHook(funcid);
   // The row type of whole-row references: RECORD with the range table entry's column names
   // (aliases included), as a function scan's whole-row Var has.
-  RangeTblEntry* rte = exec_rt_fetch(st->rti, estate);
   TupleDesc desc = CreateTemplateTupleDesc(3);
   const Oid types[3] = {INT8OID, INT8OID, FLOAT8OID};
   const char* names[3] = {"id1", "id2", "dist"};
@@ -793,6 +801,7 @@ Plan* plan_path(PlannerInfo* root, RelOptInfo* rel, CustomPath* path, List* tlis
   priv = lappend(priv, makeInteger(info.side));
   priv = lappend(priv, makeString(psprintf(INT64_FORMAT, info.k)));
   priv = lappend(priv, makeInteger(info.descending ? 1 : 0));
+  priv = lappend(priv, makeInteger(int(fe->funcid)));
   cs->custom_private = priv;
   cs->methods = &scan_methods;
   return &cs->scan.plan;
@@ -1081,9 +1090,11 @@ Datum gpu2bs_simjoin_support(PG_FUNCTION_ARGS) { PG_RETURN_POINTER(nullptr); }
 namespace gpu2bs {
 namespace pg {
 
+bool customscan_enabled() { return enable_customscan; }
+
 void register_simjoin_scan() {
   DefineCustomBoolVariable("gpu2bs.enable_customscan",
-                           "Runs gpu_simjoin in FROM as a custom scan that returns pairs without a tuplestore.",
+                           "Runs gpu_simjoin and gpu_dbscan in FROM as custom scans that return rows without a tuplestore.",
                            nullptr, &enable_customscan, true, PGC_USERSET, 0, nullptr, nullptr, nullptr);
   DefineCustomBoolVariable("gpu2bs.enable_pushdown",
                            "Pushes quals on id1, id2 and dist, aggregates, GROUP BY id1 or id2, DISTINCT, "

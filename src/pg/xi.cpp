@@ -170,3 +170,117 @@ GPU2BS_FUNCTION(gpu2bs_xi) {
   });
   return (Datum)0;
 }
+
+// gpu_xi_weighted(data, randoms, edges, weight, estimator, box, coords, angular, patch) ->
+// (r_lo, r_hi, dd, dr, rr, dd_w, dr_w, rr_w, xi, xi_err): gpu_xi with the numeric column
+// `weight` of each relation read beside the coordinates (rows with a NULL weight skipped), the
+// exact sums of w_i * w_j per bin, xi from them (src/core/xi.h xi_rows_weighted) and the
+// jackknife over the patch column. NULL data, edges or weight return no rows.
+GPU2BS_FUNCTION(gpu2bs_xi_weighted) {
+  ReturnSetInfo* rsinfo = (ReturnSetInfo*)fcinfo->resultinfo;
+  pg_guard([&] { InitMaterializedSRF(fcinfo, 0); });
+  if (PG_ARGISNULL(0) || PG_ARGISNULL(2) || PG_ARGISNULL(3)) return (Datum)0;
+  const Oid rel_d = PG_GETARG_OID(0);
+  const bool has_randoms = !PG_ARGISNULL(1);
+  const Oid rel_r = has_randoms ? PG_GETARG_OID(1) : InvalidOid;
+  const std::vector<double> edges =
+      float8_values(PG_GETARG_ARRAYTYPE_P(2), "edges", false, 0.0);
+  const char* weight = nullptr;
+  pg_guard([&] { weight = text_to_cstring(PG_GETARG_TEXT_PP(3)); });
+  std::string est_name = "landy-szalay";
+  if (!PG_ARGISNULL(4)) pg_guard([&] { est_name = text_to_cstring(PG_GETARG_TEXT_PP(4)); });
+  const XiEstimator est = parse_xi_estimator(est_name);
+  const bool has_box = !PG_ARGISNULL(5);
+  std::vector<double> box;
+  if (has_box) box = float8_values(PG_GETARG_ARRAYTYPE_P(5), "box", true, 0.0);
+  ArrayType* coords = PG_ARGISNULL(6) ? nullptr : PG_GETARG_ARRAYTYPE_P(6);
+  const bool angular = !PG_ARGISNULL(7) && PG_GETARG_BOOL(7);
+  const Precision prec = current_precision();
+  if (angular && has_box)
+    throw Error(ErrorCode::InvalidParameter, "angular correlation takes no box",
+                "The points lie on the unit sphere.", "Pass box => NULL.");
+  const std::vector<double> bin_edges = angular ? chord_edges(edges) : edges;
+  check_edges(bin_edges, prec, "edges");
+  bool all_periodic = has_box && !box.empty();
+  for (double L : box) all_periodic = all_periodic && L > 0;
+  if (!has_randoms && (angular || !all_periodic))
+    throw Error(ErrorCode::InvalidParameter,
+                "randoms are required unless every axis is periodic",
+                angular ? "The analytic RR needs a periodic box; w(theta) has none."
+                        : "The analytic RR needs a periodic length on every axis.",
+                "Give a relation of random points, or a box with a positive length per axis.");
+  text* patch = PG_ARGISNULL(8) ? nullptr : PG_GETARG_TEXT_PP(8);
+  if (patch && !has_randoms)
+    throw Error(ErrorCode::InvalidParameter, "jackknife errors need randoms",
+                "The analytic RR of a box has no patches.", "Give a relation of random points.");
+  const bool same = has_randoms && rel_r == rel_d;
+  SimjoinArgs args;
+  args.nrel = has_randoms && !same ? 2 : 1;
+  args.relids[0] = rel_d;
+  args.relids[1] = args.nrel == 2 ? rel_r : InvalidOid;
+  args.coords = coords;
+  // The patch column is read as the key column (an integer; rows with a NULL patch are
+  // skipped), the weight column after the coordinates; eps, which a keyed read validates, is
+  // not used.
+  args.keyless = patch == nullptr;
+  args.id = patch;
+  args.eps = 1;
+  args.weight = weight;
+  SimjoinInput in;
+  simjoin_read(args, &in);
+  if (args.nrel == 2) check_same_srid(in);
+  PointsView vd = points_view(in.rels[0]);
+  PointsView vr = args.nrel == 2 ? points_view(in.rels[1]) : vd;
+  const double* wd = in.rels[0].weight;
+  const double* wr = in.rels[args.nrel - 1].weight;
+  const int64_t* pd = patch ? in.rels[0].ids : nullptr;
+  const int64_t* pr = patch ? in.rels[args.nrel - 1].ids : nullptr;
+  SpherePoints sd, sr;
+  if (angular) {
+    sd = sphere_points(vd);
+    vd = sd.view();
+    if (has_randoms) {
+      if (args.nrel == 2) {
+        sr = sphere_points(vr);
+        vr = sr.view();
+      } else {
+        vr = vd;
+      }
+    }
+  }
+  std::string reason;
+  Engine* eng = choose_engine(&reason);
+  PgControl ctl;
+  ctl.stats.scan_s = in.scan_s;
+  const std::vector<XiRow> rows =
+      xi_run_weighted(*eng, ctl, est, vd, wd, has_randoms ? &vr : nullptr, wr, edges, bin_edges,
+                      has_box ? box.data() : nullptr, int(box.size()), prec, pd, pr);
+  uint64_t total = 0;
+  for (const XiRow& r : rows) total += r.dd + r.dr + (r.has_dr ? uint64_t(r.rr) : 0);
+  ctl.stats.pairs_emitted = total;
+  record_run("gpu_xi_weighted", eng->name(), ctl.stats);
+  MemoryContext ctx = in.ctx;
+  pg_guard([&] {
+    MemoryContextDelete(ctx);
+    Datum values[10];
+    bool nulls[10] = {false, false, false, false, false, false, false, false, false, false};
+    for (const XiRow& r : rows) {
+      values[0] = Float8GetDatum(r.r_lo);
+      values[1] = Float8GetDatum(r.r_hi);
+      values[2] = Int64GetDatum(int64(r.dd));
+      values[3] = Int64GetDatum(int64(r.dr));
+      nulls[3] = !r.has_dr;
+      values[4] = Float8GetDatum(r.rr);
+      values[5] = Float8GetDatum(r.dd_w);
+      values[6] = Float8GetDatum(r.dr_w);
+      nulls[6] = !r.has_dr;
+      values[7] = Float8GetDatum(r.rr_w);
+      values[8] = Float8GetDatum(r.xi);
+      nulls[8] = !r.has_xi;
+      values[9] = Float8GetDatum(r.xi_err);
+      nulls[9] = !r.has_err;
+      tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
+    }
+  });
+  return (Datum)0;
+}

@@ -10,7 +10,9 @@
 //   sweep      the Manhattan count and the generated Euclidean count over tile configurations
 //              (threads x rows per thread);
 //   hist       angular-separation histogram (acos of the clamped dot product, 1000 buckets)
-//              of 118,218 unit vectors (the Hipparcos catalogue's size);
+//              of 118,218 unit vectors (the Hipparcos catalogue's size): the hand-written source,
+//              and the code generator's (float32 with the threshold table and without, float64);
+//              G2_HIST_OUT=<prefix>: the generated float32 histograms to <prefix>-<name>.txt;
 //   sum        pair energy sum 1/sqrt(d2) of 200,000 3-D points;
 //   programs   cold NVRTC compile + load of every program above (float32 and float64, each
 //              compile a new program: a constant differs), without and with --Ofast-compile=min.
@@ -46,6 +48,7 @@ namespace {
 int g_runs = 3;
 bool g_sweep = false;  // euclid: also the tile configurations
 double g_lane_cycles = 0;  // FP32 lanes x clock (Hz): the FP32 issue limit in lane-cycles/s
+double g_check_ms = 0;     // the threshold table's check time of the last warm-up call
 
 // Median of the values.
 double median(std::vector<double> v) {
@@ -68,6 +71,7 @@ Timing time_job(const Job& j) {
   Timing t{};
   Result first = exprgpu::run(j, nullptr, warm);
   t.compile_ms = first.compile_ms;
+  g_check_ms = first.check_ms;
   t.split = first.cache_hit ? "cached" : split_last();
   std::vector<double> k, e;
   for (int i = 0; i < g_runs; ++i) {
@@ -242,6 +246,46 @@ void bench_euclid() {
   }
 }
 
+// The generated angular histogram (angle_generated: the code generator's source for
+// acos(least(1, greatest(-1, dot)))) of `s`: float32 with the threshold table and with it
+// turned off, float64; the histograms of the two float32 runs compared bucket for bucket.
+void bench_hist_generated(const Cols& s, const char* name) {
+  const double pairs = double(s.n) * double(s.n - 1) / 2;
+  std::vector<uint64_t> with_table;
+  for (int mode = 0; mode < 3; ++mode) {
+    const bool f32 = mode < 2;
+    Job j = job(Kind::Histogram, f32, s, nullptr, angle_generated(f32));
+    j.lo = 0;
+    j.hi = M_PI;
+    j.nbuckets = 1000;
+    exprgpu::detail::set_histogram_table(mode == 0);
+    const Timing t = time_job(j);
+    exprgpu::detail::set_histogram_table(true);
+    char what[120];
+    snprintf(what, sizeof what, "angular generated %s 1000 %s", name,
+             mode == 0 ? "f32 table" : mode == 1 ? "f32 direct" : "f64");
+    report(what, pairs, t);
+    if (mode == 0) {
+      with_table = t.r.hist;
+      printf("  table %d (dec %d), check %.2f ms (warm-up call)\n", int(t.r.table), int(t.r.table_dec), g_check_ms);
+    }
+    if (mode == 1)
+      printf("  f32 table vs direct histograms: %s\n", with_table == t.r.hist ? "equal" : "DIFFER");
+    if (mode == 0) {
+      printf("  %s f32 buckets 0..4: %llu %llu %llu %llu %llu\n", name, (unsigned long long)t.r.hist[0],
+             (unsigned long long)t.r.hist[1], (unsigned long long)t.r.hist[2], (unsigned long long)t.r.hist[3],
+             (unsigned long long)t.r.hist[4]);
+      if (const char* dump = std::getenv("G2_HIST_OUT")) {  // the histogram, for a peer's comparison
+        std::string path = std::string(dump) + "-" + name + ".txt";
+        if (FILE* f = fopen(path.c_str(), "w")) {
+          for (uint64_t h : t.r.hist) fprintf(f, "%llu\n", (unsigned long long)h);
+          fclose(f);
+        }
+      }
+    }
+  }
+}
+
 // Angular-separation histogram of unit vectors.
 void bench_hist() {
   const Cols a = unit_vectors(118218, 5);
@@ -253,6 +297,7 @@ void bench_hist() {
     report(f32 ? "angular histogram 118218 self 1000 f32" : "angular histogram 118218 self 1000 f64",
            118218.0 * 118217.0 / 2, time_job(j));
   }
+  bench_hist_generated(a, "synthetic118218");
   const char* stars = std::getenv("G2_STARS");
   if (!stars) return;
   const Cols s = read_stars(stars);
@@ -260,6 +305,7 @@ void bench_hist() {
     printf("no stars read from %s\n", stars);
     return;
   }
+  bench_hist_generated(s, "stars");
   for (bool f32 : {true, false}) {
     Job j = job(Kind::Histogram, f32, s, nullptr, angle_source());
     j.lo = 0;
@@ -327,6 +373,7 @@ void bench_programs() {
                     {"manhattan join f32", Kind::Join, true, 0},   {"manhattan join f64", Kind::Join, false, 0},
                     {"euclid count f32", Kind::Count, true, 1},    {"euclid count f64", Kind::Count, false, 1},
                     {"angular hist f32", Kind::Histogram, true, 2}, {"angular hist f64", Kind::Histogram, false, 2},
+                    {"angular gen f32 table", Kind::Histogram, true, 4}, {"angular gen f64", Kind::Histogram, false, 4},
                     {"energy sum f32", Kind::Sum, true, 3},         {"energy sum f64", Kind::Sum, false, 3}};
     for (const P& p : ps) {
       std::vector<double> ms;
@@ -336,6 +383,7 @@ void bench_programs() {
         std::string src = p.which == 0 ? manhattan_source(0.001 * s)
                           : p.which == 1 ? euclid_source(3, 1e-4 * s)
                           : p.which == 2 ? angle_source(s)
+                          : p.which == 4 ? angle_generated(p.f32, 1 + (std::fmod(salt0, 4096.0) * 64 + serial) * std::ldexp(1.0, -22))
                                          : energy_source(s);
         Job j = job(p.k, p.f32, a, nullptr, src);
         if (p.k == Kind::Histogram) {
@@ -346,7 +394,7 @@ void bench_programs() {
         Control c;
         Result r = exprgpu::run(j, nullptr, c);
         ms.push_back(r.compile_ms);
-        splits += " " + split_last() + ";";
+        splits += " " + split_last() + (r.table ? " check " + std::to_string(r.check_ms) + " ms" : "") + ";";
       }
       printf("compile %-22s --Ofast-compile=%-4s median %6.1f ms  min %6.1f  max %6.1f  (%s)\n", p.name,
              *level ? level : "none", median(ms), *std::min_element(ms.begin(), ms.end()),

@@ -4,7 +4,11 @@
 // replicated to 1,000,000 atoms (periodic, 500 buckets).
 //   bench_rdf check                      differential checks (exit status 1 on a mismatch)
 //   bench_rdf bench ATOMS.csv [R_MAX...]  timings, median of 3 after one warm-up
-//   bench_rdf counts ATOMS.csv N R_MAX NB OUT  CPU engine counts of the replicated set to OUT
+//   bench_rdf counts ATOMS.csv N R_MAX NB OUT [THREADS]  CPU engine counts of the replicated set
+//                                            to OUT (THREADS workers, default 2)
+//   bench_rdf weighted ATOMS.csv [R_MAX...]  the weighted RDF: CUDA vs CPU counts and 128-bit
+//                                        sums (bit for bit) on small cases, then weighted vs
+//                                        unweighted timings on the 1,000,000 atoms
 // ATOMS.csv: id,x,y,z in Å (test/data/prepare.py atoms), a cubic box of 110 Å replicated 2x2x2
 // (shift 110 Å per copy) and truncated to N atoms, box 220 Å.
 #include <algorithm>
@@ -21,6 +25,7 @@
 #include "core/engine.h"
 #include "core/error.h"
 #include "core/rdf.h"
+#include "core/weights.h"
 #include "kernels/host_api.h"
 
 using namespace gpu2bs;
@@ -258,6 +263,122 @@ int run_bench(Engine* gpu, const char* path, const std::vector<double>& rmaxes) 
   return g_fail ? 1 : 0;
 }
 
+// Weights of a set: water-like masses (16 for every third point, else 1: integers, so every
+// sum is exact) or real charge-like values (-0.834, 0.417, 0.417).
+std::vector<double> weights_of(size_t n, bool real) {
+  std::vector<double> w(n);
+  for (size_t i = 0; i < n; ++i)
+    w[i] = real ? (i % 3 == 0 ? -0.834 : 0.417) : (i % 3 == 0 ? 16.0 : 1.0);
+  return w;
+}
+
+// True when two weighted results have the same counts and the same 128-bit sums.
+bool same_weighted(const WeightedCounts& x, const WeightedCounts& y) {
+  if (x.pairs != y.pairs || x.sums.size() != y.sums.size()) return false;
+  for (size_t k = 0; k < x.sums.size(); ++k)
+    if (!(x.sums[k] == y.sums[k])) return false;
+  return true;
+}
+
+// One weighted differential case: the CUDA engine against the CPU engine (counts and sums bit
+// for bit), and the counts against the unweighted CPU engine.
+void check_weighted(const char* name, const RdfProblem& p, const double* wa, const double* wb,
+                    Engine* gpu) {
+  auto cpu = make_cpu_engine();
+  Control c1, c2, c3;
+  c1.threads = 16;
+  c3.threads = 16;
+  const WeightedCounts hc = cpu->rdf_weighted(p, wa, wb, c1);
+  const bool ok_counts = hc.pairs == cpu->rdf(p, c3);
+  WeightedCounts hg;
+  double kms = 0;
+  if (gpu) {
+    hg = gpu->rdf_weighted(p, wa, wb, c2);
+    kms = gpu_kernel_ms();
+  }
+  const bool ok_gpu = !gpu || same_weighted(hg, hc);
+  if (!ok_counts || !ok_gpu) ++g_fail;
+  uint64_t total = 0;
+  double wsum = 0;
+  for (size_t k = 0; k < hc.pairs.size(); ++k) {
+    total += hc.pairs[k];
+    wsum += weight_value(hc.sums[k], hc.scale);
+  }
+  printf("%-44s %-4s n=%-7zu pairs=%-10llu weight=%-14.8g counts==unweighted %s  gpu==cpu %s  (kernel %.3f ms)\n",
+         name, p.prec == Precision::Float32 ? "f32" : "f64", p.a.n, (unsigned long long)total, wsum,
+         ok_counts ? "yes" : "NO", gpu ? (ok_gpu ? "yes" : "NO") : "n/a", kms);
+}
+
+// The weighted checks, then weighted vs unweighted timings on the water set.
+int run_weighted(Engine* gpu, const char* path, const std::vector<double>& rmaxes) {
+  for (Precision prec : {Precision::Float32, Precision::Float64}) {
+    const Set s = uniform(20000, 3, 0, 10, 11), t = uniform(15000, 3, -3, 13, 12);
+    const PointsView vs = s.view(), vt = t.view();
+    const std::vector<double> ws = weights_of(s.n(), false), wt = weights_of(t.n(), false);
+    const std::vector<double> rs = weights_of(s.n(), true), rt = weights_of(t.n(), true);
+    const double box[3] = {10, 10, 10}, mixed[3] = {10, 0, 10};
+    check_weighted("self periodic, masses", make_rdf(vs, nullptr, 300, 3.0, box, 3, prec), ws.data(), nullptr, gpu);
+    check_weighted("self periodic, charges", make_rdf(vs, nullptr, 300, 3.0, box, 3, prec), rs.data(), nullptr, gpu);
+    check_weighted("self r_max = L/2", make_rdf(vs, nullptr, 100, 5.0, box, 3, prec), rs.data(), nullptr, gpu);
+    check_weighted("self mixed box", make_rdf(vs, nullptr, 100, 1.0, mixed, 3, prec), rs.data(), nullptr, gpu);
+    check_weighted("self not periodic", make_rdf(vs, nullptr, 100, 1.0, nullptr, 0, prec), ws.data(), nullptr, gpu);
+    check_weighted("two sets periodic", make_rdf(vs, &vt, 200, 3.0, box, 3, prec), rs.data(), wt.data(), gpu);
+    check_weighted("two sets not periodic", make_rdf(vs, &vt, 200, 3.0, nullptr, 0, prec), ws.data(), rt.data(), gpu);
+    check_weighted("edges, two sets", make_rdf_edges(vs, &vt, {0, 0.1, 0.3, 0.9, 2.0, 4.5}, box, 3, prec),
+                   rs.data(), rt.data(), gpu);
+    check_weighted("global-memory histogram", make_rdf(vs, nullptr, 50000, 2.0, box, 3, prec), rs.data(), nullptr, gpu);
+  }
+  printf("%s: %d mismatching weighted case(s)\n", g_fail ? "FAIL" : "PASS", g_fail);
+  if (!path) return g_fail ? 1 : 0;
+  const Set s = atoms(path, 1000000);
+  const PointsView v = s.view();
+  const std::vector<double> w = weights_of(s.n(), false);
+  const double box[3] = {220, 220, 220};
+  auto cpu = make_cpu_engine();
+  const double allpairs = double(s.n()) * double(s.n() - 1) / 2;
+  printf("# weighted vs unweighted: %zu atoms, box 220 A periodic, 500 buckets, float32, weights "
+         "16/1/1 per water; CUDA median of 3 after 1 warm-up, CPU (16 threads) one run\n", s.n());
+  printf("%-6s %-10s %-5s %10s %10s %14s %s\n", "engine", "form", "r_max", "e2e_ms", "kernel_ms",
+         "allpairs/s", "equal");
+  for (double rm : rmaxes) {
+    const RdfProblem p = make_rdf(v, nullptr, 500, rm, box, 3, Precision::Float32);
+    WeightedCounts ref;
+    for (int eng = 0; eng < 2; ++eng) {
+      if (eng == 1 && !gpu) continue;
+      Engine* e = eng ? gpu : cpu.get();
+      for (int weighted = 0; weighted < 2; ++weighted) {
+        std::vector<double> e2e, kern;
+        WeightedCounts h;
+        // The CPU engine once (its counts are the reference), the CUDA engine 1 + 3 times.
+        const int reps = eng ? 4 : 1;
+        for (int rep = 0; rep < reps; ++rep) {
+          Control c;
+          c.threads = 16;
+          auto t0 = std::chrono::steady_clock::now();
+          if (weighted)
+            h = e->rdf_weighted(p, w.data(), nullptr, c);
+          else
+            h.pairs = e->rdf(p, c);
+          const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+          if (rep == 0 && reps > 1) continue;
+          e2e.push_back(ms);
+          kern.push_back(eng ? gpu_kernel_ms() : c.stats.kernel_s * 1e3);
+        }
+        bool equal = true;
+        if (weighted && eng == 0) ref = h;
+        if (weighted && eng == 1) equal = same_weighted(h, ref);
+        if (!weighted && !ref.pairs.empty()) equal = h.pairs == ref.pairs;
+        if (!equal) ++g_fail;
+        const double km = median3(kern);
+        printf("%-6s %-10s %-5.1f %10.2f %10.3f %14.4g %s\n", eng ? "cuda" : "cpu",
+               weighted ? "weighted" : "unweighted", rm, median3(e2e), km, allpairs / (km * 1e-3),
+               (weighted && eng == 0) ? "-" : (equal ? "yes" : "NO"));
+      }
+    }
+  }
+  return g_fail ? 1 : 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -273,6 +394,12 @@ int main(int argc, char** argv) {
       if (rm.empty()) rm = {15.0};
       return run_bench(gpu, argv[2], rm);
     }
+    if (mode == "weighted") {
+      std::vector<double> rm;
+      for (int i = 3; i < argc; ++i) rm.push_back(atof(argv[i]));
+      if (rm.empty()) rm = {15.0};
+      return run_weighted(gpu, argc > 2 ? argv[2] : nullptr, rm);
+    }
     if (mode == "counts" && argc > 6) {
       const Set s = atoms(argv[2], size_t(atoll(argv[3])));
       const PointsView v = s.view();
@@ -280,7 +407,7 @@ int main(int argc, char** argv) {
       RdfProblem p = make_rdf(v, nullptr, atoi(argv[5]), atof(argv[4]), box, 3, Precision::Float32);
       auto cpu = make_cpu_engine();
       Control c;
-      c.threads = 2;
+      c.threads = argc > 7 ? atoi(argv[7]) : 2;
       std::vector<double> ms;
       std::vector<uint64_t> h;
       for (int rep = 0; rep < 4; ++rep) {
@@ -292,7 +419,8 @@ int main(int argc, char** argv) {
       const std::vector<RdfRow> rows = rdf_rows(p, h);
       for (const RdfRow& r : rows) fprintf(f, "%.17g %.17g %llu %.17g\n", r.r_lo, r.r_hi, (unsigned long long)r.pairs, r.g);
       fclose(f);
-      printf("cpu engine, 2 threads, %zu atoms, r_max %s, %s buckets: median %.1f ms (runs:", s.n(), argv[4], argv[5], median3(ms));
+      printf("cpu engine, %d threads, %zu atoms, r_max %s, %s buckets: median %.1f ms (runs:", c.threads, s.n(), argv[4],
+             argv[5], median3(ms));
       for (double m : ms) printf(" %.1f", m);
       printf(")\n");
       return 0;
@@ -301,6 +429,6 @@ int main(int argc, char** argv) {
     fprintf(stderr, "error: %s\n", e.what());
     return 2;
   }
-  fprintf(stderr, "usage: bench_rdf check | bench ATOMS.csv [R_MAX...] | counts ATOMS.csv N R_MAX NB OUT\n");
+  fprintf(stderr, "usage: bench_rdf check | bench ATOMS.csv [R_MAX...] | counts ATOMS.csv N R_MAX NB OUT [THREADS] | weighted [ATOMS.csv [R_MAX...]]\n");
   return 2;
 }

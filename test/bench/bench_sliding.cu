@@ -4,7 +4,8 @@
 //   bench_sliding [runs] [sizes in M elements...]     default: 5 runs, 16M and 256M
 //   bench_sliding sweep [runs] [sizes...]             launch shapes of the sliding kernel
 //                                                     (threads x 16-byte vectors / min blocks,
-//                                                     tile ids: counter, " b" blockIdx.x)
+//                                                     " b": tile ids from blockIdx.x, " aD":
+//                                                     L2 prefetch D tiles ahead)
 //                                                     at 10 and 50 % kept
 //
 // For 16M and 256M elements of 4, 8 and 16 bytes (uint32, uint64, PairRecord) and selectivity
@@ -18,6 +19,7 @@
 //   cub If inplace  cub::DeviceSelect::If, in-place overload
 //   unique          sliding::unique_inplace      | cub Unique: cub::DeviceSelect::Unique
 //   partition       sliding::partition_inplace   | cub Partition: cub::DevicePartition::If
+//   ... aD          the same with an L2 prefetch distance of D tiles (kAheads)
 // GB/s counts bytes read plus bytes written once each, as the paper does: n * size read and
 // kept * size written for select / unique (both ours and CUB), n * size written for partition,
 // 2 * n * size for the copy (what moves through memory at least once, whatever the method
@@ -168,6 +170,16 @@ size_t cub_bytes(F f) {
   return b;
 }
 
+// L2 prefetch distances (tiles) timed beside the tuned one in the main table.
+constexpr int kAheads[] = {66, 99, 132};
+
+// Row name of a method with an L2 prefetch distance ("select a264").
+const char* ahead_name(const char* what, int a) {
+  static char name[64];
+  snprintf(name, sizeof name, "%s a%d", what, a);
+  return name;
+}
+
 template <typename T>
 void bench_type(size_t n, int runs, void* tmp, size_t tmp_cap) {
   const double S = double(sizeof(T)), MiB = 1048576.0;
@@ -213,6 +225,14 @@ void bench_type(size_t n, int runs, void* tmp, size_t tmp_cap) {
     // scratch of select / unique: the tile flags; partition: plus n elements for the rejected
     const double flags = double((n + tile_elems<T>() - 1) / tile_elems<T>() + 2) * 8;
     row("select", n, int(S), pct, t, arr + double(kept) * S, copy_gbs, (arr + flags) / MiB, kept);
+    for (int a : kAheads) {  // the tuned shape with an L2 prefetch distance of a tiles
+      t = time_ms(runs, s, restore, [&]() {
+        slide_async<T, SlideMode::Select>(d, n, keep, cnt, s, scr, a);
+      });
+      if (get(cnt) != kept) printf("MISMATCH select a%d\n", a);
+      row(ahead_name("select", a), n, int(S), pct, t, arr + double(kept) * S, copy_gbs,
+          (arr + flags) / MiB, kept);
+    }
     t = time_ms(runs, s, restore, [&]() {
       slide_async<T, SlideMode::Select, SlideSync::Adjacent>(d, n, keep, cnt, s, scr);
     });
@@ -247,6 +267,14 @@ void bench_type(size_t n, int runs, void* tmp, size_t tmp_cap) {
     if (get(cnt) != kept) printf("MISMATCH partition\n");
     row("partition", n, int(S), pct, t, 2 * arr, copy_gbs,
         (2 * arr + flags) / MiB, get(cnt));
+    for (int a : kAheads) {
+      t = time_ms(runs, s, restore, [&]() {
+        slide_async<T, SlideMode::Partition>(d, n, keep, cnt, s, scr, a);
+      });
+      if (get(cnt) != kept) printf("MISMATCH partition a%d\n", a);
+      row(ahead_name("partition", a), n, int(S), pct, t, 2 * arr, copy_gbs,
+          (2 * arr + flags) / MiB, get(cnt));
+    }
     b = cub_bytes([&](void* p, size_t& bb) {
       return cub::DevicePartition::If(p, bb, pristine, out, cnt, int64_t(n), keep, s);
     });
@@ -276,6 +304,14 @@ void bench_type(size_t n, int runs, void* tmp, size_t tmp_cap) {
     const unsigned long long uk = get(cnt);
     row("unique", n, int(S), pct, t, arr + double(uk) * S, copy_gbs,
         (arr + flags) / MiB, uk);
+    for (int a : kAheads) {
+      t = time_ms(runs, s, restore, [&]() {
+        slide_async<T, SlideMode::Unique>(d, n, KeyEq(), cnt, s, scr, a);
+      });
+      if (get(cnt) != uk) printf("MISMATCH unique a%d\n", a);
+      row(ahead_name("unique", a), n, int(S), pct, t, arr + double(uk) * S, copy_gbs,
+          (arr + flags) / MiB, get(cnt));
+    }
     b = cub_bytes([&](void* p, size_t& bb) {
       return cub::DeviceSelect::Unique(p, bb, pristine, out, cnt, int64_t(n), s);
     });
@@ -301,7 +337,8 @@ const char* ids_tag(SlideIds ids) { return ids == SlideIds::Counter ? "" : " b";
 // of the run heads at the same fraction in keys_heads).
 template <typename T, int THREADS, int VECS, int MINB, SlideIds IDS>
 void sweep_shape(size_t n, int runs, int pct, T* pristine, T* d, unsigned long long* cnt,
-                 cudaStream_t s, SlidingScratch& scr, double copy_gbs, uint32_t* keys_heads) {
+                 cudaStream_t s, SlidingScratch& scr, double copy_gbs, uint32_t* keys_heads,
+                 int ahead) {
   const double S = double(sizeof(T)), arr = double(n) * S;
   const KeepBelow<T> keep{uint32_t(double(pct) / 100.0 * 4294967296.0)};
   auto restore = [&]() {
@@ -317,28 +354,28 @@ void sweep_shape(size_t n, int runs, int pct, T* pristine, T* d, unsigned long l
   fill_random<T><<<grid, 256, 0, s>>>(pristine, n);
   double t = time_ms(runs, s, restore, [&]() {
     slide_async<T, SlideMode::Select, SlideSync::Lookback, THREADS, VECS, MINB, IDS>(
-        d, n, keep, cnt,
-                                                                                  s, scr);
+        d, n, keep, cnt, s, scr, ahead);
   });
   unsigned long long k = get();
-  snprintf(name, sizeof name, "select %dx%d/%d%s", THREADS, VECS, MINB, ids_tag(IDS));
+  snprintf(name, sizeof name, "select %dx%d/%d%s a%d", THREADS, VECS, MINB, ids_tag(IDS),
+           ahead);
   row(name, n, int(S), pct, t, arr + double(k) * S, copy_gbs, 0, k);
   t = time_ms(runs, s, restore, [&]() {
     slide_async<T, SlideMode::Partition, SlideSync::Lookback, THREADS, VECS, MINB, IDS>(
-        d, n, keep,
-                                                                                     cnt, s, scr);
+        d, n, keep, cnt, s, scr, ahead);
   });
   k = get();
-  snprintf(name, sizeof name, "partition %dx%d/%d%s", THREADS, VECS, MINB, ids_tag(IDS));
+  snprintf(name, sizeof name, "partition %dx%d/%d%s a%d", THREADS, VECS, MINB, ids_tag(IDS),
+           ahead);
   row(name, n, int(S), pct, t, 2 * arr, copy_gbs, 0, k);
   fill_from_keys<T><<<grid, 256, 0, s>>>(pristine, keys_heads, n);
   t = time_ms(runs, s, restore, [&]() {
     slide_async<T, SlideMode::Unique, SlideSync::Lookback, THREADS, VECS, MINB, IDS>(
-        d, n, KeyEq(),
-                                                                                  cnt, s, scr);
+        d, n, KeyEq(), cnt, s, scr, ahead);
   });
   k = get();
-  snprintf(name, sizeof name, "unique %dx%d/%d%s", THREADS, VECS, MINB, ids_tag(IDS));
+  snprintf(name, sizeof name, "unique %dx%d/%d%s a%d", THREADS, VECS, MINB, ids_tag(IDS),
+           ahead);
   row(name, n, int(S), pct, t, arr + double(k) * S, copy_gbs, 0, k);
 }
 
@@ -368,15 +405,21 @@ void sweep_type(size_t n, int runs, void* tmp, size_t tmp_cap) {
     });
     const double copy_gbs = 2.0 * double(n) * sizeof(T) / (t_copy * 1e-3) / 1e9;
     row("copy D2D", n, int(sizeof(T)), pct, t_copy, 2.0 * double(n) * sizeof(T), copy_gbs, 0, n);
-    // the tuned shape (cuda_tuning::kSlide*) with both sources of tile ids, and the other 64 KiB
-    // tile (512x8 / 256x16) with both
+    // the tuned shape (cuda_tuning::kSlide*), the other 64 KiB tile (512x8 / 256x16) at two
+    // blocks per SM, and 48 KiB tiles at three (256x12, 384x8), tile ids from blockIdx.x
     constexpr int TH = slide_threads<T>(), VE = slide_vecs<T>(), MB = slide_min_blocks<T>();
-    constexpr SlideIds C = SlideIds::Counter, B = SlideIds::Block;
-    sweep_shape<T, TH, VE, MB, C>(n, runs, pct, pristine, d, cnt, s, scr, copy_gbs, keys);
-    sweep_shape<T, TH, VE, MB, B>(n, runs, pct, pristine, d, cnt, s, scr, copy_gbs, keys);
+    constexpr SlideIds B = SlideIds::Block;
+    // (" aD": L2 prefetch D tiles ahead, 0 none)
+    for (int a : {0, 33, 66, 99, 132, 198})
+      sweep_shape<T, TH, VE, MB, slide_ids<T>()>(n, runs, pct, pristine, d, cnt, s, scr,
+                                                 copy_gbs, keys, a);
     constexpr int TH2 = TH == 512 ? 256 : 512, VE2 = TH == 512 ? 16 : 8;
-    sweep_shape<T, TH2, VE2, 2, C>(n, runs, pct, pristine, d, cnt, s, scr, copy_gbs, keys);
-    sweep_shape<T, TH2, VE2, 2, B>(n, runs, pct, pristine, d, cnt, s, scr, copy_gbs, keys);
+    for (int a : {0, 132})
+      sweep_shape<T, TH2, VE2, 2, B>(n, runs, pct, pristine, d, cnt, s, scr, copy_gbs, keys, a);
+    for (int a : {0, 99, 198}) {
+      sweep_shape<T, 256, 12, 3, B>(n, runs, pct, pristine, d, cnt, s, scr, copy_gbs, keys, a);
+      sweep_shape<T, 384, 8, 3, B>(n, runs, pct, pristine, d, cnt, s, scr, copy_gbs, keys, a);
+    }
   }
   CK(cudaFree(pristine));
   CK(cudaFree(d));

@@ -15,7 +15,9 @@
 # run's time split (gpu2bs_info) is printed, and every engine's labels are compared with the
 # first engine's, point for point, in each precision.
 # PG_RUNS (default 3) sets the number of ST_ClusterDBSCAN runs (median), AGREE=0 skips the
-# comparison with ST_ClusterDBSCAN's labels (one more run of it).
+# comparison with ST_ClusterDBSCAN's labels (one more run of it). FSCAN=1 also times the lean
+# form through the function scan (gpu2bs.enable_customscan = off: the rows go through a
+# tuplestore) beside the custom scan `gpu2bs dbscan`.
 # Usage: test/bench/dbscan.sh [N] [EPS] [MINPOINTS] [SEED]
 set -euo pipefail
 n=${1:-1000000}; eps=${2:-0.003}; minpoints=${3:-10}; seed=${4:-1}
@@ -102,6 +104,10 @@ for engine in $engines; do
     if [ "$prec" = float4 ]; then  # the lean form: the rows counted, no sort of the labels
       median3 "$set_dev SET gpu2bs.precision = $prec;" "SELECT count(*) || ' rows, ' || count(cluster) || ' clustered' FROM gpu_dbscan('bench_dbscan', $eps, $minpoints, '{x,y}')" 1
       echo "| gpu_dbscan ($prec), count(cluster) | $split | $n | $eps | $minpoints | $out | $med | $all |"
+      if [ "${FSCAN:-0}" = 1 ]; then  # the same through the function scan (tuplestore)
+        median3 "$set_dev SET gpu2bs.precision = $prec; SET gpu2bs.enable_customscan = off;" "SELECT count(*) || ' rows, ' || count(cluster) || ' clustered' FROM gpu_dbscan('bench_dbscan', $eps, $minpoints, '{x,y}')" 1
+        echo "| gpu_dbscan ($prec), count(cluster), function scan | $split | $n | $eps | $minpoints | $out | $med | $all |"
+      fi
     fi
     q -c "SET client_min_messages = warning; $set_dev SET gpu2bs.precision = $prec; DROP TABLE IF EXISTS lab_${engine}_$prec; CREATE TABLE lab_${engine}_$prec AS SELECT * FROM gpu_dbscan('bench_dbscan', $eps, $minpoints, '{x,y}')"
   done

@@ -6,7 +6,7 @@
 ATOMS.csv: id,x,y,z in Å (test/data/prepare.py atoms), replicated 2x2x2 with a shift of 110 Å
 and truncated to N atoms, box 220 Å periodic, as bench_rdf builds it. freud runs with
 normalization_mode='finite_size' (g = 2 P / (N (N - 1) / V * shell), the self form of gpu_rdf),
-THREADS threads; bench_rdf counts runs the CPU engine with 2 threads and writes its rows. Prints
+THREADS threads; bench_rdf counts runs the CPU engine with THREADS threads and writes its rows. Prints
 the timings (median of 3 after one warm-up), the largest difference of the counts and of g(r),
 and the same comparison with a numpy float64 reference (minimum image) on a 4,000-atom subset.
 The coordinates are multiples of 0.01 Å, so many pairs lie exactly on a bucket edge (w = 0.03 Å
@@ -64,7 +64,7 @@ def main():
             times.append(dt)
     freud_ms = sorted(times)[1]
     with tempfile.NamedTemporaryFile(suffix=".txt") as f:
-        out = subprocess.run([binary, "counts", atoms, str(n), str(r_max), str(nbins), f.name],
+        out = subprocess.run([binary, "counts", atoms, str(n), str(r_max), str(nbins), f.name, str(threads)],
                              check=True, capture_output=True, text=True).stdout.strip()
         rows = np.loadtxt(f.name)
     print(f"# {n} atoms, box {L} A periodic, r_max {r_max}, {nbins} bins")

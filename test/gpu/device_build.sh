@@ -4,7 +4,7 @@
 # with .device carried (pg15.tar.xz and pg-up.sh from ../shared/device/pg-bundle.sh, plus
 # pginc.tar.xz: `tar -C / -cJf .device/pginc.tar.xz usr/include/postgresql`).
 #   bash test/gpu/device_build.sh            then: bash test/gpu/device_suite.sh "STEPS"
-# Also builds test/gpu (test_gpu, bench_kernels). Logs under $OUT.
+# Also builds test/gpu (test_gpu, bench_kernels) unless EXT_ONLY=1. Logs under $OUT.
 set -uo pipefail
 OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
 if [ ! -x /opt/pg/usr/lib/postgresql/15/bin/postgres ]; then
@@ -20,6 +20,7 @@ make -j16 PG_CONFIG="$PG_CONFIG" CUDA_ARCH="-gencode=arch=compute_90,code=sm_90"
 rc=$?
 echo "extension build+install rc=$rc in $(( $(date +%s) - t0 )) s" | tee -a "$OUT/steps.log"
 [ $rc = 0 ] || { tail -40 "$OUT/build-ext.log"; exit 1; }
+[ "${EXT_ONLY:-0}" = 1 ] && exit 0  # the extension alone
 t0=$(date +%s)
 make -C test/gpu -j16 all bench >"$OUT/build-gpu-tests.log" 2>&1
 rc=$?

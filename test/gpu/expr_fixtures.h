@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "core/pair_expr.h"
 #include "kernels/expr/expr_gpu.h"
 
 namespace gpu2bs {
@@ -165,6 +166,48 @@ inline std::string angle_source(double scale = 1) {
          "  *value = acos(d)" + (scale == 1 ? std::string() : " * " + lit(scale)) + ";\n"
          "  return true;\n}\n";
 }
+// The same angular separation as an analyzed pair expression, as the SQL layer builds it for
+// acos(least(1, greatest(-1, a.x * b.x + a.y * b.y + a.z * b.z))) [* scale]; the generated
+// source (generate_pair_source) then also has the threshold table's gpu2bs_pair_inner and
+// gpu2bs_outer in float32.
+inline PairExpr angle_expr(double scale = 1) {
+  PairExpr e;
+  e.ncols[0] = e.ncols[1] = 3;
+  auto node = [&](ExprOp op, std::vector<int> args) {
+    ExprNode n;
+    n.op = op;
+    return e.add(n, args);
+  };
+  auto col = [&](int side, int c) {
+    ExprNode n;
+    n.op = ExprOp::Col;
+    n.side = uint8_t(side);
+    n.col = uint16_t(c);
+    return e.add(n);
+  };
+  auto cst = [&](double v) {
+    ExprNode n;
+    n.op = ExprOp::Const;
+    n.value = v;
+    return e.add(n);
+  };
+  int d = node(ExprOp::Mul, {col(0, 0), col(1, 0)});
+  d = node(ExprOp::Add, {d, node(ExprOp::Mul, {col(0, 1), col(1, 1)})});
+  d = node(ExprOp::Add, {d, node(ExprOp::Mul, {col(0, 2), col(1, 2)})});
+  const int one = cst(1), minus_one = cst(-1);
+  const int clamped = node(ExprOp::Least, {one, node(ExprOp::Greatest, {minus_one, d})});
+  int v = node(ExprOp::Acos, {clamped});
+  if (scale != 1) v = node(ExprOp::Mul, {v, cst(scale)});
+  e.value = v;
+  e.validate();
+  return e;
+}
+// Its generated source in the precision.
+inline std::string angle_generated(bool f32, double scale = 1) {
+  return generate_pair_source(angle_expr(scale), PairExprKind::Histogram,
+                              f32 ? Precision::Float32 : Precision::Float64);
+}
+
 template <typename T>
 inline T angle_dot(const Cols& a, int64_t i, const Cols& b, int64_t j) {
   T d = T(a.at(0, i)) * T(b.at(0, j)) + T(a.at(1, i)) * T(b.at(1, j)) +

@@ -2,6 +2,7 @@
 // compiled with NVRTC and run in the tile kernels, against CPU evaluations of the same
 // operations (bit for bit where the operations are IEEE-exact), the hand-written pair-count
 // engine, and float64 references; errors, NULLs, cancel, memory limits and the module cache.
+#include <functional>
 #include <set>
 
 #include "expr_fixtures.h"
@@ -642,6 +643,282 @@ TEST(ExprGpu, MemoryLimitTooSmall) {
     return manhattan_cpu<float>(x, i, y, k, 0.01f);
   }));
   EXPECT_EQ(cuda::engine_bytes_in_use(), 0u) << "device memory left allocated";
+}
+
+
+// Runs the job with the threshold table allowed (`on`) or turned off.
+Result run_table(const Job& j, bool on) {
+  exprgpu::detail::set_histogram_table(on);
+  Result r = run_job(j);
+  exprgpu::detail::set_histogram_table(true);
+  return r;
+}
+
+// The CPU engine's histogram of expression e (cpu_pair_expr) over a (self when b is null).
+std::vector<uint64_t> cpu_hist(const PairExpr& e, Precision prec, const Cols& a, const Cols* b,
+                               double lo, double hi, int nb) {
+  PairExprProblem p;
+  p.kind = PairExprKind::Histogram;
+  p.self = b == nullptr;
+  p.prec = prec;
+  auto side = [](const Cols& c) {
+    ExprSide s;
+    s.data = c.data.data();
+    s.nulls = c.nulls.empty() ? nullptr : c.nulls.data();
+    s.n = c.n;
+    s.ncols = c.ncols;
+    return s;
+  };
+  p.a = side(a);
+  if (b) p.b = side(*b);
+  p.expr = &e;
+  p.lo = lo;
+  p.hi = hi;
+  p.nbuckets = nb;
+  Ctl ctl;
+  return cpu_pair_expr(p, nullptr, ctl).hist;
+}
+
+// Sum of |x[k] - y[k]|: pairs counted in another bucket, twice.
+uint64_t moves(const std::vector<uint64_t>& x, const std::vector<uint64_t>& y) {
+  uint64_t m = 0;
+  for (size_t k = 0; k < x.size() && k < y.size(); ++k) m += x[k] > y[k] ? x[k] - y[k] : y[k] - x[k];
+  return m;
+}
+
+// (e) The threshold table: the generated angular histogram acos(least(1, greatest(-1, dot)))
+// in float32 buckets the dot product against thresholds derived on the device from the
+// module's own acos and bucket function. Its histogram equals, bucket for bucket, the one of
+// the same module source evaluating acos and width_bucket per pair (table off); the CPU engine
+// (glibc's acos) and the float64 reference differ only by pairs near an edge (within 8 ulp of
+// the angle, float32; the float64 GPU run has no table and is compared the same way).
+TEST(ExprGpu, AngularTableMatchesDirectCpuAndReference) {
+  REQUIRE_NVRTC();
+  const PairExpr e = angle_expr();
+  for (int nb : {1000, 100})
+    for (int64_t n : {1000, 2500}) {
+      const Cols a = unit_vectors(n, 1700 + n);
+      const Cols b = unit_vectors(n / 2 + 111, 1800 + n);
+      for (const Cols* bp : {(const Cols*)nullptr, &b})
+        for (bool f32 : {true, false}) {
+          Job j = make_job(Kind::Histogram, f32, a, bp, angle_generated(f32));
+          j.lo = 0;
+          j.hi = M_PI;
+          j.nbuckets = nb;
+          const Result t = run_table(j, true);
+          ASSERT_EQ(t.error, 0);
+          EXPECT_EQ(t.table, f32);
+          if (f32) {
+            EXPECT_TRUE(t.table_dec);
+            const Result d = run_table(j, false);
+            ASSERT_EQ(d.error, 0);
+            EXPECT_FALSE(d.table);
+            EXPECT_EQ(t.hist, d.hist) << "table vs direct, n=" << n << " nb=" << nb << (bp ? " a x b" : " self")
+                                      << ": " << first_diff(t.hist, d.hist);
+          }
+          // The same-precision host values (the dot product is IEEE-exact on both sides) and
+          // the float64 reference angles.
+          std::vector<uint64_t> want(size_t(nb), 0), ref(size_t(nb), 0);
+          uint64_t near = 0, near64 = 0;
+          const Cols& B = bp ? *bp : a;
+          for (int64_t i = 0; i < a.n; ++i)
+            for (int64_t k = bp ? 0 : i + 1; k < B.n; ++k) {
+              double v, ulp;
+              if (f32) {
+                v = double(float(std::acos(angle_dot<float>(a, i, B, k))));
+                ulp = std::ldexp(1.0, std::ilogb(float(v)) - 23);
+              } else {
+                v = std::acos(angle_dot<double>(a, i, B, k));
+                ulp = std::ldexp(1.0, std::ilogb(v) - 52);
+              }
+              const int bk = pg_bucket(v, 0, M_PI, nb);
+              if (bk >= 0 && bk < nb) ++want[size_t(bk)];
+              if (pg_bucket(v - 8 * ulp, 0, M_PI, nb) != pg_bucket(v + 8 * ulp, 0, M_PI, nb)) ++near;
+              // float64 reference: the exact-ish angle; the float32 result may differ from it by
+              // the rounding of the inputs and the dot product (|dd| <= 6 u) through acos.
+              const double d64 = angle_dot<double>(a, i, B, k);
+              const double r = std::acos(d64);
+              const int rk = pg_bucket(r, 0, M_PI, nb);
+              if (rk >= 0 && rk < nb) ++ref[size_t(rk)];
+              const double u = f32 ? std::ldexp(1.0, -24) : std::ldexp(1.0, -53);
+              const double s = std::sqrt(std::max(1e-300, 1 - d64 * d64));
+              const double tol = std::min(8 * u / s, std::sqrt(16 * u)) + 8 * ulp;
+              if (pg_bucket(r - tol, 0, M_PI, nb) != pg_bucket(r + tol, 0, M_PI, nb)) ++near64;
+            }
+          const uint64_t mv = moves(t.hist, want), mr = moves(t.hist, ref);
+          EXPECT_LE(mv, 2 * near) << (f32 ? "f32" : "f64") << " n=" << n << ": " << first_diff(t.hist, want);
+          EXPECT_LE(mr, 2 * near64) << (f32 ? "f32" : "f64") << " n=" << n << " vs float64 reference";
+          // The CPU engine on the same expression.
+          const std::vector<uint64_t> c =
+              cpu_hist(e, f32 ? Precision::Float32 : Precision::Float64, a, bp, 0, M_PI, nb);
+          const uint64_t mc = moves(t.hist, c);
+          EXPECT_LE(mc, 2 * near) << "CPU engine vs GPU " << (f32 ? "f32" : "f64") << " n=" << n;
+          printf("angular table %s n=%lld nb=%d %s: table %d, moves vs host %llu, vs CPU engine %llu, vs "
+                 "float64 %llu (near an edge: %llu, %llu)\n",
+                 f32 ? "f32" : "f64", (long long)n, nb, bp ? "a x b" : "self", int(t.table),
+                 (unsigned long long)mv, (unsigned long long)mc, (unsigned long long)mr,
+                 (unsigned long long)near, (unsigned long long)near64);
+        }
+    }
+}
+
+// One-column value F(a.c0 * b.c0) with b = {1}: g is a.c0 rounded to float32.
+PairExpr unary_of_product(const std::function<int(PairExpr&, int)>& f) {
+  PairExpr e;
+  e.ncols[0] = e.ncols[1] = 1;
+  const int g = ir_op(e, ExprOp::Mul, {ir_col(e, 0, 0), ir_col(e, 1, 0)});
+  e.value = f(e, g);
+  e.validate();
+  return e;
+}
+
+// (f) Values of g at, just below and just above every threshold of the table (read back from
+// the device), at +-0, +-1, +-inf, NaN, beyond the clamp, subnormal and uniform: the table's
+// histogram equals the direct one (acos and width_bucket per value) group by group, for the
+// clamped acos (non-increasing), degrees of it, and sqrt(greatest(0, g)) over [0, 2)
+// (non-decreasing; IEEE-exact, so the CPU engine's histogram is the same);
+// also with a value of 1e30 (no G2_SAFE: the checked g) and with NULLs (the direct fallback).
+TEST(ExprGpu, TableThresholdLatticeExact) {
+  REQUIRE_NVRTC();
+  struct Form {
+    const char* name;
+    std::function<int(PairExpr&, int)> f;
+    double lo, hi;
+    int nb;
+    bool dec;
+  };
+  auto clamp = [](PairExpr& e, int g) {
+    return ir_op(e, ExprOp::Least, {ir_const(e, 1), ir_op(e, ExprOp::Greatest, {ir_const(e, -1), g})});
+  };
+  const Form forms[] = {
+      {"acos clamp", [&](PairExpr& e, int g) { return ir_op(e, ExprOp::Acos, {clamp(e, g)}); }, 0, M_PI, 1000, true},
+      {"degrees acos clamp", [&](PairExpr& e, int g) { return ir_op(e, ExprOp::Degrees, {ir_op(e, ExprOp::Acos, {clamp(e, g)})}); },
+       0, 180, 360, true},
+      {"sqrt greatest", [&](PairExpr& e, int g) { return ir_op(e, ExprOp::Sqrt, {ir_op(e, ExprOp::Greatest, {ir_const(e, 0), g})}); },
+       0, 2, 999, false},
+      {"acos clamp, 7 buckets", [&](PairExpr& e, int g) { return ir_op(e, ExprOp::Acos, {clamp(e, g)}); }, 0.5, 2.5, 7, true},
+  };
+  Cols one;
+  one.ncols = 1;
+  one.n = 1;
+  one.data = {1.0};
+  for (const Form& fm : forms) {
+    const PairExpr e = unary_of_product(fm.f);
+    const std::string src = generate_pair_source(e, PairExprKind::Histogram, Precision::Float32);
+    ASSERT_NE(src.find("#define G2_INNER 1"), std::string::npos) << fm.name;
+    Cols probe;
+    probe.ncols = 1;
+    probe.n = 2;
+    probe.data = {0.25, -0.5};
+    Job pj = make_job(Kind::Histogram, true, probe, &one, src);
+    pj.lo = fm.lo;
+    pj.hi = fm.hi;
+    pj.nbuckets = fm.nb;
+    const Result pr = run_table(pj, true);
+    ASSERT_TRUE(pr.table) << fm.name;
+    EXPECT_EQ(pr.table_dec, fm.dec) << fm.name;
+    ASSERT_EQ(pr.thresholds.size(), size_t(fm.nb) + 3);
+    // Groups: at each threshold, 1..3 floats below, 1..3 above; then the specials.
+    for (int group = 0; group < 4; ++group) {
+      std::vector<double> v;
+      for (size_t w = 1; w + 1 < pr.thresholds.size(); ++w) {
+        float t = pr.thresholds[w];
+        if (t != t || std::isinf(t)) continue;
+        if (group == 0) v.push_back(t);
+        for (int s = 1; s <= 3 && group > 0 && group < 3; ++s) {
+          t = std::nextafter(t, group == 1 ? -INFINITY : INFINITY);
+          v.push_back(t);
+        }
+      }
+      if (group == 3) {
+        for (double x : std::initializer_list<double>{0.0, -0.0, 1.0, -1.0, INFINITY, -INFINITY, 1.5, -1.5, 1e-40, -1e-40, 3.0, 1e-20})
+          v.push_back(x);
+        if (fm.dec) v.push_back(NAN);  // acos(least(1, greatest(-1, NaN))) = acos(1)
+        std::mt19937_64 rng(11);
+        std::uniform_real_distribution<double> u(-1.1, 1.1);
+        for (int k = 0; k < 20000; ++k) v.push_back(u(rng));
+      }
+      for (int variant = 0; variant < 3; ++variant) {
+        Cols a;
+        a.ncols = 1;
+        a.n = int64_t(v.size());
+        a.data = v;
+        if (variant == 1) a.data.push_back(1e30), ++a.n;  // no G2_SAFE
+        if (variant == 2) {
+          a.nulls.assign(a.data.size(), 0);
+          for (size_t k = 0; k < a.nulls.size(); k += 7) a.nulls[k] = 1;
+        }
+        Job j = make_job(Kind::Histogram, true, a, &one, src);
+        j.lo = fm.lo;
+        j.hi = fm.hi;
+        j.nbuckets = fm.nb;
+        for (int copies : {0, -1}) {
+          forced().sdh_copies = copies;
+          const Result t = run_table(j, true), d = run_table(j, false);
+          ASSERT_EQ(t.error, 0) << fm.name;
+          ASSERT_EQ(d.error, 0) << fm.name;
+          EXPECT_TRUE(t.table) << fm.name;
+          EXPECT_FALSE(d.table);
+          EXPECT_EQ(t.hist, d.hist) << fm.name << " group " << group << " variant " << variant << " copies "
+                                    << copies << ": " << first_diff(t.hist, d.hist);
+          EXPECT_EQ(t.count, d.count);
+        }
+        forced().sdh_copies = 0;
+      }
+      // sqrt(greatest(0, g)) is IEEE-exact: the CPU engine gives the same buckets.
+      if (!fm.dec) {
+        Cols a;
+        a.ncols = 1;
+        a.n = int64_t(v.size());
+        a.data = v;
+        Job j = make_job(Kind::Histogram, true, a, &one, src);
+        j.lo = fm.lo;
+        j.hi = fm.hi;
+        j.nbuckets = fm.nb;
+        EXPECT_EQ(run_table(j, true).hist, cpu_hist(e, Precision::Float32, a, &one, fm.lo, fm.hi, fm.nb))
+            << fm.name << ": CPU engine, group " << group;
+      }
+    }
+  }
+}
+
+// (g) Where F is not monotone (cos), or raises for some float (acos without the clamp), the
+// device check fails and the call runs without the table (and raises as PostgreSQL does for a
+// pair whose acos argument is out of range).
+TEST(ExprGpu, TableCheckFallsBack) {
+  REQUIRE_NVRTC();
+  Cols one;
+  one.ncols = 1;
+  one.n = 1;
+  one.data = {1.0};
+  const Cols a = uniform_cols(3000, 1, 77, -1, 1);
+  for (int form = 0; form < 2; ++form) {
+    const PairExpr e = unary_of_product([&](PairExpr& x, int g) {
+      return ir_op(x, form == 0 ? ExprOp::Cos : ExprOp::Acos, {g});
+    });
+    const std::string src = generate_pair_source(e, PairExprKind::Histogram, Precision::Float32);
+    ASSERT_NE(src.find("#define G2_INNER 1"), std::string::npos);
+    Job j = make_job(Kind::Histogram, true, a, &one, src);
+    j.lo = 0;
+    j.hi = M_PI;
+    j.nbuckets = 100;
+    const Result t = run_table(j, true), d = run_table(j, false);
+    ASSERT_EQ(t.error, 0);
+    EXPECT_FALSE(t.table) << "form " << form;
+    EXPECT_EQ(t.hist, d.hist);
+    uint64_t sum = 0;
+    for (uint64_t h : t.hist) sum += h;
+    EXPECT_EQ(sum, 3000u);
+    if (form == 1) {
+      Cols out = a;
+      out.data[17] = 1.5;
+      Job jo = make_job(Kind::Histogram, true, out, &one, src);
+      jo.lo = 0;
+      jo.hi = M_PI;
+      jo.nbuckets = 100;
+      EXPECT_EQ(run_table(jo, true).error, int(ExprFault::InputOutOfRange));
+    }
+  }
 }
 
 }  // namespace

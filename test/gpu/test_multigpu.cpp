@@ -208,12 +208,18 @@ TEST(MultiGpu, JoinInSlabsUnderSmallBudget) {
       Ctl small;
       const uint64_t core = split::join_core_bytes(a.n(), self ? 0 : b.n(), self, 2, prec);
       small.device_memory_limit = size_t(core / 2);  // a quarter for the points, a quarter for banks
+      cuda::reset_engine_peak_bytes();
       const auto js = join_with(small, a, bp, eps, prec);
       EXPECT_GE(small.stats.slabs, 4u) << pname(prec) << (self ? " self" : " a x b");
+      // Buffers kept from sub-join to sub-join count against the budget: never above it.
+      EXPECT_LE(cuda::engine_peak_bytes(), small.device_memory_limit) << pname(prec);
+      EXPECT_GT(cuda::last_run().kept_hits, 0u) << pname(prec) << ": no buffer was reused";
       EXPECT_TRUE(js == j1) << pname(prec) << (self ? " self" : " a x b") << ": " << first_diff(js, j1);
       SharedCtl many(2);  // and over two emulated devices under the same limit per share
       many.device_memory_limit = 2 * small.device_memory_limit;
+      cuda::reset_engine_peak_bytes();
       const auto jm = join_with(many, a, bp, eps, prec);
+      EXPECT_LE(cuda::engine_peak_bytes(), many.device_memory_limit) << pname(prec);
       EXPECT_TRUE(jm == j1) << pname(prec) << (self ? " self" : " a x b") << ": " << first_diff(jm, j1);
     }
   EXPECT_EQ(cuda::engine_bytes_in_use(), 0u);

@@ -3,7 +3,8 @@
 // (core/sliding.h) / the standard library, bit for bit: 4-, 8- and 16-byte elements (PairRecord),
 // empty, 1 element, all kept, none kept, sizes around the tile, millions of elements (far more
 // tiles than resident blocks), arrays not aligned to 16 bytes, both synchronizations, tile ids
-// from the atomic counter and from blockIdx.x, the device-count variants, a scratch
+// from the atomic counter and from blockIdx.x, L2 prefetch distances (a hint: results unchanged,
+// tiles prefetched from the next to past the last), the device-count variants, a scratch
 // reused across calls (its flags carry an epoch per launch and are zeroed only when the epochs
 // wrap: EpochWrap) and one allocated through a Call. Skips without a GPU.
 #include <gtest/gtest.h>
@@ -16,6 +17,7 @@
 #include <cstring>
 #include <random>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "core/engine.h"
@@ -137,13 +139,15 @@ size_t run_cub(F f) {
 
 // Every primitive on one input, against CUB, the CPU counterpart and std.
 template <typename T, SlideSync SYNC, SlideIds IDS = slide_ids<T>()>
-void check_case(size_t n, uint32_t keep_below, bool runs, uint64_t seed, SlidingScratch& scr) {
+void check_case(size_t n, uint32_t keep_below, bool runs, uint64_t seed, SlidingScratch& scr,
+                int ahead = -1) {
   const auto in = make_input<T>(n, 100, seed, runs);
   const KeepBelow<T> keep{keep_below};
   const std::string tag = "n=" + std::to_string(n) + " keep<" + std::to_string(keep_below) +
                           (runs ? " runs" : "") + " size=" + std::to_string(sizeof(T)) +
                           (SYNC == SlideSync::Adjacent ? " adjacent" : " lookback") +
-                          (IDS == SlideIds::Counter ? " counter ids" : " blockIdx ids");
+                          (IDS == SlideIds::Counter ? " counter ids" : " blockIdx ids") +
+                          " ahead=" + std::to_string(ahead);
   Dev<T> src(n), d(n), out(n);
   src.put(in);
   cudaStream_t s = nullptr;
@@ -162,7 +166,7 @@ void check_case(size_t n, uint32_t keep_below, bool runs, uint64_t seed, Sliding
     d.put(in);
     unsigned long long* c =
         slide_async<T, SlideMode::Select, SYNC, slide_threads<T>(), slide_vecs<T>(),
-                    slide_min_blocks<T>(), IDS>(d.p, n, keep, nullptr, s, scr);
+                    slide_min_blocks<T>(), IDS>(d.p, n, keep, nullptr, s, scr, ahead);
     const size_t k = read_count(c, s, scr);
     EXPECT_EQ(k, want.size()) << tag;
     EXPECT_TRUE(same(d.get(k), want)) << "select " << tag;
@@ -183,7 +187,7 @@ void check_case(size_t n, uint32_t keep_below, bool runs, uint64_t seed, Sliding
     d.put(in);
     const size_t k = read_count(
         slide_async<T, SlideMode::Unique, SYNC, slide_threads<T>(), slide_vecs<T>(),
-                    slide_min_blocks<T>(), IDS>(d.p, n, KeyEq(), nullptr, s, scr), s, scr);
+                    slide_min_blocks<T>(), IDS>(d.p, n, KeyEq(), nullptr, s, scr, ahead), s, scr);
     EXPECT_EQ(k, want.size()) << tag;
     EXPECT_TRUE(same(d.get(k), want)) << "unique " << tag;
     auto h = in;
@@ -206,7 +210,7 @@ void check_case(size_t n, uint32_t keep_below, bool runs, uint64_t seed, Sliding
     d.put(in);
     const size_t k = read_count(
         slide_async<T, SlideMode::Partition, SYNC, slide_threads<T>(), slide_vecs<T>(),
-                    slide_min_blocks<T>(), IDS>(d.p, n, keep, nullptr, s, scr), s, scr);
+                    slide_min_blocks<T>(), IDS>(d.p, n, keep, nullptr, s, scr, ahead), s, scr);
     EXPECT_EQ(k, wn) << tag;
     EXPECT_TRUE(same(d.get(n), want)) << "partition " << tag;
     auto h = in;
@@ -242,8 +246,17 @@ void check_sizes(uint64_t seed) {
       check_case<T, SlideSync::Lookback, SlideIds::Counter>(n, keep, false, seed + n + keep, scr);
       check_case<T, SlideSync::Lookback, SlideIds::Block>(n, keep, false, seed + n + keep, scr);
     }
+  // L2 prefetch distances (a hint: the same results), tiles from the first to past the last
+  for (size_t n : {t + 1, 3 * t + 17, size_t(1000003), size_t(9000011)})
+    for (int ahead : {1, 2, 264})
+      for (uint32_t keep : {10u, 50u}) {
+        check_case<T, SlideSync::Lookback>(n, keep, false, seed + n + keep, scr, ahead);
+        check_case<T, SlideSync::Lookback, SlideIds::Counter>(n, keep, false, seed + n + keep,
+                                                              scr, ahead);
+      }
   for (size_t n : {size_t(1), t + 1, size_t(1000003)}) {
     check_case<T, SlideSync::Lookback>(n, 50, true, seed + 7 * n, scr);
+    check_case<T, SlideSync::Lookback>(n, 50, true, seed + 7 * n, scr, 3);
     check_case<T, SlideSync::Lookback, SlideIds::Counter>(n, 50, true, seed + 7 * n, scr);
     check_case<T, SlideSync::Lookback, SlideIds::Block>(n, 50, true, seed + 7 * n, scr);
     check_case<T, SlideSync::Adjacent>(n, 50, true, seed + 7 * n, scr);
@@ -268,7 +281,15 @@ TEST(Sliding, PairRecord) {
 // elements, off = 1 .. 16 / sizeof(T) - 1, sizes shorter than a chunk, around the tile and
 // many tiles; the elements outside [d, d + n) must stay untouched.
 template <typename T>
-void check_offsets(uint64_t seed) {
+void check_offsets(uint64_t seed, int ahead) {
+  // one pass of MODE with the tuned shape and L2 prefetch distance `ahead`; returns its count
+  auto pass = [ahead](auto mode, T* d, size_t n, auto f, cudaStream_t s, SlidingScratch& scr) {
+    return read_count(slide_async<T, decltype(mode)::value>(d, n, f, nullptr, s, scr, ahead), s,
+                      scr);
+  };
+  using Sel = std::integral_constant<SlideMode, SlideMode::Select>;
+  using Uni = std::integral_constant<SlideMode, SlideMode::Unique>;
+  using Par = std::integral_constant<SlideMode, SlideMode::Partition>;
   constexpr size_t V = 16 / sizeof(T);
   const size_t t = tile_elems<T>();
   SlidingScratch scr;
@@ -277,7 +298,8 @@ void check_offsets(uint64_t seed) {
     for (size_t n : {size_t(1), size_t(2), size_t(3), size_t(5), t - 1, t + 1, 3 * t + 17,
                      size_t(1000003)})
       for (uint32_t keep_below : {0u, 20u, 50u, 90u, 100u}) {
-        const std::string tag = "off=" + std::to_string(off) + " n=" + std::to_string(n) +
+        const std::string tag = "off=" + std::to_string(off) + " ahead=" + std::to_string(ahead) +
+                                " n=" + std::to_string(n) +
                                 " keep<" + std::to_string(keep_below) +
                                 " size=" + std::to_string(sizeof(T));
         const auto in = make_input<T>(n, 100, seed + n + keep_below + off, false);
@@ -303,7 +325,7 @@ void check_offsets(uint64_t seed) {
           std::vector<T> want;
           std::copy_if(in.begin(), in.end(), std::back_inserter(want), keep);
           load(in);
-          const size_t k = select_inplace(d, n, keep, s, scr);
+          const size_t k = pass(Sel(), d, n, keep, s, scr);
           EXPECT_EQ(k, want.size()) << tag;
           auto got = check_guard("select ");
           got.resize(std::min(k, n));
@@ -313,7 +335,7 @@ void check_offsets(uint64_t seed) {
           auto want = runs;
           want.resize(size_t(std::unique(want.begin(), want.end(), KeyEq()) - want.begin()));
           load(runs);
-          const size_t k = unique_inplace(d, n, KeyEq(), s, scr);
+          const size_t k = pass(Uni(), d, n, KeyEq(), s, scr);
           EXPECT_EQ(k, want.size()) << tag;
           auto got = check_guard("unique ");
           got.resize(std::min(k, n));
@@ -324,7 +346,7 @@ void check_offsets(uint64_t seed) {
           const size_t wn =
               size_t(std::stable_partition(want.begin(), want.end(), keep) - want.begin());
           load(in);
-          const size_t k = partition_inplace(d, n, keep, s, scr);
+          const size_t k = pass(Par(), d, n, keep, s, scr);
           EXPECT_EQ(k, wn) << tag;
           EXPECT_TRUE(same(check_guard("partition "), want)) << "partition " << tag;
         }
@@ -333,11 +355,13 @@ void check_offsets(uint64_t seed) {
 
 TEST(Sliding, MisalignedUint32) {
   REQUIRE_GPU();
-  check_offsets<uint32_t>(21);
+  check_offsets<uint32_t>(21, -1);
+  check_offsets<uint32_t>(23, 1);
 }
 TEST(Sliding, MisalignedUint64) {
   REQUIRE_GPU();
-  check_offsets<unsigned long long>(22);
+  check_offsets<unsigned long long>(22, -1);
+  check_offsets<unsigned long long>(24, 1);
 }
 
 // Many tiles (tens of thousands of blocks, far more than are resident), 16-byte records, long

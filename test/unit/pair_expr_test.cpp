@@ -312,6 +312,66 @@ TEST(PairExpr, GeneratedCountKey) {
   EXPECT_NE(s.find("gpu2bs_raise(f); return false;"), std::string::npos) << s;
 }
 
+// A float32 histogram of F(g), F a chain of one-operand nodes over an inner g (here
+// acos(least(1, greatest(-1, dot)))), gets gpu2bs_pair_inner (g) and gpu2bs_outer (F of its
+// argument x), with a G2_SAFE variant of g without the checks that cannot fire for inputs within
+// 2^+-kPairExprSafeExponent; float64, other kinds and a value that is itself the inner node do
+// not.
+TEST(PairExpr, GeneratedThresholdTableFunctions) {
+  auto angular = [](bool with_case) {
+    PairExpr e;
+    e.ncols[0] = e.ncols[1] = 3;
+    int d = -1;
+    for (int k = 0; k < 3; ++k) {
+      const int m = op(e, ExprOp::Mul, {col(e, 0, k), col(e, 1, k)});
+      d = d < 0 ? m : op(e, ExprOp::Add, {d, m});
+    }
+    int c = op(e, ExprOp::Least, {cst(e, 1), op(e, ExprOp::Greatest, {cst(e, -1), d})});
+    if (with_case) {
+      ExprNode n;
+      n.op = ExprOp::Case;
+      c = e.add(n, {cmp(e, CmpOp::Gt, d, cst(e, 0)), c, d});
+    }
+    e.value = op(e, ExprOp::Acos, {c});
+    return e;
+  };
+  const PairExpr e = angular(false);
+  const std::string s = generate_pair_source(e, PairExprKind::Histogram, Precision::Float32);
+  EXPECT_NE(s.find("#define G2_INNER 1\n#define G2_INNER_NONNEG 0"), std::string::npos) << s;
+  EXPECT_NE(s.find("int gpu2bs_pair_inner(const Row& a, const Row& b, real* x)"), std::string::npos);
+  EXPECT_NE(s.find("int gpu2bs_outer(real x, bool xnull, real* value)"), std::string::npos);
+  EXPECT_NE(s.find("#if G2_SAFE"), std::string::npos);
+  EXPECT_NE(s.find("v2 = G2X_MUL(v0, v1);"), std::string::npos) << s;  // unchecked under G2_SAFE
+  EXPECT_NE(s.find("g2x_mul(v0, v1, f)"), std::string::npos);          // checked otherwise
+  EXPECT_NE(s.find("g2x_acos("), std::string::npos);
+  EXPECT_EQ(s.find("a.c"), std::string::npos);
+  EXPECT_EQ(generate_pair_source(e, PairExprKind::Histogram, Precision::Float64).find("G2_INNER"), std::string::npos);
+  EXPECT_EQ(generate_pair_source(e, PairExprKind::Sum, Precision::Float32).find("G2_INNER"), std::string::npos);
+  // A CASE stops the chain: it is g itself (computed per pair), F = acos.
+  const std::string cs = generate_pair_source(angular(true), PairExprKind::Histogram, Precision::Float32);
+  EXPECT_NE(cs.find("G2_INNER 1"), std::string::npos);
+  EXPECT_EQ(cs.find("g2x_acos(", cs.find("gpu2bs_pair_inner")), cs.find("g2x_acos(", cs.find("gpu2bs_outer(real")));
+  // sqrt of a sum of squares: g is the sum, never negative nor -0 (the check's domain [+0, inf]).
+  PairExpr q;
+  q.ncols[0] = q.ncols[1] = 2;
+  int x = -1;
+  for (int k = 0; k < 2; ++k) {
+    const int t = op(q, ExprOp::Pow, {op(q, ExprOp::Sub, {col(q, 0, k), col(q, 1, k)}), cst(q, 2.0)});
+    x = x < 0 ? t : op(q, ExprOp::Add, {x, t});
+  }
+  q.value = op(q, ExprOp::Sqrt, {x});
+  const std::string r = generate_pair_source(q, PairExprKind::Histogram, Precision::Float32);
+  EXPECT_NE(r.find("#define G2_INNER_NONNEG 1"), std::string::npos) << r;
+  // The value itself is a column: nothing to factor out.
+  PairExpr c1;
+  c1.ncols[0] = c1.ncols[1] = 1;
+  c1.value = col(c1, 0, 0);
+  EXPECT_EQ(generate_pair_source(c1, PairExprKind::Histogram, Precision::Float32).find("G2_INNER"), std::string::npos);
+  int depth = 0;
+  for (char ch : s) depth += ch == '{' ? 1 : ch == '}' ? -1 : 0;
+  EXPECT_EQ(depth, 0);
+}
+
 TEST(PairExpr, WidthBucketAsPostgres15) {
   // PostgreSQL 15: count * (v - lo) / (hi - lo) + 1, truncated (not the quotient first).
   EXPECT_EQ(pair_expr_bucket(3.7517142857142853, 1.5, 4.1269999999999998, 14) + 1, 12);

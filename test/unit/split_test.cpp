@@ -53,6 +53,25 @@ class Collect : public PairSink {
   bool self_;
 };
 
+// Forwards pairs with their positions replaced by the points' input indices.
+class IndexSink : public PairSink {
+ public:
+  IndexSink(PairSink& out, const uint32_t* ia, const uint32_t* ib) : out_(out), ia_(ia), ib_(ib) {}
+  void consume(const PairRecord* p, size_t n) override {
+    std::vector<PairRecord> v(p, p + n);
+    for (auto& r : v) {
+      r.i = ia_[r.i];
+      r.j = ib_[r.j];
+    }
+    out_.consume(v.data(), n);
+  }
+
+ private:
+  PairSink& out_;
+  const uint32_t* ia_;
+  const uint32_t* ib_;
+};
+
 // Runs `p` in memory and in `slabs` slabs on the CPU engine; expects the same pairs and bits,
 // and the float64 reference's pairs for float64.
 void expect_slab_join_equal(const ref::Points& a, const ref::Points* b, double eps, Precision prec,
@@ -72,6 +91,20 @@ void expect_slab_join_equal(const ref::Points& a, const ref::Points* b, double e
   EXPECT_EQ(parts.duplicates, 0u) << "slabs " << slabs;
   EXPECT_EQ(whole.pairs.size(), parts.pairs.size()) << "slabs " << slabs;
   EXPECT_TRUE(whole.pairs == parts.pairs) << "slabs " << slabs;
+  // An engine that emits the sub-problems' PointsView::index values (as the GPU join does),
+  // emulated by mapping the CPU engine's positions through them: the same pairs, unmapped here.
+  Collect mapped(p.self);
+  split::slab_simjoin(
+      p, plan, mapped,
+      [&](const SimjoinProblem& sub, PairSink& out) {
+        EXPECT_NE(sub.a.index, nullptr);
+        EXPECT_NE(sub.b.index, nullptr);
+        IndexSink by_index(out, sub.a.index, sub.b.index);
+        cpu->simjoin(sub, by_index, ctl);
+      },
+      true);
+  EXPECT_EQ(mapped.duplicates, 0u) << "slabs " << slabs;
+  EXPECT_TRUE(whole.pairs == mapped.pairs) << "slabs " << slabs;
   if (prec == Precision::Float64) {
     const ref::JoinRef want = ref::simjoin(a, b, eps, prec);
     size_t missing = 0;
@@ -285,6 +318,42 @@ TEST(Split, SlabJoinKeepsMaxPairs) {
   Collect every(true);
   split::slab_simjoin(exact, split::plan_slabs(exact, 4), every, run);
   EXPECT_EQ(every.pairs.size(), all.pairs.size());
+}
+
+// The cuts are the order statistics at n k / slabs of the axis coordinate, whether selected at
+// once (plan_slabs) or level by level while the budget's slab count is searched.
+TEST(Split, SlabCutsAreQuantiles) {
+  auto a = ref::uniform(30000, 2, 17);
+  for (auto& x : a.c[0]) x = std::floor(x * 500) / 500;  // repeated values: equal cuts
+  const SimjoinProblem p = make_simjoin(a.view(), nullptr, 0.001, Precision::Float32, 0);
+  const int axis = split::plan_slabs(p, 2).axis;
+  std::vector<double> sorted(a.c[size_t(axis)]);
+  std::sort(sorted.begin(), sorted.end());
+  auto expect_quantiles = [&](const split::SlabPlan& plan) {
+    const size_t S = plan.slabs.size(), n = sorted.size();
+    ASSERT_EQ(plan.cuts.size() + 1, S);
+    for (size_t k = 1; k < S; ++k) EXPECT_EQ(plan.cuts[k - 1], sorted[n * k / S]) << "slabs " << S << " cut " << k;
+  };
+  for (int slabs : {2, 3, 5, 8, 64, 1000}) expect_quantiles(split::plan_slabs(p, slabs));
+  const uint64_t core = split::join_core_bytes(p.a.n, 0, true, 2, p.prec);
+  const uint64_t fixed = split::join_core_bytes(0, 0, true, 2, p.prec);
+  for (uint64_t div : {3, 8, 40}) {
+    // Half for the banks (budgets below 128 MiB), the other half a 1/div share of the points.
+    const uint64_t budget = 2 * (fixed + (core - fixed) / div);
+    const split::SlabPlan plan = split::plan_slabs_for_budget(p, budget);
+    ASSERT_GT(plan.slabs.size(), 1u) << "budget 1/" << div;
+    expect_quantiles(plan);
+    // The fewest slabs (a power of two) that fit: half as many do not.
+    const uint64_t avail = budget - std::min<uint64_t>(split::kJoinMinBankBytes, budget / 2);
+    if (plan.slabs.size() > 2) {
+      const split::SlabPlan fewer = split::plan_slabs(p, int(plan.slabs.size() / 2));
+      uint64_t need = 0;
+      for (const auto& sl : fewer.slabs)
+        need = std::max({need, split::join_core_bytes(sl.own.size(), 0, true, 2, p.prec),
+                         split::join_core_bytes(sl.own.size(), sl.halo.size(), false, 2, p.prec)});
+      EXPECT_GT(need, avail) << "budget 1/" << div;
+    }
+  }
 }
 
 TEST(Split, SlabsForBudget) {

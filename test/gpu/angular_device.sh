@@ -1,0 +1,66 @@
+#!/usr/bin/env bash
+# Device run of the angular histogram work (kernels/expr/, the threshold table): builds test/gpu's
+# test_gpu and bench_expr (or takes PREBUILT=<dir> with both), runs the ExprGpu tests,
+# bench_expr hist (the Hipparcos stars of .devdata with G2_STARS; the generated float32
+# histograms to $OUT/hist-*.txt) and bench_expr programs (cold compiles), then TreeCorr's
+# NNCorrelation on the same stars (wheels from WHEELS=<dir>, installed without network) with
+# test/bench/angular_treecorr.py, compared with the GPU histogram. Logs under $OUT.
+#   OUT=/tmp/o WHEELS=../.angular15-whl bash test/gpu/angular_device.sh
+# SKIP=<words>: leaves out steps (build tests hist programs treecorr slop0). Each step stops at
+# DEADLINE seconds after the start (default 570).
+set -uo pipefail
+OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
+T0=$(date +%s)
+DEADLINE=${DEADLINE:-570}
+SKIP=${SKIP:-}
+left() { echo $(( DEADLINE - ($(date +%s) - T0) )); }
+skip() { case " $SKIP " in *" $1 "*) return 0 ;; esac; return 1; }
+# Runs "$@" with at most min(max, time left) seconds; logs its rc and time to steps.log.
+step() {
+  local name=$1 max=$2 log=$3; shift 3
+  local l; l=$(left); [ "$l" -lt "$max" ] && max=$l
+  if [ "$max" -le 5 ]; then echo "$name: skipped (no time left)" | tee -a "$OUT/steps.log"; return; fi
+  local t=$(date +%s)
+  timeout "$max" "$@" >"$log" 2>&1
+  local rc=$?
+  echo "$name rc=$rc in $(( $(date +%s) - t )) s $(grep -E '^\[  (PASSED|FAILED)' "$log" | tr '\n' ' ')" | tee -a "$OUT/steps.log"
+}
+export PATH=/usr/local/cuda/bin:$PATH
+{ date -u; nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv; nproc; cat COMMIT 2>/dev/null; python3 --version; } >"$OUT/steps.log" 2>&1
+B=test/gpu/build
+if [ -n "${PREBUILT:-}" ]; then
+  B=$PREBUILT
+elif ! skip build; then
+  step "build test_gpu bench_expr" 300 "$OUT/build.log" make -C test/gpu -j16 build/test_gpu build/bench_expr
+fi
+if ! skip tests; then
+  step "test_gpu ExprGpu.*" 200 "$OUT/test_expr.log" $B/test_gpu --gtest_filter='ExprGpu.*'
+fi
+STARS=.devdata/stars3d.csv.gz
+[ -f "$STARS" ] || STARS=../.devdata/stars3d.csv.gz
+if ! skip hist; then
+  step "bench_expr hist 3" 200 "$OUT/bench_hist.log" env G2_STARS="$STARS" G2_HIST_OUT="$OUT/hist" $B/bench_expr hist 3
+fi
+if ! skip programs; then
+  step "bench_expr programs 3" 200 "$OUT/bench_programs.log" $B/bench_expr programs 3
+fi
+if ! skip treecorr && [ -n "${WHEELS:-}" ]; then
+  {
+    python3 -c 'import numpy; print("numpy", numpy.__version__, "present")' ||
+      pip install --no-index --no-deps --target=/tmp/tcpy "$WHEELS"/numpy-*.whl
+    pip install --no-index --no-deps --target=/tmp/tcpy "$WHEELS"/treecorr-*.whl "$WHEELS"/lsstdesc_coord-*.whl \
+      "$WHEELS"/pyyaml-*.whl "$WHEELS"/pybind11-*.whl
+  } >"$OUT/treecorr_install.log" 2>&1
+  export PYTHONPATH=/tmp/tcpy${PYTHONPATH:+:$PYTHONPATH}
+  step "treecorr bin_slop 1" 150 "$OUT/treecorr.log" python3 test/bench/angular_treecorr.py "$STARS" 1000 "$(nproc)" 1 "$OUT/hist-stars.txt"
+  if ! skip slop0; then
+    step "treecorr bin_slop 0" ${SLOP0_MAX:-60} "$OUT/treecorr_slop0.log" python3 test/bench/angular_treecorr.py "$STARS" 1000 "$(nproc)" 0 "$OUT/hist-stars.txt"
+  fi
+fi
+if [ -z "${PREBUILT:-}" ] && [ -x $B/test_gpu ] && [ -n "${KEEP_BUILD:-}" ]; then
+  # The objects (a later run rebuilds what changed) and the stripped binaries.
+  (cd test/gpu && tar -czf "$OUT/objs.tgz" build/*.o && mkdir -p /tmp/bins && cp build/test_gpu build/bench_expr /tmp/bins/ &&
+   strip /tmp/bins/* && tar -C /tmp -czf "$OUT/bins.tgz" bins)
+  ls -la "$OUT"/*.tgz >>"$OUT/steps.log"
+fi
+echo "done at $(( $(date +%s) - T0 )) s" >>"$OUT/steps.log"

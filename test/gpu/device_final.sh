@@ -1,0 +1,59 @@
+#!/usr/bin/env bash
+# The GPU pass of a merged tree in two device calls on one warm machine (build outputs and the
+# installed extension stay between the calls), from the repository root with .device, .devdata
+# and .whl carried. Logs under $OUT, a summary in $OUT/final.txt.
+#   bash test/gpu/device_final.sh build-regress   extension and test/gpu built side by side
+#                                                  (16 cores), pg_regress + isolation with
+#                                                  gpu2bs.device = gpu, then the 32-session run
+#   bash test/gpu/device_final.sh engine           test_gpu (every family), test_sliding,
+#                                                  bench_sliding, the peer tests (freud) on the
+#                                                  GPU engine, then the non-engine shares
+set -uo pipefail
+OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
+S="$OUT/final.txt"
+phase=${1:?build-regress or engine}
+t0=$(date +%s)
+at() { echo "$(( $(date +%s) - t0 )) s"; }
+if [ "$phase" = build-regress ]; then
+  EXT_ONLY=1 bash test/gpu/device_build.sh >"$OUT/device_build.txt" 2>&1 &
+  ext=$!
+  make -C test/gpu -j16 all sliding >"$OUT/build-gpu-tests.log" 2>&1
+  tests_rc=$?
+  wait $ext
+  ext_rc=$?
+  echo "build: extension rc=$ext_rc, test/gpu rc=$tests_rc at $(at)" | tee "$S"
+  [ $ext_rc = 0 ] || { tail -30 "$OUT/device_build.txt" "$OUT/build-ext.log"; exit 1; }
+  [ $tests_rc = 0 ] || tail -30 "$OUT/build-gpu-tests.log"
+  GPU_ONLY=1 timeout "${REGRESS_S:-240}" bash test/gpu/device_suite.sh regress >"$OUT/regress.txt" 2>&1
+  echo "regress (gpu) rc=$? at $(at): $(tr '\n' ' ' <"$OUT/regress.txt" | grep -oE 'regress\(gpu\).*' | cut -c1-300)" | tee -a "$S"
+  grep -E 'FAILED|failed' "$OUT/regress-gpu.log" "$OUT/isolation-gpu.log" 2>/dev/null | tee -a "$S"
+  timeout "${SESSIONS_S:-150}" bash test/gpu/sessions_device.sh "${CLIENTS:-32}" "${SECONDS_RUN:-60}" >"$OUT/sessions.txt" 2>&1
+  echo "sessions rc=$? at $(at)" | tee -a "$S"
+  tail -25 "$OUT/sessions.md" 2>/dev/null | tee -a "$S"
+else
+  timeout "${TEST_GPU_S:-330}" test/gpu/build/test_gpu >"$OUT/test_gpu.log" 2>&1
+  echo "test_gpu rc=$? at $(at): $(grep -E '^\[  (PASSED|FAILED) ' "$OUT/test_gpu.log" | tr '\n' ' ')" | tee "$S"
+  grep -E '^\[  FAILED  \]' "$OUT/test_gpu.log" | sort -u | tee -a "$S"
+  timeout 60 test/gpu/build/test_sliding >"$OUT/test_sliding.log" 2>&1
+  echo "test_sliding rc=$? at $(at): $(grep -E '^\[  (PASSED|FAILED) ' "$OUT/test_sliding.log" | tr '\n' ' ')" | tee -a "$S"
+  if [ -x test/gpu/build/bench_sliding ]; then
+    timeout 90 test/gpu/build/bench_sliding 5 >"$OUT/bench_sliding.txt" 2>&1
+    echo "bench_sliding rc=$? at $(at)" | tee -a "$S"
+  fi
+  # peers on the GPU engine: freud from the carried wheels (numpy and scipy are on the machine)
+  python3 -m pip install -q --no-index --no-deps --target /tmp/site .whl/*.whl >/dev/null 2>&1
+  if [ -f /tmp/pgdata/postmaster.pid ]; then
+    kill -INT "$(head -1 /tmp/pgdata/postmaster.pid)" 2>/dev/null
+    for _ in $(seq 50); do [ -f /tmp/pgdata/postmaster.pid ] || break; sleep 0.2; done
+  fi
+  ( source .device/pg-up.sh >/dev/null && psql -X -q -c "CREATE EXTENSION IF NOT EXISTS gpu2bs" &&
+    PYTHONPATH=/tmp/site GPU2BS_TEST_DEVICE=gpu timeout 120 python3 -m pytest -q -rs -p no:cacheprovider \
+      test/reliability/test_peers.py >"$OUT/peers-gpu.log" 2>&1; pg_down >/dev/null )
+  echo "peers (gpu) at $(at): $(tail -1 "$OUT/peers-gpu.log")" | tee -a "$S"
+  grep -E '^(FAILED|SKIPPED)' "$OUT/peers-gpu.log" | cut -c1-200 | tee -a "$S"
+  if [ -f test/gpu/share_device.sh ] && [ "${SHARE:-1}" = 1 ]; then
+    timeout "${SHARE_S:-150}" bash test/gpu/share_device.sh >"$OUT/share.txt" 2>&1
+    echo "share rc=$? at $(at)" | tee -a "$S"
+    tail -30 "$OUT/share.txt" | tee -a "$S"
+  fi
+fi
