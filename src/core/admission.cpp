@@ -132,6 +132,11 @@ uint64_t tiles_want_bytes(uint64_t n, int dims, Precision prec, int nbuckets) {
   return 3 * tiles_bytes(n, dims, prec, nbuckets);
 }
 
+uint64_t grid_count_bytes(uint64_t n, int dims, Precision prec) {
+  const uint64_t per_point = 2 * coord_bytes(prec) * uint64_t(dims) + 8 * uint64_t(dims) + 128;
+  return n * per_point + (uint64_t(16) << 20);
+}
+
 uint64_t tiles_block_min_bytes(uint64_t n, int dims, Precision prec, int nbuckets) {
   const uint64_t blocks = 3 * kBlockQuantum * coord_bytes(prec) * uint64_t(dims) + side_bytes(nbuckets);
   return std::min(blocks, tiles_bytes(n, dims, prec, nbuckets));

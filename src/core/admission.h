@@ -96,6 +96,12 @@ uint64_t tiles_bytes(uint64_t n, int dims, Precision prec, int nbuckets);
 // resolution's density map and the pair count's grid (the block path needs less, see below).
 uint64_t tiles_want_bytes(uint64_t n, int dims, Precision prec, int nbuckets);
 
+// Bytes the GPU engine's grid pair count allocates for n points (the raw and the cell-sorted
+// coordinates, sort keys and their double buffers, the sort's scratch, cells and work items),
+// with a margin: what a pair count with a finite positive radius asks for at least, so that
+// the grant lets the grid run instead of the all-pairs tiles.
+uint64_t grid_count_bytes(uint64_t n, int dims, Precision prec);
+
 // Smallest budget under which the same problem runs in blocks of points (block pairs), or
 // tiles_bytes when that is smaller.
 uint64_t tiles_block_min_bytes(uint64_t n, int dims, Precision prec, int nbuckets);

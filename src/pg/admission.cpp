@@ -22,6 +22,8 @@ extern "C" {
 #include "utils/wait_event.h"
 }
 
+#include <algorithm>
+#include <cmath>
 #include <cstddef>
 #include <cstdio>
 
@@ -303,6 +305,12 @@ void define_admission() {
 
 uint64_t admission_want(const PointsView& pts, Precision prec, int nbuckets) {
   return adm::tiles_want_bytes(pts.n, pts.dims, prec, nbuckets);
+}
+
+uint64_t admission_want_count(const PointsView& pts, Precision prec, double r) {
+  const uint64_t tiles = adm::tiles_want_bytes(pts.n, pts.dims, prec, 0);
+  if (!std::isfinite(r) || !(r > 0)) return tiles;
+  return std::max(tiles, adm::grid_count_bytes(pts.n, pts.dims, prec));
 }
 
 uint64_t admission_min(const PointsView& pts, Precision prec, int nbuckets) {

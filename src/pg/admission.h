@@ -50,6 +50,9 @@ class DeviceGrant {
 // What an SDH or pair count over `pts` asks for, and the least it runs with (blocks).
 uint64_t admission_want(const PointsView& pts, Precision prec, int nbuckets);
 uint64_t admission_min(const PointsView& pts, Precision prec, int nbuckets);
+// What a pair count of radius r asks for: admission_want, and with a finite positive r at
+// least what its grid needs (grid_count_bytes).
+uint64_t admission_want_count(const PointsView& pts, Precision prec, double r);
 // The bytes below which that call runs in blocks (the all-pairs path's points in memory).
 uint64_t admission_in_memory(const PointsView& pts, Precision prec, int nbuckets);
 

@@ -103,7 +103,7 @@ GPU2BS_FUNCTION(gpu2bs_pair_count_rel) {
   Engine* eng = choose_engine(&reason);
   PgControl ctl;
   ctl.stats.scan_s = in.scan_s;
-  DeviceGrant grant(eng, ctl, admission_want(prob.pts, prob.prec, 0), admission_min(prob.pts, prob.prec, 0),
+  DeviceGrant grant(eng, ctl, admission_want_count(prob.pts, prob.prec, prob.r), admission_min(prob.pts, prob.prec, 0),
                     admission_in_memory(prob.pts, prob.prec, 0), true);
   const uint64_t n = eng->pair_count(prob, ctl);
   record_run("gpu_pair_count", eng->name(), ctl.stats);
@@ -173,7 +173,7 @@ GPU2BS_FUNCTION(gpu2bs_pair_count_rel_box) {
   uint64_t n = 0;
   if (!box.periodic) {
     const PairCountProblem prob = make_pair_count(pts, r, prec);
-    DeviceGrant grant(eng, ctl, admission_want(prob.pts, prob.prec, 0), admission_min(prob.pts, prob.prec, 0),
+    DeviceGrant grant(eng, ctl, admission_want_count(prob.pts, prob.prec, prob.r), admission_min(prob.pts, prob.prec, 0),
                       admission_in_memory(prob.pts, prob.prec, 0), true);
     n = eng->pair_count(prob, ctl);
   } else {
