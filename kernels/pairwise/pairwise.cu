@@ -19,11 +19,12 @@
 // atomic per warp); a launch covers a chunk of rows, and a chunk whose output overflows the
 // buffer is run again with a larger buffer or fewer rows.
 //
-// Fast (TF32 tensor cores, l2 / sqeuclidean / cosine / dot): cuBLAS, loaded with dlopen at first
-// use, computes S = A_chunk B^T in TF32; a warp per row keeps the best kc = max(2k, k + 16)
-// approximate scores; those candidates are re-ranked with the exact arithmetic; a row is
-// accepted only when an a-priori bound on the TF32 error proves no other column can enter its
-// exact top k, else it is recomputed by the exact kernel. The result equals exact's.
+// Certified TF32 candidates (kNN, l2 / sqeuclidean / cosine / dot, k <= 128, both precisions):
+// cuBLAS, loaded with dlopen at first use, computes S = A_chunk B^T in TF32; a warp per row keeps
+// the best kc = max(2k, k + 16) approximate scores; those candidates are re-ranked with the exact
+// arithmetic; a row is accepted only when an a-priori bound on the TF32 error proves no other
+// column can enter its exact top k, else it is recomputed by the exact kernel. The result is the
+// exact kernel's. Exact precision gives way to the exact kernel when too many rows fail.
 #include <dlfcn.h>
 
 #include <algorithm>
