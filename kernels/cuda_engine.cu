@@ -1181,6 +1181,7 @@ InfoRows cuda_info() {
   if (cudaRuntimeGetVersion(&rt) == cudaSuccess) rows.emplace_back("cuda_runtime_version", cuda::version(rt));
   (void)cudaGetLastError();
   rows.emplace_back("cublas", cuda::pairwise_blas_status());
+  rows.emplace_back("pairwise_last_path", cuda::pairwise_last_path());
   // Every device of the machine: name, SMs, memory, and whether gpu2bs.devices = all uses it.
   rows.emplace_back("gpu_device_count", std::to_string(cuda::g_device_count));
   for (int d = 0; d < cuda::g_device_count; ++d) {

@@ -376,5 +376,16 @@ constexpr size_t kPairwiseKnnChunkRows = size_t(1) << 17;
 // the memory budget). Kernels (GEMM + selection + re-rank): 256 MB 185.6 ms, 1 GB 102.8 ms, 2 GB
 // 95.1 ms, 4 GB 85.7 ms (GEMM 43.2, selection 32.4, re-rank 9.5).
 constexpr size_t kPairwiseFastChunkBytes = size_t(4) << 30;
+// Exact precision through the certified TF32 candidates (l2, sqeuclidean, cosine, dot; k <= 128):
+// the path is abandoned for the SIMT kernel once the rows whose certificate failed exceed this
+// fraction of the rows processed so far. Break-even from the n = 100,000, d = 768 figures above:
+// candidates 85.8 ms, a recomputed row 6.5 us (652.1 ms whole matrix / 100,000 rows), SIMT
+// exact 321.7 ms for a self kNN (upper triangle) and 652.1 ms for two relations, so the
+// certified path wins below (321.7 - 85.8) / 652.1 = 0.36 of the rows recomputed (self) and
+// below (652.1 - 85.8) / 652.1 = 0.87 (two relations); the limits keep a margin. Random normal
+// vectors (1 row of 100,000 recomputed): 156.8 ms end to end, 86.4 ms kernels, vs 389.4 / 321.3
+// ms for the SIMT kernel, same lists.
+constexpr double kPairwiseCertifiedMaxRedoSelf = 0.25;
+constexpr double kPairwiseCertifiedMaxRedoTwo = 0.5;
 }  // namespace cuda_tuning
 }  // namespace gpu2bs

@@ -19,11 +19,12 @@
 // atomic per warp); a launch covers a chunk of rows, and a chunk whose output overflows the
 // buffer is run again with a larger buffer or fewer rows.
 //
-// Fast (TF32 tensor cores, l2 / sqeuclidean / cosine / dot): cuBLAS, loaded with dlopen at first
-// use, computes S = A_chunk B^T in TF32; a warp per row keeps the best kc = max(2k, k + 16)
-// approximate scores; those candidates are re-ranked with the exact arithmetic; a row is
-// accepted only when an a-priori bound on the TF32 error proves no other column can enter its
-// exact top k, else it is recomputed by the exact kernel. The result equals exact's.
+// Certified TF32 candidates (kNN, l2 / sqeuclidean / cosine / dot, k <= 128, both precisions):
+// cuBLAS, loaded with dlopen at first use, computes S = A_chunk B^T in TF32; a warp per row keeps
+// the best kc = max(2k, k + 16) approximate scores; those candidates are re-ranked with the exact
+// arithmetic; a row is accepted only when an a-priori bound on the TF32 error proves no other
+// column can enter its exact top k, else it is recomputed by the exact kernel. The result is the
+// exact kernel's. Exact precision gives way to the exact kernel when too many rows fail.
 #include <dlfcn.h>
 
 #include <algorithm>
@@ -932,14 +933,18 @@ void exact_knn(Call& call, const PairwiseProblem& p, const float* dA, size_t row
   call.ctl.stats.pairs_examined += uint64_t(rows) * uint64_t(nb);
 }
 
-// The fast path: TF32 GEMM, candidates, exact re-rank, certification; uncertified rows are
-// recomputed exactly. Returns false (nothing done) when cuBLAS is unavailable.
+// The certified TF32 path: GEMM, candidates, exact re-rank, certification; uncertified rows are
+// recomputed exactly. Returns false (lists to be computed by the caller) when cuBLAS is
+// unavailable, when a chunk of 64 rows of the GEMM output does not fit a quarter of the memory
+// budget, or when the rows whose certificate failed exceed max_redo of the rows processed so far
+// (max_redo >= 1: never).
 bool fast_knn(Call& call, const PairwiseProblem& p, const float* dA, const float* dB,
-              KnnEntry* lists, uint32_t* count) {
+              KnnEntry* lists, uint32_t* count, double max_redo) {
   Blas* bl = blas();
   if (!bl) return false;
   const size_t na = p.a->n, nb = p.b->n, row_k = pairwise_row_k(p);
   const int d = p.d;
+  if (call.budget_left() / 4 < size_t(64) * nb * sizeof(float)) return false;
   const int kc = int(std::min<size_t>(std::min<size_t>(kFastCap, p.self ? nb - 1 : nb),
                                       std::max<size_t>(2 * row_k, row_k + 16)));
   const bool l2form = p.metric.kind == PairMetric::L2 || p.metric.kind == PairMetric::SqEuclidean;
@@ -969,6 +974,14 @@ bool fast_knn(Call& call, const PairwiseProblem& p, const float* dA, const float
   uint32_t* d_ncand = call.alloc<uint32_t>(chunk, "pairwise candidate counts");
   float* d_worst = call.alloc<float>(chunk, "pairwise worst scores");
   float* d_keys = call.alloc<float>(chunk * size_t(kc), "pairwise candidate keys");
+  // Gives the device memory of the path back (the SIMT kernel then runs in the same call).
+  auto release = [&]() {
+    for (void* q : {static_cast<void*>(d_s), static_cast<void*>(d_cand),
+                    static_cast<void*>(d_ncand), static_cast<void*>(d_worst),
+                    static_cast<void*>(d_keys), static_cast<void*>(d_an)})
+      call.free(q);
+    if (!p.self) call.free(d_bn);
+  };
   G2_CUDA(cudaMemsetAsync(d_keys, 0, chunk * size_t(kc) * sizeof(float), call.stream()));
   if (bl->set_stream(bl->handle, call.stream()) != CUBLAS_STATUS_SUCCESS)
     throw Error(ErrorCode::DeviceError, "cublasSetStream failed");
@@ -1075,6 +1088,13 @@ bool fast_knn(Call& call, const PairwiseProblem& p, const float* dA, const float
       if (redo_flag[r]) redo.push_back(uint32_t(r0 + r));
     call.ctl.stats.merge_s += seconds_since(t0);
     pairwise_last_run().certify_ms += seconds_since(t0) * 1e3;
+    if (max_redo < 1 && double(redo.size()) > max_redo * double(r0 + nr)) {
+      // Cost guard: recomputing this share of the rows costs more than the SIMT kernel.
+      pairwise_last_run().recomputed = redo.size();
+      pairwise_last_run().abandoned = true;
+      release();
+      return false;
+    }
   }
   call.ctl.stats.pairs_examined += uint64_t(na) * uint64_t(nb);
   pairwise_last_run().recomputed = redo.size();
@@ -1233,15 +1253,39 @@ void pairwise(const PairwiseProblem& p, PairSink& sink, Control& ctl) {
   std::vector<KnnEntry> lists(na * row_k);
   std::vector<uint32_t> count(na, 0);
   bool done = false;
-  if (p.precision == PairwisePrecision::Fast && p.metric.gemm_form() && row_k <= kFastCap / 2) {
-    done = fast_knn(call, p, dA, dB, lists.data(), count.data());
+  const bool exact = p.precision != PairwisePrecision::Fast;
+  pairwise_last_run().exact = exact;
+  pairwise_last_run().rows = na;
+  // Both precisions take the certified TF32 path where it applies: its lists are the exact
+  // kernel's bit for bit (every row proven or recomputed). Exact gives way to the SIMT kernel
+  // when too many rows fail the certificate (kernels/tuning.h).
+  if (p.metric.gemm_form() && row_k <= kFastCap / 2 &&
+      (!exact || pairwise_tuning().certified_exact)) {
+    const double max_redo = !exact ? 1.0
+                            : p.self ? pairwise_tuning().certified_max_redo_self
+                                     : pairwise_tuning().certified_max_redo_two;
+    done = fast_knn(call, p, dA, dB, lists.data(), count.data(), max_redo);
     pairwise_last_run().fast = done;
+    if (!done) std::fill(count.begin(), count.end(), 0u);
   }
   if (!done) exact_knn(call, p, dA, na, nullptr, 0, dB, lists.data(), count.data());
   auto t0 = Clock::now();
   emit_knn(p, lists.data(), count.data(), row_k, sink, std::max<size_t>(ctl.page_pairs, 64),
            ctl.stats);
   ctl.stats.merge_s += seconds_since(t0);
+}
+
+std::string pairwise_last_path() {
+  const PairwiseLastRun& r = pairwise_last_run();
+  if (r.rows == 0) return r.cpu ? "cpu engine (k above 256)" : "none";
+  const std::string prec = r.exact ? "exact: " : "fast: ";
+  if (r.fast)
+    return prec + "certified TF32 candidates, " + std::to_string(r.recomputed) + " of " +
+           std::to_string(r.rows) + " rows recomputed by the exact kernel";
+  if (r.abandoned)
+    return prec + "SIMT exact kernel (certified path abandoned after " +
+           std::to_string(r.recomputed) + " rows failed the certificate)";
+  return prec + "SIMT exact kernel";
 }
 
 std::string pairwise_blas_status() {

@@ -2,8 +2,8 @@
 // l1 threshold join, for test/gpu/bench_pairwise.sh (GPU) and the 2-core CPU comparison.
 //   bench_pairwise knn FILE N D K REPS OUT [cpu|gpu] [metric]
 //       self kNN over N x D float32 vectors (raw little-endian file); median of REPS runs of
-//       exact (and fast on the GPU); writes each run's lists as int32 (N x K) to OUT.exact.i32
-//       and OUT.fast.i32.
+//       exact (on the GPU also exact through the SIMT kernel alone, and fast); writes each run's
+//       lists as int32 (N x K) to OUT.exact.i32, OUT.simt.i32 and OUT.fast.i32.
 //   bench_pairwise sweep FILE N D K REPS
 //       GPU only: self kNN l2 under the launch parameters of kernels/tuning.h and alternatives
 //       (tile shape, rows per launch, blocks per SM, fast path GEMM chunk), with the time split.
@@ -73,7 +73,8 @@ Engine* engine(const char* which) {
 // Where the last GPU run's time went (host clock for uploads and host work, events for kernels).
 void print_breakdown(PairwisePrecision prec) {
   const cuda::PairwiseLastRun& r = cuda::pairwise_last_run();
-  if (prec == PairwisePrecision::Exact)
+  (void)prec;
+  if (!r.fast)
     printf("      last run: upload %.1f ms, exact kNN kernels %.1f ms\n", r.upload_ms, r.exact_ms);
   else
     printf("      last run: upload %.1f ms, TF32 GEMM %.1f ms, selection %.1f ms, exact re-rank "
@@ -178,9 +179,16 @@ int knn(int argc, char** argv) {
   const bool gpu = eng->name().rfind("cuda", 0) == 0;
   printf("engine: %s, self kNN %s, n = %zu, d = %d, k = %d, %d runs\n", eng->name().c_str(),
          metric.c_str(), n, d, k, reps);
-  for (PairwisePrecision prec : {PairwisePrecision::Exact, PairwisePrecision::Fast}) {
-    if (prec == PairwisePrecision::Fast && !gpu) break;
-    const char* name = prec == PairwisePrecision::Exact ? "exact" : "fast";
+  // exact (certified TF32 candidates where they apply), simt (exact through the SIMT kernel
+  // alone), fast.
+  for (int mode = 0; mode < 3; ++mode) {
+    if (mode > 0 && !gpu) break;
+    const PairwisePrecision prec = mode == 2 ? PairwisePrecision::Fast : PairwisePrecision::Exact;
+    const char* name = mode == 0 ? "exact" : mode == 1 ? "simt" : "fast";
+#ifdef G2_BENCH_CUDA
+    const cuda::PairwiseTuning saved = cuda::pairwise_tuning();
+    if (mode == 1) cuda::pairwise_tuning().certified_exact = false;
+#endif
     PairwiseProblem p = make_pairwise(m, v, nullptr, k, true, 0, false, prec, 0);
     std::vector<double> wall, kern;
     std::vector<int32_t> lists(n * size_t(k), -1);
@@ -205,13 +213,17 @@ int knn(int argc, char** argv) {
     }
     printf("%-5s median of %d: %.1f ms end to end (upload, kernels, merge), %.1f ms kernels",
            name, reps, median(wall), median(kern));
-    if (prec == PairwisePrecision::Fast)
-      printf("; TF32 path %s, %zu rows recomputed exactly", fast_on ? "on" : "off (cuBLAS unavailable)", recomputed);
+    if (gpu)
+      printf("; TF32 path %s, %zu rows recomputed exactly", fast_on ? "on" : "off", recomputed);
     printf("  [runs:");
     for (double w : wall) printf(" %.1f", w);
     printf("]\n");
 #ifdef G2_BENCH_CUDA
-    if (gpu) print_breakdown(prec);
+    if (gpu) {
+      print_breakdown(prec);
+      printf("      path: %s\n", cuda::pairwise_last_path().c_str());
+    }
+    cuda::pairwise_tuning() = saved;
 #endif
     const std::string path = out + "." + name + ".i32";
     FILE* o = fopen(path.c_str(), "wb");

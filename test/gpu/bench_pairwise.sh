@@ -2,8 +2,8 @@
 # gpu_pairwise benchmark on the GPU machine (run from the repository root, test/gpu/build built
 # with `make -C test/gpu all bench`; the SQL part needs the server of .device/pg-up.sh, as in
 # device_suite.sh). Prints a markdown report:
-#   1. exact self kNN, n = 100,000, d = 768, k = 10, random normal: gpu2bs exact and fast (engine
-#      level, median of 3) beside PyTorch in batches of 8,192 (cdist + topk FP32, matmul form FP32
+#   1. exact self kNN, n = 100,000, d = 768, k = 10, random normal: gpu2bs exact (certified TF32
+#      candidates), exact through the SIMT kernel alone, and fast (engine level, median of 3) beside PyTorch in batches of 8,192 (cdist + topk FP32, matmul form FP32
 #      and TF32), every neighbour list compared with a float64 reference (near-ties counted);
 #      the same for cosine; 1b: the launch parameters of kernels/tuning.h against alternatives,
 #      with the time split (upload, GEMM, selection, re-rank, host);
@@ -25,7 +25,11 @@ $PY test/gpu/bench_pairwise.py gen "$W/x.f32" "$N" $D 1
 echo "== 1. self kNN l2, n = $N, d = $D, k = $K (data generated in $(( $(date +%s) - t0 )) s)"
 timeout 200 $B/bench_pairwise knn "$W/x.f32" "$N" $D $K 3 "$W/ours" gpu l2
 timeout 200 $PY test/gpu/bench_pairwise.py peers "$W/x.f32" "$N" $D $K
-timeout 200 $PY test/gpu/bench_pairwise.py compare "$W/x.f32" "$N" $D $K "$W/ours.exact.i32" "$W/ours.fast.i32" \
+for m in simt fast; do
+  cmp -s "$W/ours.exact.i32" "$W/ours.$m.i32" && echo "lists: exact (certified) and $m identical" \
+    || echo "lists: exact (certified) and $m DIFFER"
+done
+timeout 200 $PY test/gpu/bench_pairwise.py compare "$W/x.f32" "$N" $D $K "$W/ours.exact.i32" "$W/ours.simt.i32" "$W/ours.fast.i32" \
   "$W/x.f32.torch_cdist_fp32.i32" "$W/x.f32.torch_matmul_fp32.i32" "$W/x.f32.torch_matmul_tf32.i32"
 echo "cosine (one FP32 instruction per dimension term, l2 two):"
 timeout 100 $B/bench_pairwise knn "$W/x.f32" "$N" $D $K 3 "$W/cos" gpu cosine

@@ -1,8 +1,9 @@
 // gpu_pairwise on the CUDA engine: bit for bit against the CPU engine (same pairs, same lists,
 // same float64 values), for every metric, d = 1, 3, 768, 4096, self and two-relation, kNN with
 // both list capacities, column splits, ties and duplicates, k beyond the other side and beyond
-// the device capacity, threshold output with buffer overflow; the fast (TF32) path returns the
-// exact lists; values close to a float64 reference. Skips without a GPU.
+// the device capacity, threshold output with buffer overflow; the certified TF32 path (exact and
+// fast precision) returns the SIMT kernel's lists, with rows recomputed and with the cost guard;
+// values close to a float64 reference. Skips without a GPU.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -356,4 +357,76 @@ TEST(PairwiseGpu, KnnListsNearFloat64) {
       EXPECT_EQ(bad, 0u);
     }
   }
+}
+
+TEST(PairwiseGpu, ExactCertifiedPathEqualsCpu) {
+  REQUIRE_GPU_PW();
+  TuningGuard guard;
+  const bool blas_ok = cuda::pairwise_blas_status().rfind("available", 0) == 0;
+  printf("cublas: %s\n", cuda::pairwise_blas_status().c_str());
+  // Exact precision through the certified TF32 candidates against the CPU engine and the SIMT
+  // kernel, bit for bit: random vectors, every row equal (every key ties), lattice points (many
+  // equal keys), and vectors far from the origin and close to each other, where the certificate
+  // fails for almost every row (recomputed by the exact kernel, or the SIMT kernel after the
+  // cost guard).
+  for (int d : {1, 3, 768, 4096}) {
+    const size_t n = d >= 4096 ? 150 : d >= 768 ? 300 : 700, nb = n / 2 + 37;
+    for (const char* data : {"random", "equal", "lattice", "offset"}) {
+      const std::string kind = data;
+      auto make = [&](size_t m, uint64_t seed) {
+        std::vector<double> v = kind == "lattice" ? lattice(m, d, seed) : normal(m, d, seed);
+        if (kind == "equal")
+          for (size_t i = 1; i < m; ++i)
+            std::copy(v.begin(), v.begin() + d, v.begin() + long(i * size_t(d)));
+        if (kind == "offset")
+          for (auto& e : v) e = 100.0 + 0.01 * e;
+        return v;
+      };
+      auto a = make(n, 61 + d), b = make(nb, 62 + d);
+      for (const char* metric : {"l2", "sqeuclidean", "cosine", "dot"}) {
+        for (bool self : {true, false}) {
+          for (int k : {1, 10, 40}) {
+            SCOPED_TRACE(std::string(metric) + " " + kind + " d=" + std::to_string(d) +
+                         (self ? " self" : " two") + " k=" + std::to_string(k));
+            Case c;
+            setup(c, metric, a, n, self ? nullptr : &b, nb, d);
+            const auto cpu = run(cpu_pw(), c, k, 0);
+            cuda::pairwise_tuning() = guard.saved;
+            expect_identical(cpu, run(gpu_pw(), c, k, 0), false);  // defaults (cost guard on)
+            const std::string path = cuda::pairwise_last_path();
+            const size_t guarded_redo = cuda::pairwise_last_run().recomputed;
+            const bool abandoned = cuda::pairwise_last_run().abandoned;
+            // Never give way: every failed row is recomputed by the exact kernel.
+            cuda::pairwise_tuning().certified_max_redo_self = 1.0;
+            cuda::pairwise_tuning().certified_max_redo_two = 1.0;
+            expect_identical(cpu, run(gpu_pw(), c, k, 0), false);
+            const size_t redo = cuda::pairwise_last_run().recomputed;
+            if (blas_ok) {
+              EXPECT_TRUE(cuda::pairwise_last_run().fast);
+              if (kind == "offset") {
+                EXPECT_GT(redo, n / 2);
+                EXPECT_TRUE(abandoned) << path;
+                EXPECT_GT(guarded_redo, 0u);
+              }
+            }
+            // Give way at once: the SIMT kernel answers after the first chunk.
+            cuda::pairwise_tuning().certified_max_redo_self = 0.0;
+            cuda::pairwise_tuning().certified_max_redo_two = 0.0;
+            expect_identical(cpu, run(gpu_pw(), c, k, 0), false);
+            if (blas_ok && kind == "offset") {
+              EXPECT_TRUE(cuda::pairwise_last_run().abandoned);
+            }
+            // The SIMT kernel alone.
+            cuda::pairwise_tuning().certified_exact = false;
+            expect_identical(cpu, run(gpu_pw(), c, k, 0), false);
+            EXPECT_FALSE(cuda::pairwise_last_run().fast);
+            if (k == 10 && (!self || d == 768))
+              printf("  %-11s %-10s d=%-4d %s k=%d: %zu of %zu rows recomputed; default: %s\n",
+                     metric, data, d, self ? "self" : "two ", k, redo, n, path.c_str());
+          }
+        }
+      }
+    }
+  }
+  cuda::pairwise_tuning() = guard.saved;
 }
