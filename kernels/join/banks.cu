@@ -18,6 +18,14 @@ namespace gpu2bs {
 namespace cuda {
 namespace join {
 
+// Device bytes the result pool or banks may take: all but 64 MiB of what the call has left, or
+// three quarters of a smaller remainder (the join's other buffers are allocated by then; the
+// quarter covers a kept buffer up to a quarter larger than asked for, see ReuseScope::take).
+inline size_t pool_room(const Call& call) {
+  const size_t left = call.budget_left();
+  return left > (size_t(64) << 20) ? left - (size_t(64) << 20) : left / 4 * 3;
+}
+
 // The error of a result beyond gpu2bs.max_result_rows.
 void too_many_pairs(uint64_t max_pairs) {
   throw Error(ErrorCode::ProgramLimit, "similarity join result exceeds gpu2bs.max_result_rows",
@@ -81,9 +89,7 @@ JoinResult run_join(Call& call, const DevGrid<T>& ga, const DevGrid<T>& gb, T ep
     if (ctl.max_pages) {
       pool_pages = ctl.max_pages;
     } else {
-      const size_t room = call.budget_left() > (size_t(64) << 20)
-                              ? call.budget_left() - (size_t(64) << 20)
-                              : call.budget_left() / 2;
+      const size_t room = pool_room(call);
       pool_pages = std::min(room, cuda_tuning::kJoinPoolMaxBytes) / (page_bytes + 4);
     }
     pool_pages = std::max<size_t>(1, std::min<size_t>(pool_pages, size_t(1) << 30));
@@ -343,6 +349,35 @@ void lane_launch(Lane& L, JoinArgs<T> A, K kernel, unsigned grid, const uint2* i
   L.state = Lane::Running;
 }
 
+// Queues one count launch over the sample items [kb, ke) on lane L with the control block pair
+// (d, h) of its segment and no resume list in, between the events `beg` and `end`, followed by
+// the read-back of the block into h.
+template <typename T, typename K>
+void sample_launch(Lane& L, JoinArgs<T> A, K kernel, unsigned grid, const uint2* items, JoinCtl* d,
+                   JoinCtl* h, unsigned long long kb, unsigned long long ke, cudaEvent_t beg,
+                   cudaEvent_t end) {
+  const cudaStream_t st = L.st;
+  std::memset(h, 0, sizeof(JoinCtl));
+  h->item_next = kb;
+  G2_CUDA(cudaMemcpyAsync(d, h, sizeof(JoinCtl), cudaMemcpyHostToDevice, st));
+  A.items = items;
+  A.nitems = ke;
+  A.cursor = nullptr;
+  A.item_base = 0;
+  A.ctl = d;
+  A.resume_in = L.resume[L.cur];
+  A.n_in = 0;
+  A.resume_out = L.resume[L.cur ^ 1];
+  A.pool = L.pool;
+  A.page_fill = L.page_fill;
+  A.pool_pages = unsigned(L.pages);
+  G2_CUDA(cudaEventRecord(beg, st));
+  kernel<<<grid, kJT, 0, st>>>(A);
+  G2_CUDA_LAUNCH("join kernel launch");
+  G2_CUDA(cudaEventRecord(end, st));
+  G2_CUDA(cudaMemcpyAsync(h, d, sizeof(JoinCtl), cudaMemcpyDeviceToHost, st));
+}
+
 // After L.ev_ctl completed: takes the launch's counts and resume entries (entries no warp
 // reached carry over behind the new ones). Returns true when the lane's item range is done.
 bool lane_finish(Lane& L, JoinResult& res, size_t warps) {
@@ -441,22 +476,45 @@ JoinResult run_join_batched(Call& call, const DevGrid<T>& ga, const DevGrid<T>& 
   std::vector<double> per_item(static_cast<size_t>(nseg), 0.0);
   double estimate = 0;
   {
+    // Every segment's first launch is queued at once, each with its own control block, and the
+    // host waits once; a segment that one launch did not finish (its time slice ran out) is
+    // counted again from its start with launches waited for one by one.
     Intervals kin;
     cudaEvent_t ev_sref = call.event(true);
     G2_CUDA(cudaEventRecord(ev_sref, L0.st));
+    JoinCtl* seg_d = call.alloc<JoinCtl>(size_t(nseg), "join sample control");
+    JoinCtl* seg_h = static_cast<JoinCtl*>(call.alloc_host(size_t(nseg) * sizeof(JoinCtl)));
+    std::vector<cudaEvent_t> seg_ev(size_t(nseg) * 2);
     for (int g = 0; g < nseg; ++g) {
       const unsigned long long kb = nsample * unsigned(g) / unsigned(nseg);
       const unsigned long long ke = nsample * unsigned(g + 1) / unsigned(nseg);
       seg_begin[size_t(g)] = std::min(nitems, kb * stride);
+      seg_ev[size_t(g) * 2] = call.event(true);
+      seg_ev[size_t(g) * 2 + 1] = call.event(true);
+      sample_launch(L0, A, count_kernel, grid_count, sample, seg_d + g, seg_h + g, kb, ke,
+                    seg_ev[size_t(g) * 2], seg_ev[size_t(g) * 2 + 1]);
+    }
+    cudaEvent_t ev_all = call.event();
+    G2_CUDA(cudaEventRecord(ev_all, L0.st));
+    call.wait(ev_all);
+    for (int g = 0; g < nseg; ++g) {
+      kin.add(ev_sref, seg_ev[size_t(g) * 2], seg_ev[size_t(g) * 2 + 1]);
+      const unsigned long long kb = nsample * unsigned(g) / unsigned(nseg);
+      const unsigned long long ke = nsample * unsigned(g + 1) / unsigned(nseg);
       JoinResult seg;
-      L0.item_next = kb;
-      L0.item_end = ke;
-      L0.n_in = 0;
-      while (kb < ke) {
-        lane_launch(L0, A, count_kernel, grid_count, sample);
-        call.wait(L0.ev_ctl);
-        kin.add(ev_sref, L0.ev_start, L0.ev_end);
-        if (lane_finish(L0, seg, warps)) break;
+      const JoinCtl& c = seg_h[g];
+      if (c.item_next >= ke && c.resume_out == 0) {
+        seg.count = c.count;
+      } else {
+        L0.item_next = kb;
+        L0.item_end = ke;
+        L0.n_in = 0;
+        while (kb < ke) {
+          lane_launch(L0, A, count_kernel, grid_count, sample);
+          call.wait(L0.ev_ctl);
+          kin.add(ev_sref, L0.ev_start, L0.ev_end);
+          if (lane_finish(L0, seg, warps)) break;
+        }
       }
       // Each sampled item stands for the `covered / sampled` items of its segment.
       const double covered = double(std::min(nitems, ke * stride) - std::min(nitems, kb * stride));
@@ -477,8 +535,7 @@ JoinResult run_join_batched(Call& call, const DevGrid<T>& ga, const DevGrid<T>& 
   lr.sample_items = size_t(nsample);
 
   // 2. Banks and batches.
-  const size_t room = call.budget_left() > (size_t(64) << 20) ? call.budget_left() - (size_t(64) << 20)
-                                                              : call.budget_left() / 2;
+  const size_t room = pool_room(call);
   const size_t cap = std::min(room, cuda_tuning::kJoinPoolMaxBytes);
   size_t page_size = 0;
   std::vector<size_t> bank_pages;

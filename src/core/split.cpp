@@ -417,11 +417,14 @@ void SlabSink::consume(const PairRecord* pairs, size_t n) {
 }
 
 // Slab counts 2, 4, 8, ... sized by counts of points per slab until the largest fits.
+uint64_t join_bank_reserve(uint64_t budget) {
+  return std::min<uint64_t>(kJoinMinBankBytes, budget / 4);
+}
+
 SlabPlan plan_slabs_for_budget(const SimjoinProblem& p, uint64_t budget) {
   const uint64_t nb = p.self ? 0 : p.b.n;
-  // The banks keep kJoinMinBankBytes, or half of a smaller budget (the in-memory join sizes its
-  // result pool the same way and runs with any pool of at least one page).
-  const uint64_t bank = std::min<uint64_t>(kJoinMinBankBytes, budget / 2);
+  // The banks keep their reserve (the join runs with any pool of at least one page).
+  const uint64_t bank = join_bank_reserve(budget);
   if (join_core_bytes(p.a.n, nb, p.self, p.a.dims, p.prec) <= budget - bank) {
     SlabPlan whole;  // one slab: the join in memory (its lists are not filled)
     whole.slabs.resize(1);

@@ -72,9 +72,14 @@ SlabPlan plan_slabs(const SimjoinProblem& p, int slabs);
 // Device bytes the GPU join of `p` needs for its points and grid (not its result banks).
 uint64_t join_core_bytes(uint64_t na, uint64_t nb, bool self, int dims, Precision prec);
 
-// Device bytes a join keeps for its result banks at least (half the budget when that is less;
-// below: the join runs in slabs).
+// Device bytes a join keeps for its result banks at least (a quarter of the budget when that is
+// less; below: the join runs in slabs).
 constexpr uint64_t kJoinMinBankBytes = uint64_t(64) << 20;
+
+// The part of `budget` the slab plan leaves to the result banks: kJoinMinBankBytes, or a quarter
+// of a budget below 256 MiB (the join gives its banks three quarters of what its points, grid
+// and lists leave, so the banks get at least 3/16 of a small budget).
+uint64_t join_bank_reserve(uint64_t budget);
 
 // Slabs for a join whose points and grid exceed `budget`: the fewest (a power of two, at most
 // 2^16) whose largest slab (own points plus halo) fits the budget less the banks' part; one slab

@@ -207,7 +207,7 @@ TEST(MultiGpu, JoinInSlabsUnderSmallBudget) {
       EXPECT_EQ(one.stats.slabs, 0u);
       Ctl small;
       const uint64_t core = split::join_core_bytes(a.n(), self ? 0 : b.n(), self, 2, prec);
-      small.device_memory_limit = size_t(core / 2);  // a quarter for the points, a quarter for banks
+      small.device_memory_limit = size_t(core / 2);  // 3/8 of the points and grid, 1/8 for the banks
       cuda::reset_engine_peak_bytes();
       const auto js = join_with(small, a, bp, eps, prec);
       EXPECT_GE(small.stats.slabs, 4u) << pname(prec) << (self ? " self" : " a x b");

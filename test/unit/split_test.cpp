@@ -338,13 +338,13 @@ TEST(Split, SlabCutsAreQuantiles) {
   const uint64_t core = split::join_core_bytes(p.a.n, 0, true, 2, p.prec);
   const uint64_t fixed = split::join_core_bytes(0, 0, true, 2, p.prec);
   for (uint64_t div : {3, 8, 40}) {
-    // Half for the banks (budgets below 128 MiB), the other half a 1/div share of the points.
-    const uint64_t budget = 2 * (fixed + (core - fixed) / div);
+    // A quarter for the banks (budgets below 256 MiB), the rest a 1/div share of the points.
+    const uint64_t budget = (fixed + (core - fixed) / div) / 3 * 4;
     const split::SlabPlan plan = split::plan_slabs_for_budget(p, budget);
     ASSERT_GT(plan.slabs.size(), 1u) << "budget 1/" << div;
     expect_quantiles(plan);
     // The fewest slabs (a power of two) that fit: half as many do not.
-    const uint64_t avail = budget - std::min<uint64_t>(split::kJoinMinBankBytes, budget / 2);
+    const uint64_t avail = budget - split::join_bank_reserve(budget);
     if (plan.slabs.size() > 2) {
       const split::SlabPlan fewer = split::plan_slabs(p, int(plan.slabs.size() / 2));
       uint64_t need = 0;
@@ -363,12 +363,12 @@ TEST(Split, SlabsForBudget) {
   EXPECT_EQ(split::plan_slabs_for_budget(p, core + split::kJoinMinBankBytes).slabs.size(), 1u);
   // Under half the in-memory need: slabs, each within the budget less the banks' part.
   const uint64_t budget = core / 2;
-  const uint64_t avail = budget - std::min<uint64_t>(split::kJoinMinBankBytes, budget / 2);
+  const uint64_t avail = budget - split::join_bank_reserve(budget);
   const split::SlabPlan plan = split::plan_slabs_for_budget(p, budget);
   EXPECT_GE(plan.slabs.size(), 4u);
   for (const auto& s : plan.slabs)
     EXPECT_LE(split::join_core_bytes(s.own.size(), s.halo.size(), false, 3, p.prec), avail);
-  // A small join runs in memory under a budget below kJoinMinBankBytes (half goes to the banks).
+  // A small join runs in memory under a budget below kJoinMinBankBytes (a quarter goes to the banks).
   auto q = ref::uniform(20000, 3, 10);
   const SimjoinProblem small = make_simjoin(q.view(), nullptr, 0.01, Precision::Float32, 0);
   EXPECT_EQ(split::plan_slabs_for_budget(small, uint64_t(24) << 20).slabs.size(), 1u);
