@@ -45,7 +45,10 @@ RESET gpu2bs.enable_join;
 -- not rewritten: a filter, grouping, a cast column, another aggregate beside, FILTER, a bad
 -- parameter (the aggregate's own behaviour), ONLY over a table with children, the setting off
 EXPLAIN (COSTS OFF) SELECT gpu_pair_count(x, y, z, 1.5) FROM ar WHERE id > 10;
+-- grouped: the aggregate plan (sorted grouping, whatever work_mem makes of hashing)
+SET enable_hashagg = off;
 EXPLAIN (COSTS OFF) SELECT id % 2, gpu_pair_count(x, y, 1.5) FROM ar GROUP BY 1;
+RESET enable_hashagg;
 EXPLAIN (COSTS OFF) SELECT gpu_pair_count(x, f, 1.5) FROM ar;
 EXPLAIN (COSTS OFF) SELECT gpu_pair_count(x, y, 1.5), count(*) FROM ar;
 EXPLAIN (COSTS OFF) SELECT gpu_pair_count(x, y, 1.5) FILTER (WHERE id > 5) FROM ar;
