@@ -34,7 +34,7 @@ else
   timeout "${TEST_GPU_S:-330}" test/gpu/build/test_gpu >"$OUT/test_gpu.log" 2>&1
   echo "test_gpu rc=$? at $(at): $(grep -E '^\[  (PASSED|FAILED) ' "$OUT/test_gpu.log" | tr '\n' ' ')" | tee "$S"
   grep -E '^\[  FAILED  \]' "$OUT/test_gpu.log" | sort -u | tee -a "$S"
-  timeout 60 test/gpu/build/test_sliding >"$OUT/test_sliding.log" 2>&1
+  timeout 200 test/gpu/build/test_sliding >"$OUT/test_sliding.log" 2>&1
   echo "test_sliding rc=$? at $(at): $(grep -E '^\[  (PASSED|FAILED) ' "$OUT/test_sliding.log" | tr '\n' ' ')" | tee -a "$S"
   if [ -x test/gpu/build/bench_sliding ]; then
     timeout 90 test/gpu/build/bench_sliding 5 >"$OUT/bench_sliding.txt" 2>&1
@@ -46,14 +46,16 @@ else
     kill -INT "$(head -1 /tmp/pgdata/postmaster.pid)" 2>/dev/null
     for _ in $(seq 50); do [ -f /tmp/pgdata/postmaster.pid ] || break; sleep 0.2; done
   fi
+  # the shares (test/gpu/share_device.sh) need the server too: both run before it stops
   ( source .device/pg-up.sh >/dev/null && psql -X -q -c "CREATE EXTENSION IF NOT EXISTS gpu2bs" &&
     PYTHONPATH=/tmp/site GPU2BS_TEST_DEVICE=gpu timeout 120 python3 -m pytest -q -rs -p no:cacheprovider \
-      test/reliability/test_peers.py >"$OUT/peers-gpu.log" 2>&1; pg_down >/dev/null )
+      test/reliability/test_peers.py >"$OUT/peers-gpu.log" 2>&1
+    if [ "${SHARE:-1}" = 1 ]; then
+      timeout "${SHARE_S:-170}" bash test/gpu/share_device.sh gpu >"$OUT/share.txt" 2>&1
+      echo "share rc=$?" >>"$OUT/share.txt"
+    fi
+    pg_down >/dev/null )
   echo "peers (gpu) at $(at): $(tail -1 "$OUT/peers-gpu.log")" | tee -a "$S"
   grep -E '^(FAILED|SKIPPED)' "$OUT/peers-gpu.log" | cut -c1-200 | tee -a "$S"
-  if [ -f test/gpu/share_device.sh ] && [ "${SHARE:-1}" = 1 ]; then
-    timeout "${SHARE_S:-150}" bash test/gpu/share_device.sh >"$OUT/share.txt" 2>&1
-    echo "share rc=$? at $(at)" | tee -a "$S"
-    tail -30 "$OUT/share.txt" | tee -a "$S"
-  fi
+  [ -f "$OUT/share.txt" ] && tail -32 "$OUT/share.txt" | tee -a "$S"
 fi
