@@ -295,33 +295,10 @@ const CustomScanMethods scan_methods = {"gpu2bs dbscan", create_state};
 set_rel_pathlist_hook_type prev_pathlist_hook = nullptr;
 
 // 5 or 6 (its number of arguments) when funcid is gpu2bs's gpu_dbscan or its periodic form,
-// else 0 (cached).
+// else 0.
 int dbscan_form(Oid funcid) {
-  static Oid cached_oid[8];
-  static int cached_form[8];
-  static int ncached = 0;
-  for (int i = 0; i < ncached; ++i)
-    if (cached_oid[i] == funcid) return cached_form[i];
-  int form = 0;
-  HeapTuple tup = SearchSysCache1(PROCOID, ObjectIdGetDatum(funcid));
-  if (HeapTupleIsValid(tup)) {
-    Form_pg_proc proc = (Form_pg_proc)GETSTRUCT(tup);
-    bool isnull;
-    if (proc->prolang == ClanguageId) {
-      Datum src = SysCacheGetAttr(PROCOID, tup, Anum_pg_proc_prosrc, &isnull);
-      Datum bin = SysCacheGetAttr(PROCOID, tup, Anum_pg_proc_probin, &isnull);
-      if (!isnull && strstr(TextDatumGetCString(bin), "gpu2bs")) {
-        char* s = TextDatumGetCString(src);
-        form = strcmp(s, "gpu2bs_dbscan") == 0 ? 5 : strcmp(s, "gpu2bs_dbscan_box") == 0 ? 6 : 0;
-      }
-    }
-    ReleaseSysCache(tup);
-  }
-  if (ncached < 8) {
-    cached_oid[ncached] = funcid;
-    cached_form[ncached++] = form;
-  }
-  return form;
+  const char* s = gpu2bs_symbol(funcid);
+  return strcmp(s, "gpu2bs_dbscan") == 0 ? 5 : strcmp(s, "gpu2bs_dbscan_box") == 0 ? 6 : 0;
 }
 
 // The gpu_dbscan call of range table entry `rte`, or nullptr.

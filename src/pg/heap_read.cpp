@@ -21,7 +21,6 @@ extern "C" {
 #include "pgstat.h"
 #include "storage/bufmgr.h"
 #include "storage/predicate.h"
-#include "storage/predicate.h"
 #include "utils/acl.h"
 #include "utils/lsyscache.h"
 #include "utils/rls.h"
@@ -133,6 +132,7 @@ bool may_cast(Oid typid, Oid target) {
 // pins fewer pages at a time than the ring has; a scan through shared buffers pins more.
 constexpr int kChunkPagesRing = 16;
 constexpr int kChunkPages = 128;
+static_assert(kChunkPages < 65536, "a chunk's page count fits the 16 bits of its ticket");
 // Bytes at the start of a page fetched ahead into the CPU cache: the header and the line
 // pointers of about 150 tuples.
 constexpr int kPrefetchHeadBytes = 640;
@@ -239,20 +239,21 @@ class PageParsers {
   // Parses pages[0..npages) on the workers and the calling thread; returns when all are done.
   void parse(const FixedLayout* L, ChunkPage* pages, int npages, const OffsetNumber* offs, int64* ids,
              double* const* coord) {
+    uint64 gen;
     {
       std::lock_guard<std::mutex> lk(mu_);
       L_ = L;
       pages_ = pages;
-      npages_ = npages;
       offs_ = offs;
       ids_ = ids;
       coord_ = coord;
-      next_.store(0, std::memory_order_relaxed);
+      gen = ++gen_;
       done_.store(0, std::memory_order_relaxed);
-      ++gen_;
+      // Published last: a page is claimed only through a ticket of this chunk's generation.
+      ticket_.store(make_ticket(gen, npages, 0), std::memory_order_release);
     }
     cv_.notify_all();
-    const int mine = run_pages();
+    const int mine = run_pages(gen);
     int done = done_.fetch_add(mine, std::memory_order_acq_rel) + mine;
     // Workers finish their last page within microseconds: spin, then sleep briefly.
     for (int spins = 0; done < npages; ++spins) {
@@ -262,14 +263,26 @@ class PageParsers {
   }
 
  private:
-  // Takes pages of the current chunk until none is left; the number parsed.
-  int run_pages() {
+  // A chunk's ticket: its generation (32 bits), its page count and the next page to take (16
+  // bits each), so that a worker still running for an earlier chunk takes nothing of this one.
+  static uint64 make_ticket(uint64 gen, int npages, int next) {
+    return (gen & 0xffffffffu) << 32 | uint64(npages) << 16 | uint64(next);
+  }
+  // Takes pages of chunk `gen` until none is left; the number parsed. The chunk's pointers are
+  // read only after a page is claimed: the backend thread changes them only once every claimed
+  // page is counted in done_.
+  int run_pages(uint64 gen) {
     int mine = 0;
+    uint64 t = ticket_.load(std::memory_order_acquire);
     for (;;) {
-      const int p = next_.fetch_add(1, std::memory_order_relaxed);
-      if (p >= npages_) return mine;
+      if (t >> 32 != (gen & 0xffffffffu)) return mine;
+      const int npages = int(t >> 16 & 0xffff), p = int(t & 0xffff);
+      if (p >= npages) return mine;
+      if (!ticket_.compare_exchange_weak(t, t + 1, std::memory_order_acq_rel, std::memory_order_acquire))
+        continue;
       parse_page_fixed(*L_, pages_[p], offs_, ids_, coord_);
       ++mine;
+      t = ticket_.load(std::memory_order_acquire);
     }
   }
   // A worker: waits for each chunk and parses its share.
@@ -282,7 +295,7 @@ class PageParsers {
         if (quit_) return;
         seen = gen_;
       }
-      const int mine = run_pages();
+      const int mine = run_pages(seen);
       done_.fetch_add(mine, std::memory_order_acq_rel);
     }
   }
@@ -293,11 +306,10 @@ class PageParsers {
   uint64 gen_ = 0;
   const FixedLayout* L_ = nullptr;
   ChunkPage* pages_ = nullptr;
-  int npages_ = 0;
   const OffsetNumber* offs_ = nullptr;
   int64* ids_ = nullptr;
   double* const* coord_ = nullptr;
-  std::atomic<int> next_{0};
+  std::atomic<uint64> ticket_{0};
   std::atomic<int> done_{0};
 };
 

@@ -49,6 +49,38 @@ std::vector<double> box_lengths(ArrayType* arr) {
   return out;
 }
 
+namespace {
+
+// Checks nbuckets, r_max and box (argument box_arg, coords at box_arg + 1) of gpu_rdf or
+// gpu_rdf_weighted before any row is read, reads a and b (with the weight column when `weight`
+// is not null) into `in` and returns the problem. a, b, nbuckets and r_max are not NULL.
+RdfProblem rdf_read(FunctionCallInfo fcinfo, int box_arg, const char* weight, SimjoinInput* in) {
+  const Oid rel_a = PG_GETARG_OID(0), rel_b = PG_GETARG_OID(1);
+  const int32 nbuckets = PG_GETARG_INT32(2);
+  const double r_max = PG_GETARG_FLOAT8(3);
+  std::vector<double> box;
+  const bool has_box = !PG_ARGISNULL(box_arg);
+  if (has_box) box = box_lengths(PG_GETARG_ARRAYTYPE_P(box_arg));
+  ArrayType* coords = PG_ARGISNULL(box_arg + 1) ? nullptr : PG_GETARG_ARRAYTYPE_P(box_arg + 1);
+  const Precision prec = current_precision();
+  check_rdf_args(nbuckets, r_max, prec);
+  const bool self = rel_a == rel_b;
+  SimjoinArgs args;
+  args.nrel = self ? 1 : 2;
+  args.relids[0] = rel_a;
+  args.relids[1] = self ? InvalidOid : rel_b;
+  args.coords = coords;
+  args.keyless = true;
+  args.weight = weight;
+  simjoin_read(args, in);
+  if (!self) check_same_srid(*in);
+  const PointsView va = points_view(in->rels[0]);
+  const PointsView vb = self ? va : points_view(in->rels[1]);
+  return make_rdf(va, self ? nullptr : &vb, nbuckets, r_max, has_box ? box.data() : nullptr,
+                  int(box.size()), prec);
+}
+
+}  // namespace
 }  // namespace pg
 }  // namespace gpu2bs
 
@@ -59,33 +91,8 @@ GPU2BS_FUNCTION(gpu2bs_rdf) {
   ReturnSetInfo* rsinfo = (ReturnSetInfo*)fcinfo->resultinfo;
   pg_guard([&] { InitMaterializedSRF(fcinfo, 0); });
   if (PG_ARGISNULL(0) || PG_ARGISNULL(1) || PG_ARGISNULL(2) || PG_ARGISNULL(3)) return (Datum)0;
-  const Oid rel_a = PG_GETARG_OID(0), rel_b = PG_GETARG_OID(1);
-  const int32 nbuckets = PG_GETARG_INT32(2);
-  const double r_max = PG_GETARG_FLOAT8(3);
-  std::vector<double> box;
-  const bool has_box = !PG_ARGISNULL(4);
-  if (has_box) box = box_lengths(PG_GETARG_ARRAYTYPE_P(4));
-  ArrayType* coords = PG_ARGISNULL(5) ? nullptr : PG_GETARG_ARRAYTYPE_P(5);
-  const Precision prec = current_precision();
-  check_rdf_args(nbuckets, r_max, prec);
-  const bool self = rel_a == rel_b;
-  SimjoinArgs args;
-  args.nrel = self ? 1 : 2;
-  args.relids[0] = rel_a;
-  args.relids[1] = self ? InvalidOid : rel_b;
-  args.coords = coords;
-  args.keyless = true;
   SimjoinInput in;
-  simjoin_read(args, &in);
-  const PointsView va = points_view(in.rels[0]);
-  const PointsView vb = self ? va : points_view(in.rels[1]);
-  if (!self && in.rels[0].srid_seen && in.rels[1].srid_seen && in.rels[0].srid != in.rels[1].srid)
-    throw Error(ErrorCode::InvalidParameter, "relations have different SRIDs",
-                std::string(in.rels[0].relname) + " has SRID " + std::to_string(in.rels[0].srid) +
-                    ", " + in.rels[1].relname + " has SRID " + std::to_string(in.rels[1].srid) + ".",
-                "Transform both to one SRID, for example with ST_Transform.");
-  const RdfProblem prob = make_rdf(va, self ? nullptr : &vb, nbuckets, r_max,
-                                   has_box ? box.data() : nullptr, int(box.size()), prec);
+  const RdfProblem prob = rdf_read(fcinfo, 4, nullptr, &in);
   std::string reason;
   Engine* eng = choose_engine(&reason);
   PgControl ctl;
@@ -123,38 +130,12 @@ GPU2BS_FUNCTION(gpu2bs_rdf_weighted) {
   pg_guard([&] { InitMaterializedSRF(fcinfo, 0); });
   for (int k = 0; k < 5; ++k)
     if (PG_ARGISNULL(k)) return (Datum)0;
-  const Oid rel_a = PG_GETARG_OID(0), rel_b = PG_GETARG_OID(1);
-  const int32 nbuckets = PG_GETARG_INT32(2);
-  const double r_max = PG_GETARG_FLOAT8(3);
   const char* weight = nullptr;
   pg_guard([&] { weight = text_to_cstring(PG_GETARG_TEXT_PP(4)); });
-  std::vector<double> box;
-  const bool has_box = !PG_ARGISNULL(5);
-  if (has_box) box = box_lengths(PG_GETARG_ARRAYTYPE_P(5));
-  ArrayType* coords = PG_ARGISNULL(6) ? nullptr : PG_GETARG_ARRAYTYPE_P(6);
-  const Precision prec = current_precision();
-  check_rdf_args(nbuckets, r_max, prec);
-  const bool self = rel_a == rel_b;
-  SimjoinArgs args;
-  args.nrel = self ? 1 : 2;
-  args.relids[0] = rel_a;
-  args.relids[1] = self ? InvalidOid : rel_b;
-  args.coords = coords;
-  args.keyless = true;
-  args.weight = weight;
   SimjoinInput in;
-  simjoin_read(args, &in);
-  const PointsView va = points_view(in.rels[0]);
-  const PointsView vb = self ? va : points_view(in.rels[1]);
-  if (!self && in.rels[0].srid_seen && in.rels[1].srid_seen && in.rels[0].srid != in.rels[1].srid)
-    throw Error(ErrorCode::InvalidParameter, "relations have different SRIDs",
-                std::string(in.rels[0].relname) + " has SRID " + std::to_string(in.rels[0].srid) +
-                    ", " + in.rels[1].relname + " has SRID " + std::to_string(in.rels[1].srid) + ".",
-                "Transform both to one SRID, for example with ST_Transform.");
-  const RdfProblem prob = make_rdf(va, self ? nullptr : &vb, nbuckets, r_max,
-                                   has_box ? box.data() : nullptr, int(box.size()), prec);
+  const RdfProblem prob = rdf_read(fcinfo, 5, weight, &in);
   const double* wa = in.rels[0].weight;
-  const double* wb = self ? wa : in.rels[1].weight;
+  const double* wb = prob.self ? wa : in.rels[1].weight;
   std::string reason;
   Engine* eng = choose_engine(&reason);
   PgControl ctl;

@@ -717,16 +717,21 @@ void read_weighted_coordinates(Oid relid, ArrayType* coords, const char* weight,
   simjoin_read(a, in);
 }
 
+void check_same_srid(const SimjoinInput& in) {
+  const RelPoints* rels = in.rels;
+  if (rels[0].srid_seen && rels[1].srid_seen && rels[0].srid != rels[1].srid)
+    throw Error(ErrorCode::InvalidParameter, "relations have different SRIDs",
+                std::string(rels[0].relname) + " has SRID " + std::to_string(rels[0].srid) + ", " +
+                    rels[1].relname + " has SRID " + std::to_string(rels[1].srid) + ".",
+                "Transform both to one SRID, for example with ST_Transform.");
+}
+
 SimjoinPrepared simjoin_prepare(const SimjoinArgs& a, SimjoinInput* in) {
   const int nrel = a.nrel;
   const RelPoints* rels = in->rels;
   const PointsView va = points_view(rels[0]);
   const PointsView vb = nrel == 2 ? points_view(rels[1]) : va;
-  if (nrel == 2 && rels[0].srid_seen && rels[1].srid_seen && rels[0].srid != rels[1].srid)
-    throw Error(ErrorCode::InvalidParameter, "relations have different SRIDs",
-                std::string(rels[0].relname) + " has SRID " + std::to_string(rels[0].srid) + ", " +
-                    rels[1].relname + " has SRID " + std::to_string(rels[1].srid) + ".",
-                "Transform both to one SRID, for example with ST_Transform.");
+  if (nrel == 2) check_same_srid(*in);
   SimjoinPrepared out;
   out.prob = make_simjoin(va, nrel == 2 ? &vb : nullptr, in->eps, in->prec,
                           uint64_t(max_result_rows_setting));

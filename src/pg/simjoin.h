@@ -93,6 +93,10 @@ struct SimjoinInput {
   int scan_path = 0;  // ScanPath bits (settings.h): how the relations were read
 };
 
+// Throws the 22023 error of two relations read together whose PostGIS columns have different
+// SRIDs (both seen).
+void check_same_srid(const SimjoinInput& in);
+
 // Decodes the arguments of the self-join (nrel = 1) or two-relation form; false when the
 // relation or eps is NULL (no rows).
 bool simjoin_args(FunctionCallInfo fcinfo, int nrel, SimjoinArgs* a);
@@ -148,6 +152,10 @@ void run_plan_into(SPIPlanPtr plan, DestReceiver* recv,
                    bool (*receive)(TupleTableSlot*, DestReceiver*), const char* what);
 
 // Registers gpu2bs.enable_customscan and the planner hook of the custom scan (_PG_init).
+// The C symbol of funcid when it is a C-language function of the gpu2bs library without
+// SECURITY DEFINER, its own settings or an fmgr hook, else "" (simjoin_scan.cpp; the custom
+// scans recognize their functions by it). Valid until the next call.
+const char* gpu2bs_symbol(Oid funcid);
 void register_simjoin_scan();
 // gpu2bs.enable_customscan: gpu_simjoin and gpu_dbscan in FROM run as custom scans.
 bool customscan_enabled();

@@ -92,33 +92,39 @@ enum ColKind { COL_COUNT = 10, COL_SUM = 11, COL_MIN = 12, COL_MAX = 13, COL_AVG
 // its description, group side (0 id1, 1 id2), k (text), descending, the function's OID.
 enum PrivIndex { P_FORM, P_RTI, P_MODE, P_COLS, P_NARGS, P_CODE, P_DESC, P_SIDE, P_K, P_DESCENDING, P_FUNCID, P_COUNT };
 
-// 1 or 2 when funcid is gpu2bs's self-join or two-relation gpu_simjoin, else 0 (cached).
-int simjoin_form(Oid funcid) {
-  static Oid cached_oid[8];
-  static int cached_form[8];
-  static int ncached = 0;
-  for (int i = 0; i < ncached; ++i)
-    if (cached_oid[i] == funcid) return cached_form[i];
-  int form = 0;
+}  // namespace
+
+// The C symbol of funcid when it is a C-language function of the gpu2bs library called as is,
+// else "": a function with SECURITY DEFINER, its own settings (ALTER FUNCTION ... SET) or an
+// fmgr hook (a security label provider) runs only through the function call, which applies
+// them. Looked up each time (the catalog cache): ALTER FUNCTION changes those properties under
+// the same OID. The result is valid until the next call; plain C data only, as the catalog calls
+// may raise an error.
+const char* gpu2bs::pg::gpu2bs_symbol(Oid funcid) {
+  static char symbol[NAMEDATALEN];
+  symbol[0] = '\0';
   HeapTuple tup = SearchSysCache1(PROCOID, ObjectIdGetDatum(funcid));
-  if (HeapTupleIsValid(tup)) {
-    Form_pg_proc proc = (Form_pg_proc)GETSTRUCT(tup);
-    bool isnull;
-    if (proc->prolang == ClanguageId) {
-      Datum src = SysCacheGetAttr(PROCOID, tup, Anum_pg_proc_prosrc, &isnull);
-      Datum bin = SysCacheGetAttr(PROCOID, tup, Anum_pg_proc_probin, &isnull);
-      if (!isnull && strstr(TextDatumGetCString(bin), "gpu2bs")) {
-        char* s = TextDatumGetCString(src);
-        form = strcmp(s, "gpu2bs_simjoin_self") == 0 ? 1 : strcmp(s, "gpu2bs_simjoin_two") == 0 ? 2 : 0;
-      }
-    }
-    ReleaseSysCache(tup);
+  if (!HeapTupleIsValid(tup)) return symbol;
+  Form_pg_proc proc = (Form_pg_proc)GETSTRUCT(tup);
+  bool isnull;
+  SysCacheGetAttr(PROCOID, tup, Anum_pg_proc_proconfig, &isnull);
+  const bool plain = isnull && !proc->prosecdef && !FmgrHookIsNeeded(funcid);
+  if (plain && proc->prolang == ClanguageId) {
+    Datum src = SysCacheGetAttr(PROCOID, tup, Anum_pg_proc_prosrc, &isnull);
+    Datum bin = SysCacheGetAttr(PROCOID, tup, Anum_pg_proc_probin, &isnull);
+    if (!isnull && strstr(TextDatumGetCString(bin), "gpu2bs"))
+      strlcpy(symbol, TextDatumGetCString(src), sizeof(symbol));
   }
-  if (ncached < 8) {
-    cached_oid[ncached] = funcid;
-    cached_form[ncached++] = form;
-  }
-  return form;
+  ReleaseSysCache(tup);
+  return symbol;
+}
+
+namespace {
+
+// 1 or 2 when funcid is gpu2bs's self-join or two-relation gpu_simjoin, else 0.
+int simjoin_form(Oid funcid) {
+  const char* s = gpu2bs_symbol(funcid);
+  return strcmp(s, "gpu2bs_simjoin_self") == 0 ? 1 : strcmp(s, "gpu2bs_simjoin_two") == 0 ? 2 : 0;
 }
 
 // ---- executor ---------------------------------------------------------------------------------

@@ -55,13 +55,98 @@ std::vector<double> float8_values(ArrayType* arr, const char* what, bool nulls_o
   return out;
 }
 
-// The SRID check of two relations read together (both PostGIS columns with an SRID).
-void check_same_srid(const SimjoinInput& in) {
-  if (in.rels[0].srid_seen && in.rels[1].srid_seen && in.rels[0].srid != in.rels[1].srid)
-    throw Error(ErrorCode::InvalidParameter, "relations have different SRIDs",
-                std::string(in.rels[0].relname) + " has SRID " + std::to_string(in.rels[0].srid) +
-                    ", " + in.rels[1].relname + " has SRID " + std::to_string(in.rels[1].srid) + ".",
-                "Transform both to one SRID, for example with ST_Transform.");
+// The arguments of gpu_xi / gpu_xi_weighted after their checks, and the points read.
+struct XiCall {
+  std::vector<double> edges;      // as given (degrees with angular)
+  std::vector<double> bin_edges;  // in the units the points are binned in
+  XiEstimator est = XiEstimator::LandySzalay;
+  std::vector<double> box;
+  bool has_box = false;
+  bool has_randoms = false;
+  Precision prec = Precision::Float32;
+  int nrel = 1;                   // 2 when randoms is another relation
+  SimjoinInput in;
+  PointsView vd, vr;              // data and randoms (vr = vd for one relation)
+  SpherePoints sd, sr;            // the unit vectors of an angular call, which vd / vr view
+  const int64_t* pd = nullptr;    // patches of data and randoms (jackknife), else null
+  const int64_t* pr = nullptr;
+  const double* wd = nullptr;     // weights of data and randoms (weighted form), else null
+  const double* wr = nullptr;
+};
+
+// Checks the arguments of gpu_xi (weight null) or gpu_xi_weighted (weight the column name,
+// its arguments after edges one place later) and reads the relations into `x`. Every argument
+// is checked before a row is read. data and edges are not NULL.
+void xi_read(FunctionCallInfo fcinfo, const char* weight, XiCall* x) {
+  const int o = weight ? 1 : 0;  // estimator, box, coords, angular, patch at 3 + o .. 7 + o
+  const Oid rel_d = PG_GETARG_OID(0);
+  x->has_randoms = !PG_ARGISNULL(1);
+  const Oid rel_r = x->has_randoms ? PG_GETARG_OID(1) : InvalidOid;
+  x->edges = float8_values(PG_GETARG_ARRAYTYPE_P(2), "edges", false, 0.0);
+  std::string est_name = "landy-szalay";
+  if (!PG_ARGISNULL(3 + o)) pg_guard([&] { est_name = text_to_cstring(PG_GETARG_TEXT_PP(3 + o)); });
+  x->est = parse_xi_estimator(est_name);
+  x->has_box = !PG_ARGISNULL(4 + o);
+  if (x->has_box) x->box = float8_values(PG_GETARG_ARRAYTYPE_P(4 + o), "box", true, 0.0);
+  ArrayType* coords = PG_ARGISNULL(5 + o) ? nullptr : PG_GETARG_ARRAYTYPE_P(5 + o);
+  const bool angular = !PG_ARGISNULL(6 + o) && PG_GETARG_BOOL(6 + o);
+  x->prec = current_precision();
+  if (angular && x->has_box)
+    throw Error(ErrorCode::InvalidParameter, "angular correlation takes no box",
+                "The points lie on the unit sphere.", "Pass box => NULL.");
+  // The edges in the units the points are binned in: chords of the unit sphere for w(theta).
+  x->bin_edges = angular ? chord_edges(x->edges) : x->edges;
+  check_edges(x->bin_edges, x->prec, "edges");
+  bool all_periodic = x->has_box && !x->box.empty();
+  for (double L : x->box) all_periodic = all_periodic && L > 0;
+  if (!x->has_randoms && (angular || !all_periodic))
+    throw Error(ErrorCode::InvalidParameter,
+                "randoms are required unless every axis is periodic",
+                angular ? "The analytic RR needs a periodic box; w(theta) has none."
+                        : "The analytic RR needs a periodic length on every axis.",
+                "Give a relation of random points, or a box with a positive length per axis.");
+  text* patch = PG_ARGISNULL(7 + o) ? nullptr : PG_GETARG_TEXT_PP(7 + o);
+  if (patch && !x->has_randoms)
+    throw Error(ErrorCode::InvalidParameter, "jackknife errors need randoms",
+                "The analytic RR of a box has no patches.", "Give a relation of random points.");
+  const bool same = x->has_randoms && rel_r == rel_d;
+  SimjoinArgs args;
+  args.nrel = x->has_randoms && !same ? 2 : 1;
+  args.relids[0] = rel_d;
+  args.relids[1] = args.nrel == 2 ? rel_r : InvalidOid;
+  args.coords = coords;
+  // The patch column is read as the key column (an integer; rows with a NULL patch are
+  // skipped), the weight column after the coordinates; eps, which a keyed read validates, is
+  // not used.
+  args.keyless = patch == nullptr;
+  args.id = patch;
+  args.eps = 1;
+  args.weight = weight;
+  simjoin_read(args, &x->in);
+  x->nrel = args.nrel;
+  if (x->nrel == 2) check_same_srid(x->in);
+  x->vd = points_view(x->in.rels[0]);
+  x->vr = x->nrel == 2 ? points_view(x->in.rels[1]) : x->vd;
+  if (weight) {
+    x->wd = x->in.rels[0].weight;
+    x->wr = x->in.rels[x->nrel - 1].weight;
+  }
+  if (patch) {
+    x->pd = x->in.rels[0].ids;
+    x->pr = x->in.rels[x->nrel - 1].ids;
+  }
+  if (angular) {
+    x->sd = sphere_points(x->vd);
+    x->vd = x->sd.view();
+    if (x->has_randoms) {
+      if (x->nrel == 2) {
+        x->sr = sphere_points(x->vr);
+        x->vr = x->sr.view();
+      } else {
+        x->vr = x->vd;
+      }
+    }
+  }
 }
 
 }  // namespace
@@ -74,81 +159,20 @@ GPU2BS_FUNCTION(gpu2bs_xi) {
   ReturnSetInfo* rsinfo = (ReturnSetInfo*)fcinfo->resultinfo;
   pg_guard([&] { InitMaterializedSRF(fcinfo, 0); });
   if (PG_ARGISNULL(0) || PG_ARGISNULL(2)) return (Datum)0;
-  const Oid rel_d = PG_GETARG_OID(0);
-  const bool has_randoms = !PG_ARGISNULL(1);
-  const Oid rel_r = has_randoms ? PG_GETARG_OID(1) : InvalidOid;
-  const std::vector<double> edges =
-      float8_values(PG_GETARG_ARRAYTYPE_P(2), "edges", false, 0.0);
-  std::string est_name = "landy-szalay";
-  if (!PG_ARGISNULL(3)) pg_guard([&] { est_name = text_to_cstring(PG_GETARG_TEXT_PP(3)); });
-  const XiEstimator est = parse_xi_estimator(est_name);
-  const bool has_box = !PG_ARGISNULL(4);
-  std::vector<double> box;
-  if (has_box) box = float8_values(PG_GETARG_ARRAYTYPE_P(4), "box", true, 0.0);
-  ArrayType* coords = PG_ARGISNULL(5) ? nullptr : PG_GETARG_ARRAYTYPE_P(5);
-  const bool angular = !PG_ARGISNULL(6) && PG_GETARG_BOOL(6);
-  const Precision prec = current_precision();
-  if (angular && has_box)
-    throw Error(ErrorCode::InvalidParameter, "angular correlation takes no box",
-                "The points lie on the unit sphere.", "Pass box => NULL.");
-  // The edges in the units the points are binned in: chords of the unit sphere for w(theta).
-  const std::vector<double> bin_edges = angular ? chord_edges(edges) : edges;
-  check_edges(bin_edges, prec, "edges");
-  bool all_periodic = has_box && !box.empty();
-  for (double L : box) all_periodic = all_periodic && L > 0;
-  if (!has_randoms && (angular || !all_periodic))
-    throw Error(ErrorCode::InvalidParameter,
-                "randoms are required unless every axis is periodic",
-                angular ? "The analytic RR needs a periodic box; w(theta) has none."
-                        : "The analytic RR needs a periodic length on every axis.",
-                "Give a relation of random points, or a box with a positive length per axis.");
-  text* patch = PG_ARGISNULL(7) ? nullptr : PG_GETARG_TEXT_PP(7);
-  if (patch && !has_randoms)
-    throw Error(ErrorCode::InvalidParameter, "jackknife errors need randoms",
-                "The analytic RR of a box has no patches.", "Give a relation of random points.");
-  const bool same = has_randoms && rel_r == rel_d;
-  SimjoinArgs args;
-  args.nrel = has_randoms && !same ? 2 : 1;
-  args.relids[0] = rel_d;
-  args.relids[1] = args.nrel == 2 ? rel_r : InvalidOid;
-  args.coords = coords;
-  // The patch column is read as the key column (an integer; rows with a NULL patch are
-  // skipped); eps, which a keyed read validates, is not used.
-  args.keyless = patch == nullptr;
-  args.id = patch;
-  args.eps = 1;
-  SimjoinInput in;
-  simjoin_read(args, &in);
-  if (args.nrel == 2) check_same_srid(in);
-  PointsView vd = points_view(in.rels[0]);
-  PointsView vr = args.nrel == 2 ? points_view(in.rels[1]) : vd;
-  const int64_t* pd = patch ? in.rels[0].ids : nullptr;
-  const int64_t* pr = patch ? in.rels[args.nrel - 1].ids : nullptr;
-  SpherePoints sd, sr;
-  if (angular) {
-    sd = sphere_points(vd);
-    vd = sd.view();
-    if (has_randoms) {
-      if (args.nrel == 2) {
-        sr = sphere_points(vr);
-        vr = sr.view();
-      } else {
-        vr = vd;
-      }
-    }
-  }
+  XiCall x;
+  xi_read(fcinfo, nullptr, &x);
   std::string reason;
   Engine* eng = choose_engine(&reason);
   PgControl ctl;
-  ctl.stats.scan_s = in.scan_s;
+  ctl.stats.scan_s = x.in.scan_s;
   const std::vector<XiRow> rows =
-      xi_run(*eng, ctl, est, vd, has_randoms ? &vr : nullptr, edges, bin_edges,
-             has_box ? box.data() : nullptr, int(box.size()), prec, pd, pr);
+      xi_run(*eng, ctl, x.est, x.vd, x.has_randoms ? &x.vr : nullptr, x.edges, x.bin_edges,
+             x.has_box ? x.box.data() : nullptr, int(x.box.size()), x.prec, x.pd, x.pr);
   uint64_t total = 0;
   for (const XiRow& r : rows) total += r.dd + r.dr + (r.has_rr && !std::isnan(r.rr) ? uint64_t(r.rr) : 0);
   ctl.stats.pairs_emitted = total;
   record_run("gpu_xi", eng->name(), ctl.stats);
-  MemoryContext ctx = in.ctx;
+  MemoryContext ctx = x.in.ctx;
   pg_guard([&] {
     MemoryContextDelete(ctx);
     Datum values[7];
@@ -180,86 +204,23 @@ GPU2BS_FUNCTION(gpu2bs_xi_weighted) {
   ReturnSetInfo* rsinfo = (ReturnSetInfo*)fcinfo->resultinfo;
   pg_guard([&] { InitMaterializedSRF(fcinfo, 0); });
   if (PG_ARGISNULL(0) || PG_ARGISNULL(2) || PG_ARGISNULL(3)) return (Datum)0;
-  const Oid rel_d = PG_GETARG_OID(0);
-  const bool has_randoms = !PG_ARGISNULL(1);
-  const Oid rel_r = has_randoms ? PG_GETARG_OID(1) : InvalidOid;
-  const std::vector<double> edges =
-      float8_values(PG_GETARG_ARRAYTYPE_P(2), "edges", false, 0.0);
   const char* weight = nullptr;
   pg_guard([&] { weight = text_to_cstring(PG_GETARG_TEXT_PP(3)); });
-  std::string est_name = "landy-szalay";
-  if (!PG_ARGISNULL(4)) pg_guard([&] { est_name = text_to_cstring(PG_GETARG_TEXT_PP(4)); });
-  const XiEstimator est = parse_xi_estimator(est_name);
-  const bool has_box = !PG_ARGISNULL(5);
-  std::vector<double> box;
-  if (has_box) box = float8_values(PG_GETARG_ARRAYTYPE_P(5), "box", true, 0.0);
-  ArrayType* coords = PG_ARGISNULL(6) ? nullptr : PG_GETARG_ARRAYTYPE_P(6);
-  const bool angular = !PG_ARGISNULL(7) && PG_GETARG_BOOL(7);
-  const Precision prec = current_precision();
-  if (angular && has_box)
-    throw Error(ErrorCode::InvalidParameter, "angular correlation takes no box",
-                "The points lie on the unit sphere.", "Pass box => NULL.");
-  const std::vector<double> bin_edges = angular ? chord_edges(edges) : edges;
-  check_edges(bin_edges, prec, "edges");
-  bool all_periodic = has_box && !box.empty();
-  for (double L : box) all_periodic = all_periodic && L > 0;
-  if (!has_randoms && (angular || !all_periodic))
-    throw Error(ErrorCode::InvalidParameter,
-                "randoms are required unless every axis is periodic",
-                angular ? "The analytic RR needs a periodic box; w(theta) has none."
-                        : "The analytic RR needs a periodic length on every axis.",
-                "Give a relation of random points, or a box with a positive length per axis.");
-  text* patch = PG_ARGISNULL(8) ? nullptr : PG_GETARG_TEXT_PP(8);
-  if (patch && !has_randoms)
-    throw Error(ErrorCode::InvalidParameter, "jackknife errors need randoms",
-                "The analytic RR of a box has no patches.", "Give a relation of random points.");
-  const bool same = has_randoms && rel_r == rel_d;
-  SimjoinArgs args;
-  args.nrel = has_randoms && !same ? 2 : 1;
-  args.relids[0] = rel_d;
-  args.relids[1] = args.nrel == 2 ? rel_r : InvalidOid;
-  args.coords = coords;
-  // The patch column is read as the key column (an integer; rows with a NULL patch are
-  // skipped), the weight column after the coordinates; eps, which a keyed read validates, is
-  // not used.
-  args.keyless = patch == nullptr;
-  args.id = patch;
-  args.eps = 1;
-  args.weight = weight;
-  SimjoinInput in;
-  simjoin_read(args, &in);
-  if (args.nrel == 2) check_same_srid(in);
-  PointsView vd = points_view(in.rels[0]);
-  PointsView vr = args.nrel == 2 ? points_view(in.rels[1]) : vd;
-  const double* wd = in.rels[0].weight;
-  const double* wr = in.rels[args.nrel - 1].weight;
-  const int64_t* pd = patch ? in.rels[0].ids : nullptr;
-  const int64_t* pr = patch ? in.rels[args.nrel - 1].ids : nullptr;
-  SpherePoints sd, sr;
-  if (angular) {
-    sd = sphere_points(vd);
-    vd = sd.view();
-    if (has_randoms) {
-      if (args.nrel == 2) {
-        sr = sphere_points(vr);
-        vr = sr.view();
-      } else {
-        vr = vd;
-      }
-    }
-  }
+  XiCall x;
+  xi_read(fcinfo, weight, &x);
   std::string reason;
   Engine* eng = choose_engine(&reason);
   PgControl ctl;
-  ctl.stats.scan_s = in.scan_s;
+  ctl.stats.scan_s = x.in.scan_s;
   const std::vector<XiRow> rows =
-      xi_run_weighted(*eng, ctl, est, vd, wd, has_randoms ? &vr : nullptr, wr, edges, bin_edges,
-                      has_box ? box.data() : nullptr, int(box.size()), prec, pd, pr);
+      xi_run_weighted(*eng, ctl, x.est, x.vd, x.wd, x.has_randoms ? &x.vr : nullptr, x.wr, x.edges,
+                      x.bin_edges, x.has_box ? x.box.data() : nullptr, int(x.box.size()), x.prec,
+                      x.pd, x.pr);
   uint64_t total = 0;
   for (const XiRow& r : rows) total += r.dd + r.dr + (r.has_dr ? uint64_t(r.rr) : 0);
   ctl.stats.pairs_emitted = total;
   record_run("gpu_xi_weighted", eng->name(), ctl.stats);
-  MemoryContext ctx = in.ctx;
+  MemoryContext ctx = x.in.ctx;
   pg_guard([&] {
     MemoryContextDelete(ctx);
     Datum values[10];

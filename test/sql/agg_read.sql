@@ -92,6 +92,15 @@ SELECT gpu_pair_count(x, y, 1.0) FROM ar_rls;
 SELECT name, value FROM gpu2bs_info() WHERE name = 'last_scan_path';
 RESET ROLE;
 SELECT gpu_pair_count(x, y, 1.0) AS all_rows FROM ar_rls;
+-- EXECUTE on the aggregate itself: refused either way (the rewrite needs it too)
+REVOKE EXECUTE ON FUNCTION gpu_pair_count(float8, float8, float8) FROM PUBLIC;
+SET ROLE regress_gpu2bs_ar;
+SELECT gpu_pair_count(x, y, 1.0) FROM ar;
+SET gpu2bs.direct_scan = off;
+SELECT gpu_pair_count(x, y, 1.0) FROM ar;
+RESET gpu2bs.direct_scan;
+RESET ROLE;
+GRANT EXECUTE ON FUNCTION gpu_pair_count(float8, float8, float8) TO PUBLIC;
 
 -- a NaN coordinate: 22023 either way (the relation form's message names the column)
 INSERT INTO ar VALUES (5000, 'NaN', 1, 1, 1);

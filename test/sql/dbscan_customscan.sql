@@ -21,6 +21,15 @@ EXPLAIN (COSTS OFF) SELECT count(*), count(cluster) FROM gpu_dbscan('dcs', 0.004
 -- whole-row reference, LATERAL and the setting off: the function scan
 EXPLAIN (COSTS OFF) SELECT d FROM gpu_dbscan('dcs', 0.004, 5) d;
 EXPLAIN (COSTS OFF) SELECT * FROM (VALUES (0.004), (0.02)) v(e), LATERAL gpu_dbscan('dcs', v.e, 5);
+-- a function with its own settings runs through the function call, which applies them; so do
+-- the similarity join's
+ALTER FUNCTION gpu_dbscan(regclass, float8, int4, text[], text) SET gpu2bs.precision = float8;
+EXPLAIN (COSTS OFF) SELECT * FROM gpu_dbscan('dcs', 0.004, 5);
+ALTER FUNCTION gpu_dbscan(regclass, float8, int4, text[], text) RESET ALL;
+ALTER FUNCTION gpu_simjoin(regclass, float8, text[], text) SET gpu2bs.precision = float8;
+EXPLAIN (COSTS OFF) SELECT count(*) FROM gpu_simjoin('dcs', 0.004);
+ALTER FUNCTION gpu_simjoin(regclass, float8, text[], text) RESET ALL;
+EXPLAIN (COSTS OFF) SELECT * FROM gpu_dbscan('dcs', 0.004, 5);
 SET gpu2bs.enable_customscan = off;
 EXPLAIN (COSTS OFF) SELECT * FROM gpu_dbscan('dcs', 0.004, 5);
 

@@ -115,7 +115,8 @@ Node* relation_call(Aggref* a, AggRead* c) {
   const Oid fn = LookupFuncName(qname, 3, rel_args, true);
   if (!OidIsValid(fn) || getExtensionOfObject(ProcedureRelationId, fn) != c->ext ||
       get_func_rettype(fn) != a->aggtype ||
-      pg_proc_aclcheck(fn, GetUserId(), ACL_EXECUTE) != ACLCHECK_OK)
+      pg_proc_aclcheck(fn, GetUserId(), ACL_EXECUTE) != ACLCHECK_OK ||
+      pg_proc_aclcheck(a->aggfnoid, GetUserId(), ACL_EXECUTE) != ACLCHECK_OK)
     return nullptr;
   ArrayType* coords = construct_array(names, dims, TEXTOID, -1, false, TYPALIGN_INT);
   List* args = list_make3(makeConst(REGCLASSOID, -1, InvalidOid, 4, ObjectIdGetDatum(c->relid), false, true),
@@ -168,6 +169,7 @@ bool whole_relation_aggregate(Query* parse, AggRead* c) {
 // The planner hook: plans the rewritten query where the rewrite applies, else the query as is.
 PlannedStmt* agg_read_planner(Query* parse, const char* query_string, int cursor_options, ParamListInfo params) {
   AggRead c{};
+  bool rewritten = false;
   if (direct_scan_setting && parse->hasAggs && whole_relation_aggregate(parse, &c)) {
     c.ext = get_extension_oid("gpu2bs", true);
     if (OidIsValid(c.ext)) {
@@ -184,11 +186,16 @@ PlannedStmt* agg_read_planner(Query* parse, const char* query_string, int cursor
         q->hasAggs = false;
         q->jointree->fromlist = NIL;  // the relation stays in the range table (privileges, lock)
         parse = q;
+        rewritten = true;
       }
     }
   }
-  return prev_planner ? prev_planner(parse, query_string, cursor_options, params)
-                      : standard_planner(parse, query_string, cursor_options, params);
+  PlannedStmt* plan = prev_planner ? prev_planner(parse, query_string, cursor_options, params)
+                                    : standard_planner(parse, query_string, cursor_options, params);
+  // The rewrite depends on the planning user's EXECUTE rights: a cached plan is not reused by
+  // another role.
+  if (rewritten) plan->dependsOnRole = true;
+  return plan;
 }
 
 }  // namespace
