@@ -409,11 +409,12 @@ void direct_read_points(RelPoints* out, MemoryContext ctx, DirectBadRow* bad) {
   int64* ids = out->ids;
   double* coord[kMaxDims];
   for (int d = 0; d < dims; ++d) coord[d] = out->coord[d];
-  // Room for `need` rows in the arrays.
-  auto ensure = [&](int64 need) {
+  // Room for `need` rows in the arrays, of which `points` (`need` when negative) are points for
+  // sure and must fit the point limit.
+  auto ensure = [&](int64 need, int64 points = -1) {
     if (need <= cap) return;
     out->n = n;
-    grow_points(out, ctx, need);
+    grow_points(out, ctx, need, points);
     cap = out->cap;
     ids = out->ids;
     for (int d = 0; d < dims; ++d) coord[d] = out->coord[d];
@@ -533,8 +534,9 @@ void direct_read_points(RelPoints* out, MemoryContext ctx, DirectBadRow* bad) {
         nvis_total += nvis;
       }
       // Parse at fixed offsets (workers and this thread), rows placed as if every tuple
-      // became a point.
-      ensure(n + nvis_total);
+      // became a point: scratch room for the chunk's visible tuples, of which those with a
+      // NULL or NaN coordinate drop out below, so only the rows kept are held to the limit.
+      ensure(n + nvis_total, n);
       if (parsers)
         parsers->parse(&L, pages, np, offs, ids, coord);
       else
@@ -562,6 +564,16 @@ void direct_read_points(RelPoints* out, MemoryContext ctx, DirectBadRow* bad) {
         if (count_stats) rel->pgstat_info->t_counts.t_tuples_returned += seen;
       }
       for (int p = 0; p < np; ++p) ReleaseBuffer(pages[p].buf);
+      // The rows kept from the chunk, now points, held to the limit (54000 beyond it).
+      if (uint64_t(n) > kMaxPoints) {
+        struct Want {
+          uint64_t n;
+          const char* name;
+        } want = {uint64_t(n), out->relname};
+        call_at_boundary([](void* w) {
+          check_point_count(static_cast<Want*>(w)->n, static_cast<Want*>(w)->name);
+        }, &want);
+      }
     }
   }
   PG_CATCH();

@@ -364,17 +364,17 @@ char* build_query(Relation rel, ArrayType* coords, const char* id_name, RelPoint
 
 // Grows the arrays of `out` (allocated in `ctx`) to hold at least `need` rows (doubling, at
 // most kMaxPoints). PostgreSQL code (may ereport).
-void gpu2bs::pg::grow_points(RelPoints* out, MemoryContext ctx, int64 need) {
+void gpu2bs::pg::grow_points(RelPoints* out, MemoryContext ctx, int64 need, int64 points) {
   struct Want {
     uint64_t n;
     const char* name;
-  } want = {uint64_t(need), out->relname};
+  } want = {uint64_t(points < 0 ? need : points), out->relname};
   call_at_boundary([](void* w) {
     check_point_count(static_cast<Want*>(w)->n, static_cast<Want*>(w)->name);
   }, &want);
   int64 cap = out->cap ? out->cap : 16384;
   while (cap < need) cap *= 2;
-  cap = Min(cap, int64(kMaxPoints));
+  cap = Min(cap, Max(need, int64(kMaxPoints)));
   if (!out->keyless)
     out->ids = (int64*)realloc_big(ctx, out->ids, Size(out->n) * sizeof(int64), Size(cap) * sizeof(int64));
   for (int k = 0; k < out->dims; ++k)

@@ -126,9 +126,11 @@ SimjoinPrepared simjoin_prepare(const SimjoinArgs& a, SimjoinInput* in);
 bool simjoin_run(const SimjoinArgs& a, SimjoinInput* in, PairSink& sink, const PairFilter* filter = nullptr,
                  PairStage* stage = nullptr, PairReduce* reduce = nullptr);
 
-// Grows the arrays of `out` (allocated in `ctx`) to hold at least `need` rows (doubling, at
-// most kMaxPoints; 54000 beyond). PostgreSQL code (may ereport).
-void grow_points(RelPoints* out, MemoryContext ctx, int64 need);
+// Grows the arrays of `out` (allocated in `ctx`) to hold at least `need` rows (doubling). The
+// rows that are points for sure, `points` (`need` when negative), must not exceed kMaxPoints
+// (54000 beyond); the rest of `need` is scratch room a reader fills before dropping the rows
+// that are not points, and may reach past kMaxPoints. PostgreSQL code (may ereport).
+void grow_points(RelPoints* out, MemoryContext ctx, int64 need, int64 points = -1);
 
 // Relation-reading helpers shared with gpu_pairwise: integer key types (or domains over them);
 // the attribute number of column `name` of `td` (not dropped), else 42703; the single-column

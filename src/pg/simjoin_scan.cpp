@@ -87,10 +87,13 @@ const char* mode_names[] = {"rows", "rows (pipelined)", "aggregate", "group", "t
 // Scan columns: 1 id1, 2 id2, 3 dist, 0 the whole row; aggregate columns:
 enum ColKind { COL_COUNT = 10, COL_SUM = 11, COL_MIN = 12, COL_MAX = 13, COL_AVG = 14, COL_KEY = 15 };
 
-// custom_private of the plan: form, rti, mode, column list, number of function arguments at
+// custom_private of the plan: form, the column names of the function's range table entry
+// (whole-row values; the entry's index is not kept here: set_plan_references renumbers range
+// table entries when it flattens subqueries, and only custom_relids follows), mode, column
+// list, number of function arguments at
 // the head of custom_exprs (the rest are the pushed predicate's parameters), predicate template,
 // its description, group side (0 id1, 1 id2), k (text), descending, the function's OID.
-enum PrivIndex { P_FORM, P_RTI, P_MODE, P_COLS, P_NARGS, P_CODE, P_DESC, P_SIDE, P_K, P_DESCENDING, P_FUNCID, P_COUNT };
+enum PrivIndex { P_FORM, P_NAMES, P_MODE, P_COLS, P_NARGS, P_CODE, P_DESC, P_SIDE, P_K, P_DESCENDING, P_FUNCID, P_COUNT };
 
 }  // namespace
 
@@ -135,7 +138,8 @@ struct SimjoinScanState {
   int mode;
   int ncols;        // columns of the scan tuple
   int attno[16];    // what each scan column holds (1 id1, 2 id2, 3 dist, 0 whole row, ColKind)
-  Index rti;        // the function's range table index (whole-row names, EvalPlanQual)
+  Index rti;        // the function's range table index (EvalPlanQual), 0 for upper paths
+  List* names;      // column names of whole-row values
   int nargs;
   List* code;       // pushed predicate template (NIL: none)
   int side;
@@ -547,7 +551,7 @@ TupleTableSlot* scan_next(ScanState* ss) {
 bool scan_recheck(ScanState* ss, TupleTableSlot* slot) {
   SimjoinScanState* st = (SimjoinScanState*)ss;
   EPQState* epq = ss->ps.state->es_epq_active;
-  if (!epq || st->epq_done || st->mode != MODE_ROWS) return false;
+  if (!epq || st->epq_done || st->mode != MODE_ROWS || st->rti == 0) return false;
   st->epq_done = true;
   const Index rti = st->rti;
   TupleTableSlot* src = nullptr;
@@ -575,7 +579,6 @@ void begin_scan(CustomScanState* node, EState* estate, int) {
   List* exprs = cs->custom_exprs;
   st->arg_states = ExecInitExprList(list_copy_head(exprs, st->nargs), &node->ss.ps);
   st->param_states = ExecInitExprList(list_copy_tail(exprs, st->nargs), &node->ss.ps);
-  RangeTblEntry* rte = exec_rt_fetch(st->rti, estate);
   // The EXECUTE privilege on gpu_simjoin, checked as the function scan's executor does.
   const Oid funcid = Oid(intVal(list_nth(cs->custom_private, P_FUNCID)));
   const AclResult acl = pg_proc_aclcheck(funcid, GetUserId(), ACL_EXECUTE);
@@ -588,7 +591,7 @@ void begin_scan(CustomScanState* node, EState* estate, int) {
   const char* names[3] = {"id1", "id2", "dist"};
   for (int k = 0; k < 3; ++k) {
     const char* name = names[k];
-    if (rte->eref && list_length(rte->eref->colnames) > k) name = strVal(list_nth(rte->eref->colnames, k));
+    if (list_length(st->names) > k) name = strVal(list_nth(st->names, k));
     TupleDescInitEntry(desc, AttrNumber(k + 1), name, types[k], -1, 0);
   }
   st->row_desc = BlessTupleDesc(desc);
@@ -646,7 +649,10 @@ Node* create_state(CustomScan* cs) {
   st->css.methods = &exec_methods;
   List* p = cs->custom_private;
   st->form = intVal(list_nth(p, P_FORM));
-  st->rti = Index(intVal(list_nth(p, P_RTI)));
+  // A base relation's path: custom_relids holds the function's range table index, renumbered
+  // with the range table; upper paths (aggregates, top-k) have none and no EvalPlanQual.
+  st->rti = bms_membership(cs->custom_relids) == BMS_SINGLETON ? Index(bms_singleton_member(cs->custom_relids)) : 0;
+  st->names = (List*)list_nth(p, P_NAMES);
   st->mode = intVal(list_nth(p, P_MODE));
   ListCell* lc;
   foreach (lc, (List*)list_nth(p, P_COLS)) st->attno[st->ncols++] = intVal(lfirst(lc));
@@ -798,7 +804,12 @@ Plan* plan_path(PlannerInfo* root, RelOptInfo* rel, CustomPath* path, List* tlis
   cs->custom_scan_tlist = scan_tlist;
   List* priv = NIL;
   priv = lappend(priv, makeInteger(info.form));
-  priv = lappend(priv, makeInteger(int(relid)));
+  // The entry's column names (aliases included), as a function scan's whole-row Var has them.
+  List* colnames = NIL;
+  const RangeTblEntry* rte = root->simple_rte_array[relid];
+  if (rte->eref)
+    foreach (lc, rte->eref->colnames) colnames = lappend(colnames, makeString(pstrdup(strVal(lfirst(lc)))));
+  priv = lappend(priv, colnames);
   priv = lappend(priv, makeInteger(info.mode));
   priv = lappend(priv, cols);
   priv = lappend(priv, makeInteger(list_length(fe->args)));

@@ -2,7 +2,10 @@
 // with the devices listed in EngineOverrides::devices (one ordinal repeated emulates several
 // devices on one GPU: the figures then show the split's overhead, not a speedup), and the join
 // in slabs under a small budget against the in-memory join. Not a test: results are printed.
-//   test/gpu/build/bench_multigpu [devices, e.g. 0,0 or 0,1] [reps]
+//   test/gpu/build/bench_multigpu [devices, e.g. 0,0 or 0,1] [reps] [sizes]
+// sizes "small" (default): SDH and pair count of 1,000,000 3-D points, join of 2,000,000 2-D
+// points (eps 0.002, 2.5e7 pairs); "large": SDH and pair count of 4,194,304 points, join of
+// 4,000,000 2-D points (eps 0.002, about 1.0e8 pairs).
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -56,6 +59,8 @@ int main(int argc, char** argv) {
     pos = c + 1;
   }
   const int reps = argc > 2 ? std::atoi(argv[2]) : 3;
+  const bool large = argc > 3 && std::string(argv[3]) == "large";
+  const size_t n_sdh = large ? 4194304 : 1000000, n_join = large ? 4000000 : 2000000;
   printf("devices %s, median of %d runs, wall ms\n", list.c_str(), reps);
   auto ctl_for = [&](bool many) {
     Control c;
@@ -64,25 +69,25 @@ int main(int argc, char** argv) {
     return c;
   };
   {
-    auto pts = ref::uniform(1000000, 3, 1, 0, 10);
+    auto pts = ref::uniform(n_sdh, 3, 1, 0, 10);
     const SdhProblem p = make_sdh(pts.view(), 500, 0, false, Precision::Float32);
     std::vector<uint64_t> h1, hm;
     const double t1 = median_ms(reps, [&] { Control c = ctl_for(false); c.sdh_method = SdhMethod::Brute; h1 = gpu->sdh(p, c); });
     const double tm = median_ms(reps, [&] { Control c = ctl_for(true); c.sdh_method = SdhMethod::Brute; hm = gpu->sdh(p, c); });
-    printf("sdh N=1000000 3-D float32 500 buckets brute: one device %.1f ms, shares %.1f ms, equal %s\n", t1, tm,
-           h1 == hm ? "yes" : "NO");
+    printf("sdh N=%zu 3-D float32 500 buckets brute: one device %.1f ms, shares %.1f ms, speedup %.2fx, equal %s\n",
+           n_sdh, t1, tm, t1 / tm, h1 == hm ? "yes" : "NO");
   }
   {
-    auto pts = ref::uniform(1000000, 3, 2, 0, 10);
+    auto pts = ref::uniform(n_sdh, 3, 2, 0, 10);
     const PairCountProblem p = make_pair_count(pts.view(), 0.5, Precision::Float32);
     uint64_t c1 = 0, cm = 0;
     const double t1 = median_ms(reps, [&] { Control c = ctl_for(false); c.overrides.count_path = 1; c1 = gpu->pair_count(p, c); });
     const double tm = median_ms(reps, [&] { Control c = ctl_for(true); c.overrides.count_path = 1; cm = gpu->pair_count(p, c); });
-    printf("pair count N=1000000 3-D float32 r=0.5 tiles: one device %.1f ms, shares %.1f ms, equal %s\n", t1, tm,
-           c1 == cm ? "yes" : "NO");
+    printf("pair count N=%zu 3-D float32 r=0.5 tiles: one device %.1f ms, shares %.1f ms, speedup %.2fx, equal %s\n",
+           n_sdh, t1, tm, t1 / tm, c1 == cm ? "yes" : "NO");
   }
   {
-    auto pts = ref::uniform(2000000, 2, 3, 0, 1);
+    auto pts = ref::uniform(n_join, 2, 3, 0, 1);
     PointsView v = pts.view();
     const SimjoinProblem p = make_simjoin(v, nullptr, 0.002, Precision::Float32, 0);
     uint64_t n1 = 0, nm = 0, ns = 0, slabs = 0;
@@ -99,9 +104,9 @@ int main(int argc, char** argv) {
       slabs = c.stats.slabs;
       ss = c.stats;
     });
-    printf("join N=2000000 2-D float32 eps=0.002 self (%llu pairs): one device %.1f ms, shares %.1f ms, "
+    printf("join N=%zu 2-D float32 eps=0.002 self (%llu pairs): one device %.1f ms, shares %.1f ms (%.2fx), "
            "%llu slabs on one device under %.0f MB %.1f ms, equal %s\n",
-           (unsigned long long)n1, t1, tm, (unsigned long long)slabs,
+           n_join, (unsigned long long)n1, t1, tm, t1 / tm, (unsigned long long)slabs,
            double(core / 8 + split::kJoinMinBankBytes) / 1048576.0, ts, n1 == nm && n1 == ns ? "yes" : "NO");
     auto show = [](const char* what, const RunStats& st) {
       printf("  %s: prepare %.1f ms, transfer %.1f ms, kernel %.1f ms, merge %.1f ms (largest share)\n", what,
@@ -110,6 +115,8 @@ int main(int argc, char** argv) {
     show("one device", s1);
     show("shares", sm);
     show("slabs under the budget", ss);
+    printf("  join kernel speedup (one device's kernel / the largest share's): %.2fx\n",
+           sm.kernel_s > 0 ? s1.kernel_s / sm.kernel_s : 0.0);
   }
   return 0;
 }

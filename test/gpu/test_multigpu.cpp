@@ -1,8 +1,12 @@
-// Several devices in one call, emulated on one GPU: EngineOverrides::devices lists device 0 two
-// to four times, so the split paths (tile-pair shares of the SDH and the pair count, slabs of the
+// Several devices in one call, emulated on one GPU unless G2_TEST_DEVICES lists real ordinals
+// (e.g. "0,1" on a machine with two GPUs): EngineOverrides::devices lists device 0 two to four
+// times (or the listed ordinals in turn), so the split paths (tile-pair shares of the SDH and the pair count, slabs of the
 // similarity join with their eps halo, each share on its own thread and streams) run and must
 // equal the one-device result bit for bit, the CPU engine, and the float64 reference. Also the
 // join in slabs one after another under a small budget, and errors and cancel with shares.
+#include <cstdlib>
+#include <string>
+
 #include "core/admission.h"
 #include "core/split.h"
 #include "fixtures.h"
@@ -12,9 +16,27 @@ using namespace gpu2bs::gputest;
 
 namespace {
 
-// A Control whose calls run as `shares` devices on device 0.
+// The device ordinals the shares take in turn: G2_TEST_DEVICES ("0,1") or device 0 alone.
+std::vector<int> test_devices() {
+  std::vector<int> d;
+  const char* env = std::getenv("G2_TEST_DEVICES");
+  const std::string list = env ? env : "";
+  for (size_t pos = 0; pos < list.size();) {
+    const size_t c = list.find(',', pos);
+    d.push_back(std::atoi(list.substr(pos, c == std::string::npos ? std::string::npos : c - pos).c_str()));
+    if (c == std::string::npos) break;
+    pos = c + 1;
+  }
+  if (d.empty()) d.push_back(0);
+  return d;
+}
+
+// A Control whose calls run as `shares` devices, the ordinals of test_devices() in turn.
 struct SharedCtl : Ctl {
-  explicit SharedCtl(int shares) { overrides.devices.assign(size_t(shares), 0); }
+  explicit SharedCtl(int shares) {
+    const std::vector<int> d = test_devices();
+    for (int s = 0; s < shares; ++s) overrides.devices.push_back(d[size_t(s) % d.size()]);
+  }
 };
 
 // A budget per share that leaves blocks of `block` points (three resident blocks).

@@ -89,6 +89,10 @@ SELECT * FROM both_ways($$WITH j AS (SELECT * FROM gpu_simjoin('shp', 0.5)) SELE
 SELECT * FROM both_ways($$WITH j AS MATERIALIZED (SELECT * FROM gpu_simjoin('shp', 0.5) g) SELECT j FROM j WHERE id1 % 3 = 0$$);
 SELECT * FROM both_ways($$WITH RECURSIVE r(id) AS (SELECT 1::bigint UNION SELECT j.id2 FROM r JOIN gpu_simjoin('shp', 0.31) j ON j.id1 = r.id) SELECT id FROM r$$);
 SELECT * FROM both_ways($$SELECT s.a, s.b FROM (SELECT id1 AS a, id2 AS b, g FROM gpu_simjoin('shp', 0.5) g) s WHERE s.a + s.b > 50$$);
+-- a subquery kept apart (OFFSET 0): its range table is appended to the query's, renumbered
+SELECT * FROM both_ways($$SELECT row_to_json(q.g) AS j FROM (SELECT g FROM gpu_simjoin('shp', 0.5) g(a, b) OFFSET 0) q$$);
+SELECT * FROM both_ways($$SELECT s.id, q.g FROM shp s, (SELECT g FROM gpu_simjoin('shp', 0.5) g(a) WHERE g.a < 9 OFFSET 0) q WHERE s.id = (q.g).a FOR UPDATE OF s$$);
+SELECT * FROM both_ways($$SELECT row_to_json(q) AS j FROM shp s, (SELECT g FROM gpu_simjoin('shp', 0.5) g(a, b) ORDER BY dist, a, b LIMIT 5 OFFSET 0) q WHERE s.id = 1$$);
 SELECT * FROM both_ways($$SELECT o.id, l.c FROM shp o, LATERAL (SELECT count(*) AS c FROM gpu_simjoin('shp', 0.5) j WHERE j.id1 = o.id) l$$);
 SELECT * FROM both_ways($$SELECT o.id, l.c FROM (VALUES (0.3), (0.5)) o(id), LATERAL (SELECT count(*) AS c FROM gpu_simjoin('shp', o.id)) l$$);
 SELECT * FROM both_ways($$SELECT a.id1, b.id1 FROM gpu_simjoin('shp', 0.31) a LEFT JOIN gpu_simjoin('shp', 0.31) b ON a.id2 = b.id1 AND b.id2 < 20$$);

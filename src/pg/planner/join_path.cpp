@@ -381,7 +381,8 @@ struct JoinScanState {
   CustomScanState css;
   int mode;
   bool self;
-  Index ra, rb;
+  Index ra, rb;     // the sides' range table indexes as planned (those of `clauses`' Vars)
+  int rt_offset;    // what set_plan_references added to them (a flattened subquery's entries)
   List* clauses;
   int dist_clause;
   bool has_gis;
@@ -1106,7 +1107,8 @@ void explain_scan(CustomScanState* node, List* ancestors, ExplainState* es) {
   ListCell* nc;
   foreach (nc, es->rtable_names) {
     const char* name = (const char*)lfirst(nc);
-    if (!name && (Index(rti) == st->ra || Index(rti) == st->rb)) name = rt_fetch(rti, es->rtable)->eref->aliasname;
+    if (!name && (rti - st->rt_offset == int(st->ra) || rti - st->rt_offset == int(st->rb)))
+      name = rt_fetch(rti, es->rtable)->eref->aliasname;
     names = lappend(names, (void*)name);
     ++rti;
   }
@@ -1143,6 +1145,9 @@ Node* create_state(CustomScan* cs) {
   st->self = intVal(list_nth(p, P_SELF)) != 0;
   st->ra = Index(intVal(list_nth(p, P_RA)));
   st->rb = Index(intVal(list_nth(p, P_RB)));
+  // custom_relids (the join relation's indexes, renumbered with the range table; empty for
+  // the pushed count, an upper path) against the planned ones.
+  st->rt_offset = bms_is_empty(cs->custom_relids) ? 0 : bms_next_member(cs->custom_relids, -1) - int(Min(st->ra, st->rb));
   st->clauses = (List*)list_nth(p, P_CLAUSES);
   st->dist_clause = intVal(list_nth(p, P_DIST));
   st->has_gis = list_nth(p, P_GIS) != nullptr;
