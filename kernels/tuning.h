@@ -385,6 +385,16 @@ constexpr size_t kPairwiseFastChunkBytes = size_t(4) << 30;
 // below (652.1 - 85.8) / 652.1 = 0.87 (two relations); the limits keep a margin. Random normal
 // vectors (1 row of 100,000 recomputed): 156.8 ms end to end, 86.4 ms kernels, vs 389.4 / 321.3
 // ms for the SIMT kernel, same lists.
+// Candidates of the certified path from an FP16 GEMM (rows scaled by powers of two, FP32
+// accumulation, FP16 output: half the bytes of S written and read, twice the tensor rate of
+// TF32) where cublasGemmEx is present; false: the TF32 GEMM with FP32 output.
+constexpr bool kPairwiseFp16Gemm = true;
+// Host to device copy of the vectors: above kPairwiseParallelUploadBytes, up to
+// kPairwiseUploadWorkers worker threads copy slices into their own parts of the pinned staging
+// buffer and queue each slice's transfer (one thread's memcpy into pinned memory is slower than
+// the PCIe link).
+constexpr size_t kPairwiseParallelUploadBytes = size_t(32) << 20;
+constexpr int kPairwiseUploadWorkers = 8;
 constexpr double kPairwiseCertifiedMaxRedoSelf = 0.25;
 constexpr double kPairwiseCertifiedMaxRedoTwo = 0.5;
 }  // namespace cuda_tuning
