@@ -1456,6 +1456,7 @@ void pairwise(const PairwiseProblem& p, PairSink& sink, Control& ctl) {
   emit_knn(p, lists.data(), count.data(), row_k, sink, std::max<size_t>(ctl.page_pairs, 64),
            ctl.stats);
   ctl.stats.merge_s += seconds_since(t0);
+  pairwise_last_run().emit_ms = seconds_since(t0) * 1e3;
 }
 
 std::string pairwise_last_path() {

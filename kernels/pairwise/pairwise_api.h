@@ -53,6 +53,7 @@ struct PairwiseLastRun {
   double rerank_ms = 0;     // fast path: exact keys of the candidates (events)
   double certify_ms = 0;    // fast path: host merge and certificate
   double exact_ms = 0;      // exact kNN kernels (events; the fast path's recomputed rows)
+  double emit_ms = 0;       // kNN lists handed to the sink (values computed on the host)
 };
 PairwiseLastRun& pairwise_last_run();
 

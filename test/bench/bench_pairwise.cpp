@@ -77,12 +77,14 @@ void print_breakdown(PairwisePrecision prec) {
   const cuda::PairwiseLastRun& r = cuda::pairwise_last_run();
   (void)prec;
   if (!r.fast)
-    printf("      last run: upload %.1f ms, exact kNN kernels %.1f ms\n", r.upload_ms, r.exact_ms);
+    printf("      last run: upload %.1f ms, exact kNN kernels %.1f ms, result sink %.1f ms\n",
+           r.upload_ms, r.exact_ms, r.emit_ms);
   else
     printf("      last run: upload %.1f ms, %s GEMM %.1f ms, selection %.1f ms, exact re-rank "
-           "%.1f ms, host merge+certificate %.1f ms, exact recompute %.1f ms (%zu rows)\n",
-           r.upload_ms, r.fp16 ? "FP16" : "TF32", r.gemm_ms, r.select_ms, r.rerank_ms, r.certify_ms, r.exact_ms,
-           r.recomputed);
+           "%.1f ms, host merge+certificate %.1f ms, exact recompute %.1f ms (%zu rows), result "
+           "sink %.1f ms\n",
+           r.upload_ms, r.fp16 ? "FP16" : "TF32", r.gemm_ms, r.select_ms, r.rerank_ms,
+           r.certify_ms, r.exact_ms, r.recomputed, r.emit_ms);
 }
 
 // Reads N x D float32 from a raw file into v; false when it cannot.
