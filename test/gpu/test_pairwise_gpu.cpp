@@ -2,7 +2,8 @@
 // same float64 values), for every metric, d = 1, 3, 768, 4096, self and two-relation, kNN with
 // both list capacities, column splits, ties and duplicates, k beyond the other side and beyond
 // the device capacity, threshold output with buffer overflow; the certified TF32 path (exact and
-// fast precision) returns the SIMT kernel's lists, with rows recomputed and with the cost guard;
+// fast precision) returns the SIMT kernel's lists, with rows recomputed and with the cost guard,
+// and so does its FP16 variant (scaled rows), with the vectors uploaded by several threads;
 // values close to a float64 reference. Skips without a GPU.
 #include <gtest/gtest.h>
 
