@@ -205,8 +205,7 @@ void define_settings() {
                            "gpu_pairwise arithmetic on the GPU: exact or fast.",
                            "exact computes every pair in float32 in a fixed order (the same bits "
                            "on the CPU and the GPU); fast (l2, sqeuclidean, cosine, dot on a GPU "
-                           "with cuBLAS) ranks by a tensor-core GEMM (FP16 of the rows scaled by "
-                           "powers of two, else TF32), re-ranks the candidates "
+                           "with cuBLAS) ranks by a TF32 tensor-core GEMM, re-ranks the candidates "
                            "with the exact arithmetic and recomputes exactly every row whose "
                            "candidate set an error bound cannot certify, so it returns what exact "
                            "returns. The CPU engine always computes exactly.",
