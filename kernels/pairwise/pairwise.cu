@@ -20,7 +20,8 @@
 // buffer is run again with a larger buffer or fewer rows.
 //
 // Certified TF32 candidates (kNN, l2 / sqeuclidean / cosine / dot, k <= 128, both precisions):
-// cuBLAS, loaded with dlopen at first use, computes S = A_chunk B^T in TF32; a warp per row keeps
+// cuBLAS, loaded with dlopen at first use, computes S = A_chunk B^T in TF32 (or, as a variant, in
+// FP16 over rows scaled by powers of two, with FP16 output); a warp per row keeps
 // the best kc = max(2k, k + 16) approximate scores; those candidates are re-ranked with the exact
 // arithmetic; a row is accepted only when an a-priori bound on the TF32 error proves no other
 // column can enter its exact top k, else it is recomputed by the exact kernel. The result is the
