@@ -385,6 +385,21 @@ constexpr size_t kPairwiseFastChunkBytes = size_t(4) << 30;
 // below (652.1 - 85.8) / 652.1 = 0.87 (two relations); the limits keep a margin. Random normal
 // vectors (1 row of 100,000 recomputed): 156.8 ms end to end, 86.4 ms kernels, vs 389.4 / 321.3
 // ms for the SIMT kernel, same lists.
+// Candidates of the certified path from an FP16 GEMM (rows scaled by powers of two, FP32
+// accumulation, FP16 output: half the bytes of S written and read, twice the tensor rate of
+// TF32) where cublasGemmEx is present; false: the TF32 GEMM with FP32 output. Self kNN l2,
+// n = 100,000, d = 768, k = 10, fast (median of 3): FP16 GEMM 22.2 ms against TF32 43.3 ms, but
+// the selection over the FP16 output takes 67.7 ms against 32.0 ms over FP32 (it loads each
+// column's norm and scale after the GEMM value, one dependent load per offer), so 137.0 ms end
+// to end against 127.1 ms: TF32 by default.
+constexpr bool kPairwiseFp16Gemm = false;
+// Host to device copy of the vectors: above kPairwiseParallelUploadBytes, up to
+// kPairwiseUploadWorkers worker threads copy slices into their own parts of the pinned staging
+// buffer and queue each slice's transfer (one thread's memcpy into pinned memory is slower than
+// the PCIe link). 307 MB (n = 100,000, d = 768): 39.1 ms with one thread, 12.1 ms with 4, 7.8 ms
+// with 8.
+constexpr size_t kPairwiseParallelUploadBytes = size_t(32) << 20;
+constexpr int kPairwiseUploadWorkers = 8;
 constexpr double kPairwiseCertifiedMaxRedoSelf = 0.25;
 constexpr double kPairwiseCertifiedMaxRedoTwo = 0.5;
 }  // namespace cuda_tuning

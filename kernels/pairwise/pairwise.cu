@@ -20,7 +20,8 @@
 // buffer is run again with a larger buffer or fewer rows.
 //
 // Certified TF32 candidates (kNN, l2 / sqeuclidean / cosine / dot, k <= 128, both precisions):
-// cuBLAS, loaded with dlopen at first use, computes S = A_chunk B^T in TF32; a warp per row keeps
+// cuBLAS, loaded with dlopen at first use, computes S = A_chunk B^T in TF32 (or, as a variant, in
+// FP16 over rows scaled by powers of two, with FP16 output); a warp per row keeps
 // the best kc = max(2k, k + 16) approximate scores; those candidates are re-ranked with the exact
 // arithmetic; a row is accepted only when an a-priori bound on the TF32 error proves no other
 // column can enter its exact top k, else it is recomputed by the exact kernel. The result is the
@@ -33,6 +34,7 @@
 #include <mutex>
 
 #include <cublas_v2.h>
+#include <cuda_fp16.h>
 
 #include "../common.cuh"
 #include "../tuning.h"
@@ -541,14 +543,19 @@ __global__ void norms_kernel(const float* __restrict__ X, size_t n, int d, float
   out[i] = acc;
 }
 
-// Fast path selection: one warp per row of the GEMM chunk S (rows x nb, row-major), keeping
-// the kc best approximate scores (l2, sqeuclidean: |b|^2 - 2 s; dot, cosine: -s). Each lane
-// loads kSelUnroll columns before offering them (loads in flight instead of one per ballot).
-// Writes the candidates' columns, their number, and the worst kept score.
+// Fast path selection: one warp per row of the GEMM chunk S (rows x nb, row-major with leading
+// dimension ld), keeping the kc best approximate scores (l2, sqeuclidean: |b|^2 - 2 s; dot,
+// cosine: -s). HALF: S holds FP16 products of the scaled rows, s = s' 2^(e_i + e_j), with
+// rscale = 2^e_i (2^(e_i + 1) for the l2 form) and cscale[j] = 2^e_j, powers of two, so the
+// scaling adds no rounding. Each lane loads kSelUnroll floats (HALF: half2 pairs) before
+// offering them (loads in flight instead of one per ballot). Writes the candidates' columns,
+// their number, and the worst kept score.
 constexpr int kSelUnroll = 8;
+template <bool HALF>
 __global__ void __launch_bounds__(kThreads)
-    select_kernel(const float* __restrict__ S, size_t rows, size_t row_base, size_t nb,
-                  const float* __restrict__ bnorm2, bool l2form, bool self, int kc,
+    select_kernel(const void* __restrict__ Sv, size_t rows, size_t row_base, size_t nb, size_t ld,
+                  const float* __restrict__ bnorm2, const int* __restrict__ rexp,
+                  const float* __restrict__ cscale, bool l2form, bool self, int kc,
                   uint32_t* __restrict__ cand, uint32_t* __restrict__ ncand,
                   float* __restrict__ worst) {
   __shared__ KnnEntry lists[kThreads / 32][kFastCap];
@@ -556,30 +563,91 @@ __global__ void __launch_bounds__(kThreads)
   const size_t r = size_t(blockIdx.x) * (kThreads / 32) + size_t(warp);
   if (r >= rows) return;  // warp-uniform; no block-wide barrier follows
   KnnEntry* L = lists[warp];
-  const float* s = S + r * nb;
   const size_t gi = row_base + r;
   int len = 0;
-  for (size_t j0 = 0; j0 < nb; j0 += 32 * kSelUnroll) {
-    float raw[kSelUnroll], bn[kSelUnroll];
+  if (!HALF) {
+    const float* s = static_cast<const float*>(Sv) + r * ld;
+    for (size_t j0 = 0; j0 < nb; j0 += 32 * kSelUnroll) {
+      float raw[kSelUnroll], bn[kSelUnroll];
 #pragma unroll
-    for (int u = 0; u < kSelUnroll; ++u) {
-      const size_t j = j0 + size_t(lane + 32 * u);
-      raw[u] = j < nb ? __ldcs(s + j) : 0.0f;  // read once: streaming
-      bn[u] = (l2form && j < nb) ? __ldg(bnorm2 + j) : 0.0f;
+      for (int u = 0; u < kSelUnroll; ++u) {
+        const size_t j = j0 + size_t(lane + 32 * u);
+        raw[u] = j < nb ? __ldcs(s + j) : 0.0f;  // read once: streaming
+        bn[u] = (l2form && j < nb) ? __ldg(bnorm2 + j) : 0.0f;
+      }
+#pragma unroll
+      for (int u = 0; u < kSelUnroll; ++u) {
+        const size_t j = j0 + size_t(lane + 32 * u);
+        const bool ok = j < nb && !(self && j == gi);
+        float sc = l2form ? op_fma(-2.0f, raw[u], bn[u]) : -raw[u];
+        if (!ok || sc != sc) sc = INFINITY;
+        len = warp_offer<kFastCap>(L, len, kc, sc, uint32_t(j), ok);
+      }
     }
+  } else {
+    // ld is even, so every row starts on a half2 boundary.
+    const __half2* s = reinterpret_cast<const __half2*>(static_cast<const __half*>(Sv) + r * ld);
+    const int e = rexp[gi] + (l2form ? 1 : 0);
+    const float rs = ldexpf(1.0f, e);
+    for (size_t j0 = 0; j0 < nb; j0 += 64 * kSelUnroll) {
+      __half2 raw[kSelUnroll];
 #pragma unroll
-    for (int u = 0; u < kSelUnroll; ++u) {
-      const size_t j = j0 + size_t(lane + 32 * u);
-      const bool ok = j < nb && !(self && j == gi);
-      float sc = l2form ? op_fma(-2.0f, raw[u], bn[u]) : -raw[u];
-      if (!ok || sc != sc) sc = INFINITY;
-      len = warp_offer<kFastCap>(L, len, kc, sc, uint32_t(j), ok);
+      for (int u = 0; u < kSelUnroll; ++u) {
+        const size_t j = j0 + 2 * size_t(lane + 32 * u);
+        raw[u] = j < nb ? __ldcs(s + (j >> 1)) : __half2();
+      }
+#pragma unroll
+      for (int u = 0; u < kSelUnroll; ++u) {
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+          const size_t j = j0 + 2 * size_t(lane + 32 * u) + size_t(h);
+          const bool ok = j < nb && !(self && j == gi);
+          const float sv = h ? __high2float(raw[u]) : __low2float(raw[u]);
+          float sc = INFINITY;
+          if (j < nb) {
+            const float prod = sv * __ldg(cscale + j);  // exact: a power of two
+            sc = l2form ? op_fma(-rs, prod, __ldg(bnorm2 + j)) : -(rs * prod);
+          }
+          if (!ok || sc != sc) sc = INFINITY;
+          len = warp_offer<kFastCap>(L, len, kc, sc, uint32_t(j), ok);
+        }
+      }
     }
   }
   for (int e = lane; e < len; e += 32) cand[r * size_t(kc) + size_t(e)] = L[e].j;
   if (lane == 0) {
     ncand[r] = uint32_t(len);
     worst[r] = len > 0 ? L[len - 1].key : INFINITY;
+  }
+}
+
+// FP16 copy of the rows of X (n x d) for the tensor-core GEMM, one warp per row: the row is
+// scaled by 2^-e, e the smallest integer with max_k |x_k| sqrt(d) < 2^e (clamped to [-60, 100]),
+// so its norm is below 1 and no product or sum of the GEMM leaves the FP16 range; the scaling
+// is exact (a power of two, in float64) and each element is rounded to nearest once. Writes
+// the FP16 rows, e and 2^e (as float).
+__global__ void to_half_kernel(const float* __restrict__ X, size_t n, int d,
+                               __half* __restrict__ out, int* __restrict__ rexp,
+                               float* __restrict__ rscale) {
+  const int lane = threadIdx.x & 31;
+  const size_t i = size_t(blockIdx.x) * (blockDim.x / 32) + size_t(threadIdx.x / 32);
+  if (i >= n) return;  // warp-uniform
+  const float* x = X + i * size_t(d);
+  float m = 0.0f;
+  for (int k = lane; k < d; k += 32) m = fmaxf(m, fabsf(x[k]));
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1) m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, o));
+  int e = 0;
+  if (m > 0.0f) {
+    (void)frexp(double(m) * sqrt(double(d)) * (1.0 + 0x1p-30), &e);  // value < 2^e
+    e = max(-60, min(100, e));
+  }
+  const double sc = ldexp(1.0, -e);
+  __half* o = out + i * size_t(d);
+  for (int k = lane; k < d; k += 32) o[k] = __float2half_rn(float(double(x[k]) * sc));
+  if (lane == 0) {
+    rexp[i] = e;
+    rscale[i] = ldexpf(1.0f, e);
   }
 }
 
@@ -615,6 +683,11 @@ struct Blas {
                           const float*, const float*, int, const float*, int, const float*, float*,
                           int) = nullptr;
   cublasStatus_t (*get_version)(cublasHandle_t, int*) = nullptr;
+  // cublasGemmEx (FP16 inputs and output, FP32 accumulation); null when the library lacks it.
+  cublasStatus_t (*gemm_ex)(cublasHandle_t, cublasOperation_t, cublasOperation_t, int, int, int,
+                            const void*, const void*, cudaDataType, int, const void*, cudaDataType,
+                            int, const void*, void*, cudaDataType, int, cublasComputeType_t,
+                            cublasGemmAlgo_t) = nullptr;
 };
 
 std::mutex g_blas_mu;
@@ -646,6 +719,7 @@ Blas* blas() {
   b.set_math_mode = reinterpret_cast<decltype(b.set_math_mode)>(dlsym(b.lib, "cublasSetMathMode"));
   b.sgemm = reinterpret_cast<decltype(b.sgemm)>(dlsym(b.lib, "cublasSgemm_v2"));
   b.get_version = reinterpret_cast<decltype(b.get_version)>(dlsym(b.lib, "cublasGetVersion_v2"));
+  b.gemm_ex = reinterpret_cast<decltype(b.gemm_ex)>(dlsym(b.lib, "cublasGemmEx"));
   if (!b.create || !b.set_stream || !b.set_math_mode || !b.sgemm) {
     b.status = std::string("unavailable: ") + used + " lacks cublasSgemm_v2 or cublasSetMathMode";
     return nullptr;
@@ -659,7 +733,7 @@ Blas* blas() {
   int v = 0;
   if (b.get_version) (void)b.get_version(b.handle, &v);
   b.status = std::string("available: ") + used + (v ? " (version " + std::to_string(v) + ")" : "") +
-             ", TF32 tensor-op GEMM";
+             (b.gemm_ex ? ", FP16 and TF32 tensor-op GEMM" : ", TF32 tensor-op GEMM");
   b.ok = true;
   return &b;
 }
@@ -933,7 +1007,9 @@ void exact_knn(Call& call, const PairwiseProblem& p, const float* dA, size_t row
   call.ctl.stats.pairs_examined += uint64_t(rows) * uint64_t(nb);
 }
 
-// The certified TF32 path: GEMM, candidates, exact re-rank, certification; uncertified rows are
+// The certified tensor-core path: GEMM (FP16 of the rows scaled by powers of two, FP32
+// accumulation, FP16 output, where cublasGemmEx is present and the tuning asks for it; else TF32
+// with FP32 output), candidates, exact re-rank, certification; uncertified rows are
 // recomputed exactly. Returns false (lists to be computed by the caller) when cuBLAS is
 // unavailable, when a chunk of 64 rows of the GEMM output does not fit a quarter of the memory
 // budget, or when the rows whose certificate failed exceed max_redo of the rows processed so far
@@ -944,7 +1020,11 @@ bool fast_knn(Call& call, const PairwiseProblem& p, const float* dA, const float
   if (!bl) return false;
   const size_t na = p.a->n, nb = p.b->n, row_k = pairwise_row_k(p);
   const int d = p.d;
-  if (call.budget_left() / 4 < size_t(64) * nb * sizeof(float)) return false;
+  const bool half = bl->gemm_ex && pairwise_tuning().fp16_gemm;
+  const size_t es = half ? sizeof(__half) : sizeof(float);  // bytes per GEMM output element
+  const size_t ld = half ? (nb + 7) / 8 * 8 : nb;            // leading dimension of the output
+  if (call.budget_left() / 4 < size_t(64) * ld * es) return false;
+  pairwise_last_run().fp16 = half;
   const int kc = int(std::min<size_t>(std::min<size_t>(kFastCap, p.self ? nb - 1 : nb),
                                       std::max<size_t>(2 * row_k, row_k + 16)));
   const bool l2form = p.metric.kind == PairMetric::L2 || p.metric.kind == PairMetric::SqEuclidean;
@@ -965,11 +1045,41 @@ bool fast_knn(Call& call, const PairwiseProblem& p, const float* dA, const float
   for (float v : bnr) bmax2 = std::max(bmax2, double(v));
   const double gam = 1.01 * double(d + 4) * std::ldexp(1.0, -24);  // float32 chain, relative
   const double bmax = std::sqrt(bmax2 * (1 + gam));
+  // FP16: the scaled rows, their exponents (host: for the error bound) and scales.
+  __half *dAh = nullptr, *dBh = nullptr;
+  int *d_ea = nullptr, *d_eb = nullptr;
+  float *d_sa = nullptr, *d_sb = nullptr;
+  std::vector<int> ea;
+  int eb_max = 0;
+  if (half) {
+    dAh = call.alloc<__half>(na * size_t(d), "pairwise FP16 vectors a");
+    d_ea = call.alloc<int>(na, "pairwise row exponents a");
+    d_sa = call.alloc<float>(na, "pairwise row scales a");
+    to_half_kernel<<<unsigned((na + 7) / 8), 256, 0, call.stream()>>>(dA, na, d, dAh, d_ea, d_sa);
+    G2_CUDA_LAUNCH("to_half_kernel");
+    dBh = dAh, d_eb = d_ea, d_sb = d_sa;
+    if (!p.self) {
+      dBh = call.alloc<__half>(nb * size_t(d), "pairwise FP16 vectors b");
+      d_eb = call.alloc<int>(nb, "pairwise row exponents b");
+      d_sb = call.alloc<float>(nb, "pairwise row scales b");
+      to_half_kernel<<<unsigned((nb + 7) / 8), 256, 0, call.stream()>>>(dB, nb, d, dBh, d_eb, d_sb);
+      G2_CUDA_LAUNCH("to_half_kernel");
+    }
+    ea.resize(na);
+    download(call, ea.data(), d_ea, na * sizeof(int));
+    std::vector<int> ebv;
+    if (!p.self) {
+      ebv.resize(nb);
+      download(call, ebv.data(), d_eb, nb * sizeof(int));
+    }
+    eb_max = -1000;
+    for (int e : p.self ? ea : ebv) eb_max = std::max(eb_max, e);
+  }
   // Chunk of rows whose GEMM output fits a quarter of the budget (at most fast_chunk_bytes).
   const size_t budget = std::min<size_t>(call.budget_left() / 4, pairwise_tuning().fast_chunk_bytes);
-  size_t chunk = std::max<size_t>(64, budget / (nb * sizeof(float)) / 64 * 64);
+  size_t chunk = std::max<size_t>(64, budget / (ld * es) / 64 * 64);
   chunk = std::min(chunk, na);
-  float* d_s = call.alloc<float>(chunk * nb, "pairwise GEMM chunk");
+  void* d_s = call.alloc_bytes(chunk * ld * es, "pairwise GEMM chunk");
   uint32_t* d_cand = call.alloc<uint32_t>(chunk * size_t(kc), "pairwise candidates");
   uint32_t* d_ncand = call.alloc<uint32_t>(chunk, "pairwise candidate counts");
   float* d_worst = call.alloc<float>(chunk, "pairwise worst scores");
@@ -981,6 +1091,13 @@ bool fast_knn(Call& call, const PairwiseProblem& p, const float* dA, const float
                     static_cast<void*>(d_keys), static_cast<void*>(d_an)})
       call.free(q);
     if (!p.self) call.free(d_bn);
+    if (half) {
+      for (void* q : {static_cast<void*>(dAh), static_cast<void*>(d_ea), static_cast<void*>(d_sa)})
+        call.free(q);
+      if (!p.self)
+        for (void* q : {static_cast<void*>(dBh), static_cast<void*>(d_eb), static_cast<void*>(d_sb)})
+          call.free(q);
+    }
   };
   G2_CUDA(cudaMemsetAsync(d_keys, 0, chunk * size_t(kc) * sizeof(float), call.stream()));
   if (bl->set_stream(bl->handle, call.stream()) != CUBLAS_STATUS_SUCCESS)
@@ -995,15 +1112,25 @@ bool fast_knn(Call& call, const PairwiseProblem& p, const float* dA, const float
     const size_t nr = std::min(chunk, na - r0);
     KernelTimer tm(call);
     cudaEvent_t ev_gemm = call.event(true), ev_sel = call.event(true);
-    // Column-major view: C (nb x nr) = B^T(op T of the d x nb matrix) * A_chunk (d x nr).
+    // Column-major view: C (nb x nr, leading dimension ld) = B^T (op T of the d x nb matrix) *
+    // A_chunk (d x nr).
     const cublasStatus_t st =
-        bl->sgemm(bl->handle, CUBLAS_OP_T, CUBLAS_OP_N, int(nb), int(nr), d, &one, dB, d,
-                  dA + r0 * size_t(d), d, &zero, d_s, int(nb));
+        half ? bl->gemm_ex(bl->handle, CUBLAS_OP_T, CUBLAS_OP_N, int(nb), int(nr), d, &one, dBh,
+                           CUDA_R_16F, d, dAh + r0 * size_t(d), CUDA_R_16F, d, &zero, d_s,
+                           CUDA_R_16F, int(ld), CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT)
+             : bl->sgemm(bl->handle, CUBLAS_OP_T, CUBLAS_OP_N, int(nb), int(nr), d, &one, dB, d,
+                         dA + r0 * size_t(d), d, &zero, static_cast<float*>(d_s), int(ld));
     if (st != CUBLAS_STATUS_SUCCESS)
-      throw Error(ErrorCode::DeviceError, "cublasSgemm failed with status " + std::to_string(int(st)));
+      throw Error(ErrorCode::DeviceError, std::string(half ? "cublasGemmEx" : "cublasSgemm") +
+                                              " failed with status " + std::to_string(int(st)));
     G2_CUDA(cudaEventRecord(ev_gemm, call.stream()));
-    select_kernel<<<unsigned((nr + 7) / 8), kThreads, 0, call.stream()>>>(
-        d_s, nr, r0, nb, d_bn, l2form, p.self, kc, d_cand, d_ncand, d_worst);
+    if (half)
+      select_kernel<true><<<unsigned((nr + 7) / 8), kThreads, 0, call.stream()>>>(
+          d_s, nr, r0, nb, ld, d_bn, d_ea, d_sb, l2form, p.self, kc, d_cand, d_ncand, d_worst);
+    else
+      select_kernel<false><<<unsigned((nr + 7) / 8), kThreads, 0, call.stream()>>>(
+          d_s, nr, r0, nb, ld, d_bn, nullptr, nullptr, l2form, p.self, kc, d_cand, d_ncand,
+          d_worst);
     G2_CUDA_LAUNCH("select_kernel");
     G2_CUDA(cudaEventRecord(ev_sel, call.stream()));
     const size_t threads = nr * size_t(kc);
@@ -1060,11 +1187,21 @@ bool fast_knn(Call& call, const PairwiseProblem& p, const float* dA, const float
         bool certified = nc >= others;  // every column was a candidate
         if (!certified && row.size() == row_k) {
           // Any column outside the candidates has approximate score >= worst; its exact key is
-          // at least worst - E (TF32 inputs: relative 2^-9 per product; FP32 accumulation in
-          // any order and our own chain: gam each), so the exact top k is certain when the
-          // k-th exact key is below that bound.
+          // at least worst - E, so the exact top k is certain when the k-th exact key is below
+          // that bound. E bounds the GEMM's error |s^ - s| (edot) plus the score's and our own
+          // chain's roundings (gam). TF32: inputs relative 2^-10 each, 2^-9 per product; FP32
+          // accumulation in any order with truncating adders: 2 gam. FP16 (rows scaled by 2^-e,
+          // norms below 1): inputs rounded to nearest, relative 2^-11 each (2^-10 per product)
+          // or absolute 2^-25 below the normal range; accumulation 2 gam; the FP16 output one
+          // unit in the last place, 2^-10 relative or 2^-24 absolute. In the scaled units that
+          // is (2^-9 + 2 gam) |a'| |b'| (the factor 1.01 covers the second-order terms) plus
+          // 2^-24 (1.01 sqrt(d) + 1.01), scaled back by 2^(e_i + e_j) <= 2^(e_i + max e_j);
+          // 2^-140 covers subnormal float results of the score.
           const double na_ = std::sqrt(double(an[i]) * (1 + gam));
-          const double edot = (1.01 * std::ldexp(1.0, -9) + 2 * gam) * na_ * bmax;
+          double edot = (1.01 * std::ldexp(1.0, -9) + 2 * gam) * na_ * bmax;
+          if (half)
+            edot += std::ldexp(1.01 * (std::sqrt(double(d)) + 1.0), ea[i] + eb_max - 24) +
+                    std::ldexp(1.0, -140);
           const double kth = double(row.back().key);
           const double w = double(h_worst[r]);
           double lower;
@@ -1074,7 +1211,7 @@ bool fast_knn(Call& call, const PairwiseProblem& p, const float* dA, const float
           } else {
             lower = w - edot - gam * na_ * bmax;
           }
-          certified = std::isfinite(w) && kth < lower;
+          certified = std::isfinite(w) && std::isfinite(lower) && kth < lower;
         }
         if (certified) {
           std::copy(row.begin(), row.end(), lists + i * row_k);
@@ -1211,6 +1348,53 @@ void threshold_pairs(Call& call, const PairwiseProblem& p, const float* dA, cons
   call.ctl.stats.pairs_emitted += emitted;
 }
 
+// Copies `bytes` of vectors to the device. Large copies go through several worker threads, each
+// copying slices into its own two parts of the pinned staging buffer and queueing their
+// transfers on the call's stream (one thread's copy into pinned memory is slower than the PCIe
+// link); small ones through upload_bytes.
+void upload_vectors(Call& call, void* dev, const void* host, size_t bytes) {
+  const int workers = std::min(call.ctl.threads, pairwise_tuning().upload_workers);
+  if (bytes < pairwise_tuning().upload_parallel_bytes || workers < 2) {
+    upload_bytes(call, dev, host, bytes);
+    return;
+  }
+  const auto t0 = Clock::now();
+  char* const halves[2] = {call.staging(0, cuda_tuning::kStagingBytes / 2),
+                           call.staging(1, cuda_tuning::kStagingBytes / 2)};
+  const size_t piece = std::max<size_t>(4096, call.half_bytes() / size_t(workers) / 4096 * 4096);
+  const int parts = int(std::min<size_t>(size_t(workers), call.half_bytes() / piece));
+  call.wait(call.staging_event(0));  // earlier transfers from the staging are done
+  call.wait(call.staging_event(1));
+  std::vector<cudaEvent_t> ev(2 * size_t(parts));
+  for (auto& e : ev) e = call.event();
+  std::vector<int> turn(size_t(parts), 0);
+  std::vector<char> bound(size_t(parts), 0);
+  int dev_id = 0;
+  G2_CUDA(cudaGetDevice(&dev_id));
+  const cudaStream_t st = call.stream();
+  const size_t slices = (bytes + piece - 1) / piece;
+  parallel_for(
+      call.ctl, slices,
+      [&](size_t item, int w) {
+        if (!bound[size_t(w)]) {
+          G2_CUDA(cudaSetDevice(dev_id));
+          bound[size_t(w)] = 1;
+        }
+        const int h = turn[size_t(w)];
+        turn[size_t(w)] ^= 1;
+        const cudaEvent_t e = ev[2 * size_t(w) + size_t(h)];
+        G2_CUDA(cudaEventSynchronize(e));  // the transfer that last read this part is done
+        char* s = halves[h] + size_t(w) * piece;
+        const size_t off = item * piece, cnt = std::min(piece, bytes - off);
+        std::memcpy(s, static_cast<const char*>(host) + off, cnt);
+        G2_CUDA(cudaMemcpyAsync(static_cast<char*>(dev) + off, s, cnt, cudaMemcpyHostToDevice, st));
+        G2_CUDA(cudaEventRecord(e, st));
+      },
+      parts);
+  call.sync();
+  call.ctl.stats.transfer_s += seconds_since(t0);
+}
+
 }  // namespace
 
 PairwiseTuning& pairwise_tuning() {
@@ -1239,11 +1423,11 @@ void pairwise(const PairwiseProblem& p, PairSink& sink, Control& ctl) {
   const size_t d = size_t(p.d);
   const auto t_up = Clock::now();
   float* dA = call.alloc<float>(na * d, "pairwise vectors a");
-  upload_bytes(call, dA, p.a->data, na * d * sizeof(float));
+  upload_vectors(call, dA, p.a->data, na * d * sizeof(float));
   float* dB = dA;
   if (!p.self) {
     dB = call.alloc<float>(nb * d, "pairwise vectors b");
-    upload_bytes(call, dB, p.b->data, nb * d * sizeof(float));
+    upload_vectors(call, dB, p.b->data, nb * d * sizeof(float));
   }
   pairwise_last_run().upload_ms = seconds_since(t_up) * 1e3;
   if (!knn) {
@@ -1273,6 +1457,7 @@ void pairwise(const PairwiseProblem& p, PairSink& sink, Control& ctl) {
   emit_knn(p, lists.data(), count.data(), row_k, sink, std::max<size_t>(ctl.page_pairs, 64),
            ctl.stats);
   ctl.stats.merge_s += seconds_since(t0);
+  pairwise_last_run().emit_ms = seconds_since(t0) * 1e3;
 }
 
 std::string pairwise_last_path() {
@@ -1280,7 +1465,8 @@ std::string pairwise_last_path() {
   if (r.rows == 0) return r.cpu ? "cpu engine (k above 256)" : "none";
   const std::string prec = r.exact ? "exact: " : "fast: ";
   if (r.fast)
-    return prec + "certified TF32 candidates, " + std::to_string(r.recomputed) + " of " +
+    return prec + (r.fp16 ? "certified FP16 candidates, " : "certified TF32 candidates, ") +
+           std::to_string(r.recomputed) + " of " +
            std::to_string(r.rows) + " rows recomputed by the exact kernel";
   if (r.abandoned)
     return prec + "SIMT exact kernel (certified path abandoned after " +

@@ -28,7 +28,10 @@ struct PairwiseTuning {
   int blocks_per_sm = cuda_tuning::kPairwiseKnnBlocksPerSm;  // exact kNN blocks wanted per SM
   size_t chunk_rows = cuda_tuning::kPairwiseKnnChunkRows;    // exact kNN rows per launch
   size_t fast_chunk_bytes = cuda_tuning::kPairwiseFastChunkBytes;  // fast path GEMM output
-  bool certified_exact = true;  // exact precision through the certified TF32 candidates
+  bool certified_exact = true;  // exact precision through the certified tensor-core candidates
+  bool fp16_gemm = cuda_tuning::kPairwiseFp16Gemm;  // candidates from FP16 (else TF32) GEMM
+  int upload_workers = cuda_tuning::kPairwiseUploadWorkers;  // threads copying the vectors up
+  size_t upload_parallel_bytes = cuda_tuning::kPairwiseParallelUploadBytes;  // ... above this
   // Exact precision: abandon the certified path past this fraction of rows recomputed.
   double certified_max_redo_self = cuda_tuning::kPairwiseCertifiedMaxRedoSelf;
   double certified_max_redo_two = cuda_tuning::kPairwiseCertifiedMaxRedoTwo;
@@ -37,25 +40,27 @@ PairwiseTuning& pairwise_tuning();
 
 // What the last pairwise call on this thread did (tests and benchmarks read it).
 struct PairwiseLastRun {
-  bool fast = false;        // the TF32 path answered (cuBLAS loaded, metric with a GEMM form)
+  bool fast = false;        // the tensor-core path answered (cuBLAS loaded, metric with a GEMM form)
+  bool fp16 = false;        // tensor-core path: FP16 GEMM (else TF32)
   bool exact = true;        // the precision asked for was exact
   bool abandoned = false;   // exact: the certified path gave way to the SIMT kernel (cost guard)
   size_t rows = 0;          // rows of a
   bool cpu = false;         // k above the device list capacity: the CPU engine answered
   size_t recomputed = 0;    // fast path: rows recomputed exactly (certificate failed)
   double upload_ms = 0;     // host to device copies of the vectors
-  double gemm_ms = 0;       // fast path: TF32 GEMM (events)
+  double gemm_ms = 0;       // fast path: FP16 or TF32 GEMM (events)
   double select_ms = 0;     // fast path: candidate selection on the GEMM output (events)
   double rerank_ms = 0;     // fast path: exact keys of the candidates (events)
   double certify_ms = 0;    // fast path: host merge and certificate
   double exact_ms = 0;      // exact kNN kernels (events; the fast path's recomputed rows)
+  double emit_ms = 0;       // kNN lists handed to the sink (values computed on the host)
 };
 PairwiseLastRun& pairwise_last_run();
 
 // The path of the last pairwise call on this thread, in words (gpu2bs_info() row
-// pairwise_last_path): "none", "cpu engine (k above 256)", "SIMT exact kernel", "certified TF32
-// candidates, R of N rows recomputed by the exact kernel", or the SIMT kernel after the certified
-// path gave way.
+// pairwise_last_path): "none", "cpu engine (k above 256)", "SIMT exact kernel", "certified FP16
+// (or TF32) candidates, R of N rows recomputed by the exact kernel", or the SIMT kernel after the
+// certified path gave way.
 std::string pairwise_last_path();
 
 }  // namespace cuda

@@ -2,11 +2,13 @@
 // l1 threshold join, for test/gpu/bench_pairwise.sh (GPU) and the 2-core CPU comparison.
 //   bench_pairwise knn FILE N D K REPS OUT [cpu|gpu] [metric]
 //       self kNN over N x D float32 vectors (raw little-endian file); median of REPS runs of
-//       exact (on the GPU also exact through the SIMT kernel alone, and fast); writes each run's
-//       lists as int32 (N x K) to OUT.exact.i32, OUT.simt.i32 and OUT.fast.i32.
-//   bench_pairwise sweep FILE N D K REPS
+//       exact (on the GPU also exact through the SIMT kernel alone, fast, and fp16: fast with
+//       the FP16 GEMM); writes each run's lists as int32 (N x K) to OUT.exact.i32,
+//       OUT.simt.i32, OUT.fast.i32 and OUT.fp16.i32.
+//   bench_pairwise sweep FILE N D K REPS [fast]
 //       GPU only: self kNN l2 under the launch parameters of kernels/tuning.h and alternatives
-//       (tile shape, rows per launch, blocks per SM, fast path GEMM chunk), with the time split.
+//       (tile shape, rows per launch, blocks per SM, fast path GEMM chunk and type, upload
+//       threads), with the time split; `fast`: the fast path's alternatives only.
 //   bench_pairwise l1thr N D REPS [cpu|gpu]
 //       self l1 threshold join of N x D uniform [0, 1) vectors (generated here), threshold at the
 //       mean minus 4 standard deviations of the pair distance; pairs/s and dimension-terms/s.
@@ -75,12 +77,14 @@ void print_breakdown(PairwisePrecision prec) {
   const cuda::PairwiseLastRun& r = cuda::pairwise_last_run();
   (void)prec;
   if (!r.fast)
-    printf("      last run: upload %.1f ms, exact kNN kernels %.1f ms\n", r.upload_ms, r.exact_ms);
+    printf("      last run: upload %.1f ms, exact kNN kernels %.1f ms, result sink %.1f ms\n",
+           r.upload_ms, r.exact_ms, r.emit_ms);
   else
-    printf("      last run: upload %.1f ms, TF32 GEMM %.1f ms, selection %.1f ms, exact re-rank "
-           "%.1f ms, host merge+certificate %.1f ms, exact recompute %.1f ms (%zu rows)\n",
-           r.upload_ms, r.gemm_ms, r.select_ms, r.rerank_ms, r.certify_ms, r.exact_ms,
-           r.recomputed);
+    printf("      last run: upload %.1f ms, %s GEMM %.1f ms, selection %.1f ms, exact re-rank "
+           "%.1f ms, host merge+certificate %.1f ms, exact recompute %.1f ms (%zu rows), result "
+           "sink %.1f ms\n",
+           r.upload_ms, r.fp16 ? "FP16" : "TF32", r.gemm_ms, r.select_ms, r.rerank_ms,
+           r.certify_ms, r.exact_ms, r.recomputed, r.emit_ms);
 }
 
 // Reads N x D float32 from a raw file into v; false when it cannot.
@@ -130,10 +134,19 @@ int sweep(int argc, char** argv) {
   add("exact 128x128 whole matrix, 8 blocks/SM wanted", E, [](T& t) { t.symmetric = false; t.blocks_per_sm = 8; });
   add("fast, GEMM chunk 1 GB", F, [](T& t) { t.fast_chunk_bytes = size_t(1) << 30; });
   add("fast, GEMM chunk 4 GB", F, [](T& t) { t.fast_chunk_bytes = size_t(4) << 30; });
+  add("fast, FP16 GEMM", F, [](T& t) { t.fp16_gemm = true; });
+  add("fast, single-threaded upload", F, [](T& t) { t.upload_workers = 1; });
+  add("fast, 4 upload threads", F, [](T& t) { t.upload_workers = 4; });
+  add("fast, FP16 GEMM chunk 2 GB", F, [](T& t) {
+    t.fp16_gemm = true;
+    t.fast_chunk_bytes = size_t(2) << 30;
+  });
   printf("sweep: self kNN l2, n = %zu, d = %d, k = %d, median of %d (defaults: wide %d, %d "
          "blocks/SM, %zu rows/launch, fast chunk %zu MB)\n", n, d, k, reps, int(def.wide),
          def.blocks_per_sm, def.chunk_rows, def.fast_chunk_bytes >> 20);
+  const bool fast_only = argc > 7 && std::string(argv[7]) == "fast";
   for (const Conf& c : confs) {
+    if (fast_only && c.prec != F) continue;
     cuda::pairwise_tuning() = c.t;
     PairwiseProblem p = make_pairwise(m, v, nullptr, k, true, 0, false, c.prec, 0);
     std::vector<double> wall, kern;
@@ -179,15 +192,16 @@ int knn(int argc, char** argv) {
   const bool gpu = eng->name().rfind("cuda", 0) == 0;
   printf("engine: %s, self kNN %s, n = %zu, d = %d, k = %d, %d runs\n", eng->name().c_str(),
          metric.c_str(), n, d, k, reps);
-  // exact (certified TF32 candidates where they apply), simt (exact through the SIMT kernel
-  // alone), fast.
-  for (int mode = 0; mode < 3; ++mode) {
+  // exact (certified tensor-core candidates where they apply), simt (exact through the SIMT
+  // kernel alone), fast, and fp16: fast with the FP16 GEMM.
+  for (int mode = 0; mode < 4; ++mode) {
     if (mode > 0 && !gpu) break;
-    const PairwisePrecision prec = mode == 2 ? PairwisePrecision::Fast : PairwisePrecision::Exact;
-    const char* name = mode == 0 ? "exact" : mode == 1 ? "simt" : "fast";
+    const PairwisePrecision prec = mode >= 2 ? PairwisePrecision::Fast : PairwisePrecision::Exact;
+    const char* name = mode == 0 ? "exact" : mode == 1 ? "simt" : mode == 2 ? "fast" : "fp16";
 #ifdef G2_BENCH_CUDA
     const cuda::PairwiseTuning saved = cuda::pairwise_tuning();
     if (mode == 1) cuda::pairwise_tuning().certified_exact = false;
+    if (mode == 3) cuda::pairwise_tuning().fp16_gemm = true;
 #endif
     PairwiseProblem p = make_pairwise(m, v, nullptr, k, true, 0, false, prec, 0);
     std::vector<double> wall, kern;
@@ -214,7 +228,8 @@ int knn(int argc, char** argv) {
     printf("%-5s median of %d: %.1f ms end to end (upload, kernels, merge), %.1f ms kernels",
            name, reps, median(wall), median(kern));
     if (gpu)
-      printf("; TF32 path %s, %zu rows recomputed exactly", fast_on ? "on" : "off", recomputed);
+      printf("; tensor-core path %s, %zu rows recomputed exactly", fast_on ? "on" : "off",
+             recomputed);
     printf("  [runs:");
     for (double w : wall) printf(" %.1f", w);
     printf("]\n");

@@ -2,7 +2,8 @@
 // same float64 values), for every metric, d = 1, 3, 768, 4096, self and two-relation, kNN with
 // both list capacities, column splits, ties and duplicates, k beyond the other side and beyond
 // the device capacity, threshold output with buffer overflow; the certified TF32 path (exact and
-// fast precision) returns the SIMT kernel's lists, with rows recomputed and with the cost guard;
+// fast precision) returns the SIMT kernel's lists, with rows recomputed and with the cost guard,
+// and so does its FP16 variant (scaled rows), with the vectors uploaded by several threads;
 // values close to a float64 reference. Skips without a GPU.
 #include <gtest/gtest.h>
 
@@ -429,4 +430,70 @@ TEST(PairwiseGpu, ExactCertifiedPathEqualsCpu) {
     }
   }
   cuda::pairwise_tuning() = guard.saved;
+}
+
+TEST(PairwiseGpu, Fp16CandidatesEqualCpu) {
+  REQUIRE_GPU_PW();
+  TuningGuard guard;
+  const std::string blas = cuda::pairwise_blas_status();
+  const bool blas_ok = blas.rfind("available", 0) == 0;
+  const bool fp16_ok = blas_ok && blas.find("FP16") != std::string::npos;
+  printf("cublas: %s\n", blas.c_str());
+  // The certified candidates from the FP16 GEMM (rows scaled by powers of two) and from the TF32
+  // GEMM against the CPU engine, bit for bit, both precisions: random vectors; far from the origin
+  // and close to each other ("offset": the certificate fails, rows are recomputed); rows scaled
+  // by 2^-40 to 2^40 ("scaled": the per-row exponents); elements near 1e19 (squared norms
+  // overflow float4: no row can be certified) and near 1e-25 (every difference squared
+  // underflows: all keys tie). The FP16 pass also copies the vectors through the parallel upload
+  // (threshold 0, several slices at d = 768).
+  for (bool fp16 : {true, false}) {
+    cuda::pairwise_tuning() = guard.saved;
+    cuda::pairwise_tuning().fp16_gemm = fp16;
+    if (fp16) cuda::pairwise_tuning().upload_parallel_bytes = 0;
+    for (int d : {1, 3, 768, 4096}) {
+      const size_t n = d >= 4096 ? 150 : d >= 768 ? 2000 : 700, nb = n / 2 + 37;
+      for (const char* data : {"random", "offset", "scaled", "huge", "tiny"}) {
+        const std::string kind = data;
+        auto make = [&](size_t m, uint64_t seed) {
+          std::vector<double> v = normal(m, d, seed);
+          std::mt19937_64 rng(seed + 1);
+          std::uniform_int_distribution<int> ex(-40, 40);
+          for (size_t i = 0; i < m; ++i) {
+            const double f = kind == "scaled" ? std::ldexp(1.0, ex(rng))
+                             : kind == "huge" ? 1e19
+                             : kind == "tiny" ? 1e-25
+                                              : 1.0;
+            for (int t = 0; t < d; ++t) {
+              double& e = v[i * size_t(d) + size_t(t)];
+              e = kind == "offset" ? 100.0 + 0.01 * e : e * f;
+            }
+          }
+          return v;
+        };
+        auto a = make(n, 81 + d), b = make(nb, 82 + d);
+        for (const char* metric : {"l2", "sqeuclidean", "cosine", "dot"}) {
+          for (bool self : {true, false}) {
+            SCOPED_TRACE(std::string(fp16 ? "fp16 " : "tf32 ") + metric + " " + kind +
+                         " d=" + std::to_string(d) + (self ? " self" : " two"));
+            Case c;
+            setup(c, metric, a, n, self ? nullptr : &b, nb, d);
+            const auto cpu = run(cpu_pw(), c, 10, 0);
+            expect_identical(cpu, run(gpu_pw(), c, 10, 0), false);  // exact
+            expect_identical(cpu, run(gpu_pw(), c, 10, 0, PairwisePrecision::Fast), false);
+            const cuda::PairwiseLastRun r = cuda::pairwise_last_run();
+            if (blas_ok) {
+              EXPECT_TRUE(r.fast);
+              EXPECT_EQ(r.fp16, fp16 && fp16_ok);
+              if (kind == "offset") EXPECT_GT(r.recomputed, n / 2);
+              if (kind == "huge" && std::string(metric) != "cosine")
+                EXPECT_EQ(r.recomputed, n);
+            }
+            if (self && (d == 768 || kind == "scaled"))
+              printf("  %s %-11s %-7s d=%-4d: fast: %zu of %zu rows recomputed\n",
+                     fp16 ? "fp16" : "tf32", metric, data, d, r.recomputed, n);
+          }
+        }
+      }
+    }
+  }
 }
