@@ -156,7 +156,7 @@ void one(int dims, const std::string& dist, size_t n, bool sdh, int nb, double r
   }
   double brute_s, brute_cpu;
   const char* how;
-  bool equal;
+  bool equal = false;
   Run b;
   if (n <= brute_max) {
     b = run(pts, sdh, nb, r_rel, SdhMethod::Brute);
