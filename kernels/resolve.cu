@@ -15,7 +15,8 @@
 // points (the same bound, a's side shrunk to the point): a resolved one counts the staged
 // points at once, the others queue and are computed 32 at a time, one per lane, against every
 // staged point (vector loads, 4 points per load). So only the pairs left by both tests are
-// computed. An SDH entry whose range spans two or three buckets kb0..kb0+2 is counted against the
+// computed. Entries with fewer than kTwoSidedPoints points in a or b test the points of b only
+// and compute the others against the lanes' points of a (one pass, less work per entry). An SDH entry whose range spans two or three buckets kb0..kb0+2 is counted against the
 // thresholds T[k] = the smallest d2 with bucket >= k (computed exactly per call by a binary
 // search over the bit patterns with sdh_bucket itself; sdh_bucket is non-decreasing in d2, so
 // d2 >= T[k] if and only if bucket(d2) >= k): each pair costs its squared distance and one or
@@ -543,6 +544,9 @@ constexpr int kWorkWarps = kWorkThreads / 32;
 // points of a queued per warp (a group of 32 is computed once 32 are queued: at most 63).
 constexpr int kStageB = 64;
 constexpr int kStageA = 64;
+// Entries whose cells both hold at least this many points test both sides (fast_entry); smaller
+// ones test the points of b only (one_sided_entry), whose single pass costs less per entry.
+constexpr uint32_t kTwoSidedPoints = 64;
 
 // One pass over the points of cell a (w.x .. w.y) against the nb staged points of b (sb, with
 // their bounding box computed here): a point of a whose distance range to that box gives one
@@ -671,6 +675,58 @@ __device__ __forceinline__ void fast_entry(const Coords<T>& s, uint4 w, const T*
   }
 }
 
+// A fast work entry with small cells for one warp: lanes hold the points of a, 32 at a time;
+// the points of b, 32 at a time, are tested against a's box and the others staged (stride 32)
+// and computed against the lanes' points of a. Cheaper than fast_entry when both cells hold few
+// points (no second test pass). Counts of the lane as in a_pass.
+template <typename T, int D, bool SDH, int MODE>
+__device__ __forceinline__ void one_sided_entry(const Coords<T>& s, uint4 w, const T* abox,
+                                                int lane, T* stg, T t1, T t2, u64& acc1,
+                                                u64& acc2, u64& pb) {
+  const unsigned lt = (1u << lane) - 1u;
+  for (uint32_t ac = w.x; ac < w.y; ac += 32) {
+    const uint32_t nav = min(32u, w.y - ac);
+    T a[D];
+    const bool av = uint32_t(lane) < nav;
+#pragma unroll
+    for (int k = 0; k < D; ++k) a[k] = av ? s.p[k][ac + lane] : nan_of<T>();
+    for (uint32_t bc = w.z; bc < w.w; bc += 32) {
+      const bool bv = uint32_t(lane) < w.w - bc;
+      T b[D];
+#pragma unroll
+      for (int k = 0; k < D; ++k) b[k] = bv ? s.p[k][bc + lane] : T(0);
+      T lo, hi;
+      d2_bounds<T, D>(abox, abox + D, b, b, &lo, &hi);
+      int kk;
+      const bool res = point_box_answer<T, SDH>(lo, hi, t1, t2, kk);
+      const bool un = bv && !res;
+      if (bv && res) {
+        pb += nav;
+        if (kk >= 1) acc1 += nav;
+        if (SDH && kk >= 2) acc2 += nav;
+      }
+      const unsigned um = __ballot_sync(0xffffffffu, un);
+      const int q = __popc(um);
+      if (un) {
+        const int pos = __popc(um & lt);
+#pragma unroll
+        for (int k = 0; k < D; ++k) stg[k * 32 + pos] = b[k];
+      }
+      const int q4 = (q + 3) & ~3;
+      if (lane >= q && lane < q4) {
+#pragma unroll
+        for (int k = 0; k < D; ++k) stg[k * 32 + lane] = nan_of<T>();
+      }
+      __syncwarp();
+      unsigned c1 = 0, c2 = 0;
+      staged_pairs<T, D, MODE, 32>(stg, q4, a, t1, t2, c1, c2);
+      __syncwarp();
+      acc1 += c1;
+      if (MODE == 2) acc2 += c2;
+    }
+  }
+}
+
 // Work entries, one warp per entry (see the file comment). Shared memory: the warps' staging
 // areas (D x (kStageB + kStageA) values each), then, with SMEM, the block's histogram and
 // exceed counts (uint64, nb and nb + 3), then per-level counts of pairs resolved point by box.
@@ -712,12 +768,20 @@ __global__ void __launch_bounds__(kWorkThreads)
       t2 = t1;
     }
     u64 acc1 = 0, acc2 = 0, pb = 0;
-    if (!SDH)
+    if (min(w.y - w.x, w.w - w.z) < kTwoSidedPoints) {
+      if (!SDH)
+        one_sided_entry<T, D, SDH, 0>(s, w, f.box, lane, sb, t1, t2, acc1, acc2, pb);
+      else if (mode == kWorkOneEdge)
+        one_sided_entry<T, D, SDH, 1>(s, w, f.box, lane, sb, t1, t2, acc1, acc2, pb);
+      else
+        one_sided_entry<T, D, SDH, 2>(s, w, f.box, lane, sb, t1, t2, acc1, acc2, pb);
+    } else if (!SDH) {
       fast_entry<T, D, SDH, 0>(s, w, f.box, lane, sb, sa, t1, t2, acc1, acc2, pb);
-    else if (mode == kWorkOneEdge)
+    } else if (mode == kWorkOneEdge) {
       fast_entry<T, D, SDH, 1>(s, w, f.box, lane, sb, sa, t1, t2, acc1, acc2, pb);
-    else
+    } else {
       fast_entry<T, D, SDH, 2>(s, w, f.box, lane, sb, sa, t1, t2, acc1, acc2, pb);
+    }
     acc1 = warp_sum64(acc1);
     if (SDH) acc2 = warp_sum64(acc2);
     pb = warp_sum64(pb);
