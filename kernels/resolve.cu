@@ -16,7 +16,8 @@
 // points at once, the others queue and are computed 32 at a time, one per lane, against every
 // staged point (vector loads, 4 points per load). So only the pairs left by both tests are
 // computed. Entries with fewer than kTwoSidedPoints points in a or b test the points of b only
-// and compute the others against the lanes' points of a (one pass, less work per entry). An SDH entry whose range spans two or three buckets kb0..kb0+2 is counted against the
+// and compute the others against the lanes' points of a (one pass, less work per entry). An
+// SDH entry whose range spans two or three buckets kb0..kb0+2 is counted against the
 // thresholds T[k] = the smallest d2 with bucket >= k (computed exactly per call by a binary
 // search over the bit patterns with sdh_bucket itself; sdh_bucket is non-decreasing in d2, so
 // d2 >= T[k] if and only if bucket(d2) >= k): each pair costs its squared distance and one or
@@ -280,7 +281,10 @@ DeviceMap<T, D> build_device_map(Call& call, const PointsView& v, Coords<T>& sor
 
 // Per-level counters of the walk on the device: visited, resolved, examined (level-major).
 struct DevStats {
-  u64* c;  // 3 * kResolveMaxLevels + 1 (resolved point pairs)
+  // visited, resolved, examined per level (3 * kResolveMaxLevels), resolved point pairs (1),
+  // pairs resolved point by box per level (kResolveMaxLevels), work entries taken by the
+  // one-sided and by the two-sided test (2)
+  u64* c;
 };
 
 // SDH operation of the walk.
@@ -750,7 +754,7 @@ __global__ void __launch_bounds__(kWorkThreads)
   T* sa = sb + D * kStageB;
   const size_t warp = (blockIdx.x * size_t(blockDim.x) + threadIdx.x) >> 5;
   const size_t warps = (size_t(gridDim.x) * blockDim.x) >> 5;
-  u64 counted = 0;
+  u64 counted = 0, one_sided = 0, two_sided = 0;
   for (size_t e = warp; e < m; e += warps) {
     const uint4 w = work[e];
     const WorkInfo<T, D> f = info[e];
@@ -769,6 +773,7 @@ __global__ void __launch_bounds__(kWorkThreads)
     }
     u64 acc1 = 0, acc2 = 0, pb = 0;
     if (min(w.y - w.x, w.w - w.z) < kTwoSidedPoints) {
+      ++one_sided;
       if (!SDH)
         one_sided_entry<T, D, SDH, 0>(s, w, f.box, lane, sb, t1, t2, acc1, acc2, pb);
       else if (mode == kWorkOneEdge)
@@ -776,10 +781,13 @@ __global__ void __launch_bounds__(kWorkThreads)
       else
         one_sided_entry<T, D, SDH, 2>(s, w, f.box, lane, sb, t1, t2, acc1, acc2, pb);
     } else if (!SDH) {
+      ++two_sided;
       fast_entry<T, D, SDH, 0>(s, w, f.box, lane, sb, sa, t1, t2, acc1, acc2, pb);
     } else if (mode == kWorkOneEdge) {
+      ++two_sided;
       fast_entry<T, D, SDH, 1>(s, w, f.box, lane, sb, sa, t1, t2, acc1, acc2, pb);
     } else {
+      ++two_sided;
       fast_entry<T, D, SDH, 2>(s, w, f.box, lane, sb, sa, t1, t2, acc1, acc2, pb);
     }
     acc1 = warp_sum64(acc1);
@@ -799,6 +807,8 @@ __global__ void __launch_bounds__(kWorkThreads)
     for (int o = 16; o > 0; o >>= 1) counted += __shfl_down_sync(0xffffffffu, counted, o);
     if (lane == 0 && counted) atomicAdd(cnt.total, counted);
   }
+  if (lane == 0 && one_sided) atomicAdd(&stats.c[4 * kResolveMaxLevels + 1], one_sided);
+  if (lane == 0 && two_sided) atomicAdd(&stats.c[4 * kResolveMaxLevels + 2], two_sided);
   __syncthreads();
   if (SDH && SMEM) {
     for (int k = threadIdx.x; k < sdh.nb; k += blockDim.x)
@@ -866,7 +876,7 @@ void walk(Call& call, const DeviceMap<T, D>& m, const Coords<T>& s, SdhWalkOp<T>
   const size_t smem_bytes = smem ? size_t(sdh.nb) * 8 : 0;
   const size_t work_smem = sizeof(T) * D * (kStageB + kStageA) * kWorkWarps +
                            (smem ? size_t(2 * sdh.nb + 3) * 8 : 0) + kResolveMaxLevels * 8;
-  const size_t nstats = 4 * kResolveMaxLevels + 1;
+  const size_t nstats = 4 * kResolveMaxLevels + 3;
   DevStats stats{call.alloc<u64>(nstats, "walk stats")};
   G2_CUDA(cudaMemsetAsync(stats.c, 0, nstats * 8, st));
   const size_t qcap = cuda_tuning::kResolveQueuePairs;
@@ -992,6 +1002,8 @@ void walk(Call& call, const DeviceMap<T, D>& m, const Coords<T>& s, SdhWalkOp<T>
     rs->resolved_pairs += pb;
   }
   rs->resolved_pairs += hs[3 * kResolveMaxLevels];
+  rs->one_sided_entries += hs[4 * kResolveMaxLevels + 1];
+  rs->two_sided_entries += hs[4 * kResolveMaxLevels + 2];
 }
 
 template <typename T, int D>

@@ -183,9 +183,10 @@ constexpr size_t kGridCountMinPoints = 8192;
 // Points per leaf cell of the density map for uniform data (its depth): deep, so that dense
 // clusters can be split further; the walk stops splitting uniform data earlier, at
 // kResolveMinPairs point pairs per cell pair (2-D, 3-D): the work kernel takes one cell pair
-// per warp, tests every point of b against a's box and every remaining point of a against the
-// box of b's remaining points, and computes only the pairs left by both tests, so larger cells
-// cost little more per pair and many small entries cost their per-entry work. 2-D: 65536 stops
+// per warp, tests every point of b against a's box and, when both cells hold at least 64
+// points, every remaining point of a against the box of b's remaining points, and computes only
+// the pairs left by the tests, so larger cells cost little more per pair and many small entries
+// cost their per-entry work. 2-D: 65536 stops
 // uniform data at cells of about 150 .. 600 points (H100, 1e7 points, 100 buckets: 8.1 s at
 // 65536 and at 262144, 16.1 s at 16384); 3-D keeps 16384 (65536 measured no faster). The
 // values come from the H100 sweep of bench_resolve with BENCH_RESOLVE_MIN_PAIRS
