@@ -6,13 +6,18 @@
 // next level, and hands unresolved small pairs (or leaf pairs) to a work list together with
 // the bucket range their distance bounds allow.
 //
-// The work kernel takes one work entry (cell a, cell b) per warp. Lanes hold the points of a
-// (32 at a time, in registers); the points of b come 32 at a time, one per lane, and each is
-// first tested against a's bounding box (the bound of core/resolve.h with b's box shrunk to the
-// point): a point of b whose distance range to the whole cell a maps to one bucket (or one side
-// of r) counts n_a pairs at once. The other points of b are compacted into the warp's staging
-// area in shared memory and every lane computes its pairs with them (vector loads, 4 points per
-// load). An SDH entry whose range spans two or three buckets kb0..kb0+2 is counted against the
+// The work kernel takes one work entry (cell a, cell b) per warp. The points of b come 32 at a
+// time, one per lane, and each is first tested against a's bounding box (the bound of
+// core/resolve.h with b's box shrunk to the point): a point of b whose distance range to the
+// whole cell a maps to one bucket (or one side of r) counts n_a pairs at once. The other points
+// of b are compacted into the warp's staging area in shared memory; once 32 or more are staged
+// (or b is done), a pass over a tests every point of a against the bounding box of the staged
+// points (the same bound, a's side shrunk to the point): a resolved one counts the staged
+// points at once, the others queue and are computed 32 at a time, one per lane, against every
+// staged point (vector loads, 4 points per load). So only the pairs left by both tests are
+// computed. Entries with fewer than kTwoSidedPoints points in a or b test the points of b only
+// and compute the others against the lanes' points of a (one pass, less work per entry). An
+// SDH entry whose range spans two or three buckets kb0..kb0+2 is counted against the
 // thresholds T[k] = the smallest d2 with bucket >= k (computed exactly per call by a binary
 // search over the bit patterns with sdh_bucket itself; sdh_bucket is non-decreasing in d2, so
 // d2 >= T[k] if and only if bucket(d2) >= k): each pair costs its squared distance and one or
@@ -276,7 +281,10 @@ DeviceMap<T, D> build_device_map(Call& call, const PointsView& v, Coords<T>& sor
 
 // Per-level counters of the walk on the device: visited, resolved, examined (level-major).
 struct DevStats {
-  u64* c;  // 3 * kResolveMaxLevels + 1 (resolved point pairs)
+  // visited, resolved, examined per level (3 * kResolveMaxLevels), resolved point pairs (1),
+  // pairs resolved point by box per level (kResolveMaxLevels), work entries taken by the
+  // one-sided and by the two-sided test (2)
+  u64* c;
 };
 
 // SDH operation of the walk.
@@ -479,19 +487,9 @@ __device__ __forceinline__ T nan_of() {
     return __longlong_as_double(0x7ff8000000000000ll);
 }
 
-// Sum over the warp (full mask).
-__device__ __forceinline__ unsigned warp_sum(unsigned v) {
-#if __CUDA_ARCH__ >= 800
-  return __reduce_add_sync(0xffffffffu, v);
-#else
-  for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
-  return v;
-#endif
-}
-
-// The lane's pairs with the q4 staged points (SoA, 32 per coordinate, NaN past the real ones):
+// The lane's pairs with the q4 staged points (SoA with stride S, NaN past the real ones):
 // MODE 1 / 2 count d2 >= t1 (and d2 >= t2), MODE 0 counts d2 <= t1 (the pair count).
-template <typename T, int D, int MODE>
+template <typename T, int D, int MODE, int S>
 __device__ __forceinline__ void staged_pairs(const T* stg, int q4, const T (&a)[D], T t1, T t2,
                                              unsigned& c1, unsigned& c2) {
   for (int j = 0; j < q4; j += 4) {
@@ -499,7 +497,7 @@ __device__ __forceinline__ void staged_pairs(const T* stg, int q4, const T (&a)[
 #pragma unroll
     for (int k = 0; k < D; ++k) {
       T v[4];
-      load4<T>(stg + k * 32 + j, v);
+      load4<T>(stg + k * S + j, v);
 #pragma unroll
       for (int u = 0; u < 4; ++u) q[u][k] = v[u];
     }
@@ -516,19 +514,234 @@ __device__ __forceinline__ void staged_pairs(const T* stg, int q4, const T (&a)[
   }
 }
 
+// +infinity of T.
+template <typename T>
+__device__ __forceinline__ T inf_of() {
+  if constexpr (sizeof(T) == 4)
+    return __int_as_float(0x7f800000);
+  else
+    return __longlong_as_double(0x7ff0000000000000ll);
+}
+
+// The answer for every pair of a point and a box from their distance bounds [lo, hi]: the
+// number k of thresholds t1, t2 at or below the pairs' d2 (SDH) or 1 / 0 for d2 <= r2 or not
+// (pair count, r2 = t1); false when the pairs may differ.
+template <typename T, bool SDH>
+__device__ __forceinline__ bool point_box_answer(T lo, T hi, T t1, T t2, int& k) {
+  if (SDH) {
+    k = (lo >= t1) + (lo >= t2);
+    return k == (hi >= t1) + (hi >= t2);
+  }
+  k = resolve_count<T>(lo, hi, t1);
+  return k >= 0;
+}
+
+// Sum over the warp of a 64-bit value (full mask).
+__device__ __forceinline__ unsigned long long warp_sum64(unsigned long long v) {
+  for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+  return v;
+}
+
 constexpr int kWorkThreads = 256;
 constexpr int kWorkWarps = kWorkThreads / 32;
+// Points of b staged per warp (a pass over a starts once 32 are staged, so at most 63 are) and
+// points of a queued per warp (a group of 32 is computed once 32 are queued: at most 63).
+constexpr int kStageB = 64;
+constexpr int kStageA = 64;
+// Entries whose cells both hold at least this many points test both sides (fast_entry); smaller
+// ones test the points of b only (one_sided_entry), whose single pass costs less per entry.
+constexpr uint32_t kTwoSidedPoints = 64;
+
+// One pass over the points of cell a (w.x .. w.y) against the nb staged points of b (sb, with
+// their bounding box computed here): a point of a whose distance range to that box gives one
+// answer counts nb pairs at once; the others queue in sa and are computed 32 at a time, one per
+// lane, against every staged point. Adds to the lane's counts (acc1, acc2: pairs at or above
+// t1 and t2, or within r) and pb (pairs resolved point by box).
+template <typename T, int D, bool SDH, int MODE>
+__device__ __forceinline__ void a_pass(const Coords<T>& s, uint4 w, int lane, unsigned lt, T* sb,
+                                       T* sa, uint32_t nb, T t1, T t2, u64& acc1, u64& acc2,
+                                       u64& pb) {
+  const int q4 = (int(nb) + 3) & ~3;
+  if (uint32_t(lane) < uint32_t(q4) - nb) {
+#pragma unroll
+    for (int k = 0; k < D; ++k) sb[k * kStageB + nb + lane] = nan_of<T>();
+  }
+  __syncwarp();
+  T blo[D], bhi[D];
+#pragma unroll
+  for (int k = 0; k < D; ++k) {
+    const T v0 = sb[k * kStageB + lane], v1 = sb[k * kStageB + 32 + lane];
+    const bool h0 = uint32_t(lane) < nb, h1 = uint32_t(lane) + 32 < nb;
+    T l = h0 ? v0 : inf_of<T>(), h = h0 ? v0 : -inf_of<T>();
+    if (h1) {
+      l = v1 < l ? v1 : l;
+      h = v1 > h ? v1 : h;
+    }
+    for (int o = 16; o > 0; o >>= 1) {
+      const T ol = __shfl_xor_sync(0xffffffffu, l, o);
+      const T oh = __shfl_xor_sync(0xffffffffu, h, o);
+      l = ol < l ? ol : l;
+      h = oh > h ? oh : h;
+    }
+    blo[k] = l;
+    bhi[k] = h;
+  }
+  uint32_t nq = 0;
+  auto compute = [&](uint32_t valid) {
+    T a[D];
+#pragma unroll
+    for (int k = 0; k < D; ++k)
+      a[k] = uint32_t(lane) < valid ? sa[k * kStageA + lane] : nan_of<T>();
+    unsigned c1 = 0, c2 = 0;
+    staged_pairs<T, D, MODE, kStageB>(sb, q4, a, t1, t2, c1, c2);
+    acc1 += c1;
+    if (MODE == 2) acc2 += c2;
+  };
+  for (uint32_t ac = w.x; ac < w.y; ac += 32) {
+    const bool av = uint32_t(lane) < w.y - ac;
+    T a[D];
+#pragma unroll
+    for (int k = 0; k < D; ++k) a[k] = av ? s.p[k][ac + lane] : T(0);
+    T lo, hi;
+    d2_bounds<T, D>(a, a, blo, bhi, &lo, &hi);
+    int kk;
+    const bool res = point_box_answer<T, SDH>(lo, hi, t1, t2, kk);
+    const bool un = av && !res;
+    if (av && res) {
+      pb += nb;
+      if (kk >= 1) acc1 += nb;
+      if (SDH && kk >= 2) acc2 += nb;
+    }
+    const unsigned um = __ballot_sync(0xffffffffu, un);
+    if (un) {
+      const uint32_t pos = nq + __popc(um & lt);
+#pragma unroll
+      for (int k = 0; k < D; ++k) sa[k * kStageA + pos] = a[k];
+    }
+    nq += __popc(um);
+    if (nq >= 32) {
+      __syncwarp();
+      compute(32);
+      __syncwarp();
+      // the queue's tail (fewer than 32) moves to its front
+      if (uint32_t(lane) + 32 < nq) {
+#pragma unroll
+        for (int k = 0; k < D; ++k) sa[k * kStageA + lane] = sa[k * kStageA + 32 + lane];
+      }
+      nq -= 32;
+      __syncwarp();
+    }
+  }
+  if (nq > 0) {
+    __syncwarp();
+    compute(nq);
+  }
+  __syncwarp();
+}
+
+// A fast work entry (cells a != b, the SDH's range within kb0 .. kb0 + 2, or the pair count)
+// for one warp: the points of b, 32 at a time, are tested against a's box (a point whose range
+// gives one answer counts n_a pairs at once); the others are staged and, 32 or more at a time,
+// go through a_pass. Counts of the lane as in a_pass.
+template <typename T, int D, bool SDH, int MODE>
+__device__ __forceinline__ void fast_entry(const Coords<T>& s, uint4 w, const T* abox, int lane,
+                                           T* sb, T* sa, T t1, T t2, u64& acc1, u64& acc2,
+                                           u64& pb) {
+  const unsigned lt = (1u << lane) - 1u;
+  const u64 na = w.y - w.x;
+  uint32_t nb = 0;
+  for (uint32_t bc = w.z; bc < w.w; bc += 32) {
+    const bool bv = uint32_t(lane) < w.w - bc;
+    T b[D];
+#pragma unroll
+    for (int k = 0; k < D; ++k) b[k] = bv ? s.p[k][bc + lane] : T(0);
+    T lo, hi;
+    d2_bounds<T, D>(abox, abox + D, b, b, &lo, &hi);
+    int kk;
+    const bool res = point_box_answer<T, SDH>(lo, hi, t1, t2, kk);
+    const bool un = bv && !res;
+    if (bv && res) {
+      pb += na;
+      if (kk >= 1) acc1 += na;
+      if (SDH && kk >= 2) acc2 += na;
+    }
+    const unsigned um = __ballot_sync(0xffffffffu, un);
+    if (un) {
+      const uint32_t pos = nb + __popc(um & lt);
+#pragma unroll
+      for (int k = 0; k < D; ++k) sb[k * kStageB + pos] = b[k];
+    }
+    nb += __popc(um);
+    if (nb >= 32 || (bc + 32 >= w.w && nb > 0)) {
+      a_pass<T, D, SDH, MODE>(s, w, lane, lt, sb, sa, nb, t1, t2, acc1, acc2, pb);
+      nb = 0;
+    }
+  }
+}
+
+// A fast work entry with small cells for one warp: lanes hold the points of a, 32 at a time;
+// the points of b, 32 at a time, are tested against a's box and the others staged (stride 32)
+// and computed against the lanes' points of a. Cheaper than fast_entry when both cells hold few
+// points (no second test pass). Counts of the lane as in a_pass.
+template <typename T, int D, bool SDH, int MODE>
+__device__ __forceinline__ void one_sided_entry(const Coords<T>& s, uint4 w, const T* abox,
+                                                int lane, T* stg, T t1, T t2, u64& acc1,
+                                                u64& acc2, u64& pb) {
+  const unsigned lt = (1u << lane) - 1u;
+  for (uint32_t ac = w.x; ac < w.y; ac += 32) {
+    const uint32_t nav = min(32u, w.y - ac);
+    T a[D];
+    const bool av = uint32_t(lane) < nav;
+#pragma unroll
+    for (int k = 0; k < D; ++k) a[k] = av ? s.p[k][ac + lane] : nan_of<T>();
+    for (uint32_t bc = w.z; bc < w.w; bc += 32) {
+      const bool bv = uint32_t(lane) < w.w - bc;
+      T b[D];
+#pragma unroll
+      for (int k = 0; k < D; ++k) b[k] = bv ? s.p[k][bc + lane] : T(0);
+      T lo, hi;
+      d2_bounds<T, D>(abox, abox + D, b, b, &lo, &hi);
+      int kk;
+      const bool res = point_box_answer<T, SDH>(lo, hi, t1, t2, kk);
+      const bool un = bv && !res;
+      if (bv && res) {
+        pb += nav;
+        if (kk >= 1) acc1 += nav;
+        if (SDH && kk >= 2) acc2 += nav;
+      }
+      const unsigned um = __ballot_sync(0xffffffffu, un);
+      const int q = __popc(um);
+      if (un) {
+        const int pos = __popc(um & lt);
+#pragma unroll
+        for (int k = 0; k < D; ++k) stg[k * 32 + pos] = b[k];
+      }
+      const int q4 = (q + 3) & ~3;
+      if (lane >= q && lane < q4) {
+#pragma unroll
+        for (int k = 0; k < D; ++k) stg[k * 32 + lane] = nan_of<T>();
+      }
+      __syncwarp();
+      unsigned c1 = 0, c2 = 0;
+      staged_pairs<T, D, MODE, 32>(stg, q4, a, t1, t2, c1, c2);
+      __syncwarp();
+      acc1 += c1;
+      if (MODE == 2) acc2 += c2;
+    }
+  }
+}
 
 // Work entries, one warp per entry (see the file comment). Shared memory: the warps' staging
-// areas (D x 32 values each), then, with SMEM, the block's histogram and exceed counts
-// (uint64, nb and nb + 3), then per-level counts of pairs resolved point by cell.
+// areas (D x (kStageB + kStageA) values each), then, with SMEM, the block's histogram and
+// exceed counts (uint64, nb and nb + 3), then per-level counts of pairs resolved point by box.
 template <typename T, int D, bool SDH, bool SMEM, bool NOCALL>
 __global__ void __launch_bounds__(kWorkThreads)
     work_kernel(Coords<T> s, const uint4* work, const WorkInfo<T, D>* info, size_t m,
                 SdhWalkOp<T> sdh, CountWalkOp<T> cnt, DevStats stats) {
   extern __shared__ __align__(16) unsigned char wsm[];
   T* stage = reinterpret_cast<T*>(wsm);
-  u64* tail = reinterpret_cast<u64*>(wsm + sizeof(T) * D * 32 * kWorkWarps);
+  u64* tail =
+      reinterpret_cast<u64*>(wsm + sizeof(T) * D * (kStageB + kStageA) * kWorkWarps);
   u64* sh = tail;                                   // SMEM: nb
   u64* sexc = SMEM ? tail + sdh.nb : sdh.exc;       // SMEM: nb + 3
   u64* spb = SMEM ? tail + 2 * sdh.nb + 3 : tail;   // kResolveMaxLevels
@@ -537,11 +750,11 @@ __global__ void __launch_bounds__(kWorkThreads)
   for (int k = threadIdx.x; k < kResolveMaxLevels; k += blockDim.x) spb[k] = 0;
   __syncthreads();
   const int lane = threadIdx.x & 31;
-  T* stg = stage + (threadIdx.x >> 5) * D * 32;
-  const unsigned lt = (1u << lane) - 1u;
+  T* sb = stage + (threadIdx.x >> 5) * D * (kStageB + kStageA);
+  T* sa = sb + D * kStageB;
   const size_t warp = (blockIdx.x * size_t(blockDim.x) + threadIdx.x) >> 5;
   const size_t warps = (size_t(gridDim.x) * blockDim.x) >> 5;
-  u64 counted = 0;
+  u64 counted = 0, one_sided = 0, two_sided = 0;
   for (size_t e = warp; e < m; e += warps) {
     const uint4 w = work[e];
     const WorkInfo<T, D> f = info[e];
@@ -559,61 +772,27 @@ __global__ void __launch_bounds__(kWorkThreads)
       t2 = t1;
     }
     u64 acc1 = 0, acc2 = 0, pb = 0;
-    for (uint32_t ac = w.x; ac < w.y; ac += 32) {
-      const uint32_t nav = min(32u, w.y - ac);
-      T a[D];
-      const bool av = uint32_t(lane) < nav;
-#pragma unroll
-      for (int k = 0; k < D; ++k) a[k] = av ? s.p[k][ac + lane] : nan_of<T>();
-      for (uint32_t bc = w.z; bc < w.w; bc += 32) {
-        const uint32_t nbv = min(32u, w.w - bc);
-        const bool bv = uint32_t(lane) < nbv;
-        T b[D];
-#pragma unroll
-        for (int k = 0; k < D; ++k) b[k] = bv ? s.p[k][bc + lane] : T(0);
-        // the point of b against the whole cell a
-        T lo, hi;
-        d2_bounds<T, D>(f.box, f.box + D, b, b, &lo, &hi);
-        unsigned c1 = 0, c2 = 0;
-        bool un;
-        if (SDH) {
-          const int k0 = (lo >= t1) + (lo >= t2), k1 = (hi >= t1) + (hi >= t2);
-          un = bv && k0 != k1;
-          if (bv && !un) {
-            c1 = k0 >= 1 ? nav : 0u;
-            c2 = k0 >= 2 ? nav : 0u;
-          }
-        } else {
-          const int v = resolve_count<T>(lo, hi, t1);
-          un = bv && v < 0;
-          if (bv && v == 1) c1 = nav;
-        }
-        const unsigned um = __ballot_sync(0xffffffffu, un);
-        const int q = __popc(um);
-        const unsigned resolved = (bv && !un) ? nav : 0u;
-        if (un) {
-          const int pos = __popc(um & lt);
-#pragma unroll
-          for (int k = 0; k < D; ++k) stg[k * 32 + pos] = b[k];
-        }
-        const int q4 = (q + 3) & ~3;
-        if (lane >= q && lane < q4) {
-#pragma unroll
-          for (int k = 0; k < D; ++k) stg[k * 32 + lane] = nan_of<T>();
-        }
-        __syncwarp();
-        if (!SDH)
-          staged_pairs<T, D, 0>(stg, q4, a, t1, t2, c1, c2);
-        else if (mode == kWorkOneEdge)
-          staged_pairs<T, D, 1>(stg, q4, a, t1, t2, c1, c2);
-        else
-          staged_pairs<T, D, 2>(stg, q4, a, t1, t2, c1, c2);
-        __syncwarp();
-        acc1 += warp_sum(c1);
-        if (SDH) acc2 += warp_sum(c2);
-        pb += warp_sum(resolved);
-      }
+    if (min(w.y - w.x, w.w - w.z) < kTwoSidedPoints) {
+      ++one_sided;
+      if (!SDH)
+        one_sided_entry<T, D, SDH, 0>(s, w, f.box, lane, sb, t1, t2, acc1, acc2, pb);
+      else if (mode == kWorkOneEdge)
+        one_sided_entry<T, D, SDH, 1>(s, w, f.box, lane, sb, t1, t2, acc1, acc2, pb);
+      else
+        one_sided_entry<T, D, SDH, 2>(s, w, f.box, lane, sb, t1, t2, acc1, acc2, pb);
+    } else if (!SDH) {
+      ++two_sided;
+      fast_entry<T, D, SDH, 0>(s, w, f.box, lane, sb, sa, t1, t2, acc1, acc2, pb);
+    } else if (mode == kWorkOneEdge) {
+      ++two_sided;
+      fast_entry<T, D, SDH, 1>(s, w, f.box, lane, sb, sa, t1, t2, acc1, acc2, pb);
+    } else {
+      ++two_sided;
+      fast_entry<T, D, SDH, 2>(s, w, f.box, lane, sb, sa, t1, t2, acc1, acc2, pb);
     }
+    acc1 = warp_sum64(acc1);
+    if (SDH) acc2 = warp_sum64(acc2);
+    pb = warp_sum64(pb);
     if (lane == 0) {
       if (SDH) {
         if (acc1) hist_add<SMEM>(sexc, sdh.exc, int(f.kb0) + 1, acc1);
@@ -628,6 +807,8 @@ __global__ void __launch_bounds__(kWorkThreads)
     for (int o = 16; o > 0; o >>= 1) counted += __shfl_down_sync(0xffffffffu, counted, o);
     if (lane == 0 && counted) atomicAdd(cnt.total, counted);
   }
+  if (lane == 0 && one_sided) atomicAdd(&stats.c[4 * kResolveMaxLevels + 1], one_sided);
+  if (lane == 0 && two_sided) atomicAdd(&stats.c[4 * kResolveMaxLevels + 2], two_sided);
   __syncthreads();
   if (SDH && SMEM) {
     for (int k = threadIdx.x; k < sdh.nb; k += blockDim.x)
@@ -693,9 +874,9 @@ void walk(Call& call, const DeviceMap<T, D>& m, const Coords<T>& s, SdhWalkOp<T>
   const int L = m.geo.leaf;
   const bool smem = SDH && sdh.nb <= kResolveSmemBuckets;
   const size_t smem_bytes = smem ? size_t(sdh.nb) * 8 : 0;
-  const size_t work_smem = sizeof(T) * D * 32 * kWorkWarps +
+  const size_t work_smem = sizeof(T) * D * (kStageB + kStageA) * kWorkWarps +
                            (smem ? size_t(2 * sdh.nb + 3) * 8 : 0) + kResolveMaxLevels * 8;
-  const size_t nstats = 4 * kResolveMaxLevels + 1;
+  const size_t nstats = 4 * kResolveMaxLevels + 3;
   DevStats stats{call.alloc<u64>(nstats, "walk stats")};
   G2_CUDA(cudaMemsetAsync(stats.c, 0, nstats * 8, st));
   const size_t qcap = cuda_tuning::kResolveQueuePairs;
@@ -821,6 +1002,8 @@ void walk(Call& call, const DeviceMap<T, D>& m, const Coords<T>& s, SdhWalkOp<T>
     rs->resolved_pairs += pb;
   }
   rs->resolved_pairs += hs[3 * kResolveMaxLevels];
+  rs->one_sided_entries += hs[4 * kResolveMaxLevels + 1];
+  rs->two_sided_entries += hs[4 * kResolveMaxLevels + 2];
 }
 
 template <typename T, int D>

@@ -183,17 +183,21 @@ constexpr size_t kGridCountMinPoints = 8192;
 // Points per leaf cell of the density map for uniform data (its depth): deep, so that dense
 // clusters can be split further; the walk stops splitting uniform data earlier, at
 // kResolveMinPairs point pairs per cell pair (2-D, 3-D): the work kernel takes one cell pair
-// per warp with the points of cell a in the lanes and tests every point of b against a's box
-// first, so its pairs cost about (range of a's box) / width, independent of b's size, and
-// cells of about 32 .. 128 points keep the lanes busy and the entries few. The value comes
-// from the H100 sweep of bench_resolve with BENCH_RESOLVE_MIN_PAIRS (test/gpu/resolve_device.sh).
+// per warp, tests every point of b against a's box and, when both cells hold at least 64
+// points, every remaining point of a against the box of b's remaining points, and computes only
+// the pairs left by the tests, so larger cells cost little more per pair and many small entries
+// cost their per-entry work. 2-D: 65536 stops
+// uniform data at cells of about 150 .. 600 points (H100, 1e7 points, 100 buckets: 8.1 s at
+// 65536 and at 262144, 16.1 s at 16384); 3-D keeps 16384 (65536 measured no faster). The
+// values come from the H100 sweep of bench_resolve with BENCH_RESOLVE_MIN_PAIRS
+// (test/gpu/resolve2_device.sh).
 constexpr double kResolveLeafPoints = 4.0;
 // Unresolved pairs with at most kResolveMinPairs point pairs, or at most kResolveDirectPairs
 // whose distance range spans two bucket edges or more, go to the work list instead of being
 // split (2-D: 16 child pairs, 3-D: 64 child pairs per split). The work kernel's fast path
 // counts ranges of up to three buckets; wider ones take its general path (a square root and a
 // shared-memory atomic per pair), so such pairs are split down to kResolveMinPairs as well.
-constexpr unsigned long long kResolveMinPairs[2] = {16384, 16384};
+constexpr unsigned long long kResolveMinPairs[2] = {65536, 16384};
 constexpr unsigned long long kResolveDirectPairs[2] = {0, 0};
 // Walk buffers: cell pairs per level queue, work-list entries between work kernel launches
 // (16 bytes of point ranges and 24 .. 56 bytes of WorkInfo each; a launch computes well under
@@ -205,12 +209,14 @@ constexpr size_t kResolveWorkEntries = size_t(1) << 22;
 // stops on uniform data (kResolveMinPairs); resolution is chosen when it is below
 // kResolveWinFraction (2-D, 3-D) and N is at least kResolveMinPoints. The coefficients are the
 // point-by-cell range (about half a cell pair's, 2.5 s in 2-D and 3 s in 3-D). The break-even
-// comes from the H100 map of test/gpu/resolve_device.sh (bench_resolve), where the speedup
-// over brute force follows about 0.23 / (predicted fraction) in 2-D (0.0175: 12.7x, 0.07: 3.5x,
-// 0.175: 1.36x, 0.70: < 0.78x) and 0.27 .. 0.43 / fraction in 3-D (0.27: 1.00x at 1e6 and 1.58x
-// at 2,097,152 points, 0.68: slower); below 1e6 points nothing was measured.
+// comes from the H100 rows of test/gpu/resolve_device.sh, resolve2_device.sh and
+// resolve3_device.sh (bench_resolve). 2-D, with the stop size of 65536 pairs: the speedup over
+// brute force follows about 0.6 .. 0.9 / (predicted fraction) (100 buckets: 0.088: 6.88x at 1e8
+// points, 0.35: 2.56x at 1e7, 0.70: 1.23x at 2,097,152; 10 buckets: 0.14: 5.47x at 1e6), so
+// resolution is chosen below 0.8. 3-D: 0.28 .. 0.43 / fraction (0.27: 1.04x at 1e6 and 1.58x at
+// 2,097,152 points, 1.35: 0.21x); below 1e6 points nothing was measured.
 constexpr double kResolveUnresolvedCoef[2] = {1.27, 1.5};
-constexpr double kResolveWinFraction[2] = {0.23, 0.3};
+constexpr double kResolveWinFraction[2] = {0.8, 0.3};
 constexpr size_t kResolveMinPoints = size_t(1) << 19;
 // Cost model of the pair count at radius r (resolve_count_wins): the unresolved shell of cell
 // pairs (coef * shell * 2 s) against the grid path's neighbourhood; the coefficients are the

@@ -41,6 +41,9 @@ struct ResolveStats {
   uint64_t examined[kResolveMaxLevels] = {};   // point pairs computed one by one (at that level)
   uint64_t resolved_pairs = 0;                 // point pairs counted by resolution
   uint64_t examined_pairs = 0;                 // point pairs computed one by one
+  uint64_t one_sided_entries = 0;              // GPU work entries of cells a != b taken by the
+                                               // one-sided point test (small cells)
+  uint64_t two_sided_entries = 0;              // and by the two-sided test (larger cells)
   double build_s = 0;                          // density map construction
   double walk_s = 0;                           // cell-pair walk and the pairwise kernels
   // Point pairs counted by resolution / all point pairs.

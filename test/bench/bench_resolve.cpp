@@ -132,7 +132,7 @@ Run run(const ref::Points& pts, bool sdh, int nb, double r_rel, SdhMethod m, dou
   return res;
 }
 
-// Per-level counters: "L<level>:visited/resolved/examined".
+// Per-level counters "L<level>:visited/resolved/examined", then the GPU work entries by test.
 std::string levels(const ResolveStats& st) {
   std::ostringstream o;
   for (int l = 0; l < st.levels; ++l) {
@@ -140,6 +140,9 @@ std::string levels(const ResolveStats& st) {
     o << "L" << l << ":" << st.visited[l] << "/" << st.resolved[l] << "/" << st.examined[l]
       << " ";
   }
+  if (st.one_sided_entries + st.two_sided_entries)
+    o << "work entries one-sided/two-sided: " << st.one_sided_entries << "/"
+      << st.two_sided_entries;
   return o.str();
 }
 
@@ -156,7 +159,7 @@ void one(int dims, const std::string& dist, size_t n, bool sdh, int nb, double r
   }
   double brute_s, brute_cpu;
   const char* how;
-  bool equal;
+  bool equal = false;
   Run b;
   if (n <= brute_max) {
     b = run(pts, sdh, nb, r_rel, SdhMethod::Brute);

@@ -74,12 +74,13 @@ TEST(Resolve, SmallEveryShape) {
       }
 }
 
-// The walk's stop size (EngineOverrides::resolve_min_pairs) moves the work entries between levels: tiny
-// cells (lanes mostly padding), cells of about 32 points, and cells of hundreds of points (cell
-// a in several chunks of 32 lanes); every one must give the brute-force answer.
+// The walk's stop size (EngineOverrides::resolve_min_pairs) moves the work entries between
+// levels: the tuning table's stop size, tiny cells (lanes mostly padding), cells of about 32
+// points, and cells of hundreds of points (cell a in several chunks of 32 lanes); every one must
+// give the brute-force answer.
 TEST(Resolve, StopSizes) {
   REQUIRE_GPU();
-  for (unsigned long long mp : {16ull, 1024ull, 300000ull}) {
+  for (unsigned long long mp : {0ull, 16ull, 1024ull, 300000ull}) {
     g_min_pairs = mp;
     for (Precision prec : {Precision::Float32, Precision::Float64})
       for (int dims : {2, 3}) {
@@ -96,6 +97,74 @@ TEST(Resolve, StopSizes) {
       }
   }
   g_min_pairs = 0;
+}
+
+// Both tests of the work kernel: entries with a cell of fewer than 64 points take the one-sided
+// point test, larger ones the two-sided test. Stop sizes of 1024 pairs (cells of about 32
+// points), 300,000 pairs (hundreds) and the tuning table's, on uniform and clustered points (the
+// clustered ones mix both sizes in one call), with 60 and 5 buckets (in 3-D only few buckets
+// leave cell pairs of hundreds of points within the fast path's three buckets); each answer
+// equals GPU brute force, CPU resolution and, within the pairs near a bucket edge or r, the
+// float64 reference, and both tests must have taken entries in every dimension, for the SDH
+// and the pair count.
+TEST(Resolve, BothWorkPaths) {
+  REQUIRE_GPU();
+  const size_t n = 12000;
+  for (int dims : {2, 3})
+    for (Precision prec : {Precision::Float32, Precision::Float64}) {
+      uint64_t sdh_one = 0, sdh_two = 0, cnt_one = 0, cnt_two = 0;
+      const ref::Points sets[2] = {ref::uniform(n, dims, 21),
+                                   ref::clustered(n, dims, 22, 8, 0.05)};
+      for (int si = 0; si < 2; ++si) {
+        const ref::Points& pts = sets[si];
+        for (int nb : {60, 5}) {
+          const SdhParams sp = make_sdh_params(nb, 0, false, compute_bounds(pts.view()), prec);
+          const ref::SdhRef want = ref::sdh(pts, sp, prec);
+          g_min_pairs = 0;
+          const auto cpu_h = sdh_with(cpu(), pts, prec, nb, 0, SdhMethod::Resolve);
+          const auto brute_h = sdh_with(gpu(), pts, prec, nb, 0, SdhMethod::Brute);
+          EXPECT_LE(ref::histogram_disagreement(cpu_h, want), 2 * want.near);
+          for (unsigned long long mp : {0ull, 1024ull, 300000ull}) {
+            g_min_pairs = mp;
+            char what[96];
+            snprintf(what, sizeof what, "set=%d nb=%d min_pairs=%llu d=%d %s", si, nb, mp, dims,
+                     pname(prec));
+            ResolveStats st;
+            EXPECT_EQ(sdh_with(gpu(), pts, prec, nb, 0, SdhMethod::Resolve, &st), cpu_h) << what;
+            EXPECT_EQ(sdh_with(gpu(), pts, prec, nb, 0, SdhMethod::Resolve), brute_h) << what;
+            EXPECT_EQ(st.resolved_pairs + st.examined_pairs, uint64_t(n) * (n - 1) / 2) << what;
+            sdh_one += st.one_sided_entries;
+            sdh_two += st.two_sided_entries;
+          }
+        }
+        const double r = 0.04;
+        const auto want_count = ref::pair_count(pts, r, prec);
+        g_min_pairs = 0;
+        const uint64_t cpu_c = count_with(cpu(), pts, prec, r, SdhMethod::Resolve);
+        EXPECT_EQ(cpu_c, count_with(gpu(), pts, prec, r, SdhMethod::Brute));
+        const uint64_t dc =
+            cpu_c > want_count.first ? cpu_c - want_count.first : want_count.first - cpu_c;
+        EXPECT_LE(dc, want_count.second);
+        for (unsigned long long mp : {0ull, 1024ull, 300000ull}) {
+          g_min_pairs = mp;
+          char what[96];
+          snprintf(what, sizeof what, "set=%d r=%g min_pairs=%llu d=%d %s", si, r, mp, dims,
+                   pname(prec));
+          ResolveStats sc;
+          EXPECT_EQ(count_with(gpu(), pts, prec, r, SdhMethod::Resolve, &sc), cpu_c) << what;
+          cnt_one += sc.one_sided_entries;
+          cnt_two += sc.two_sided_entries;
+        }
+      }
+      g_min_pairs = 0;
+      EXPECT_GT(sdh_one, 0u) << "d=" << dims << " " << pname(prec);
+      EXPECT_GT(sdh_two, 0u) << "d=" << dims << " " << pname(prec);
+      EXPECT_GT(cnt_one, 0u) << "d=" << dims << " " << pname(prec);
+      EXPECT_GT(cnt_two, 0u) << "d=" << dims << " " << pname(prec);
+      printf("d=%d %s: work entries one-sided/two-sided: sdh %llu/%llu, count %llu/%llu\n", dims,
+             pname(prec), (unsigned long long)sdh_one, (unsigned long long)sdh_two,
+             (unsigned long long)cnt_one, (unsigned long long)cnt_two);
+    }
 }
 
 TEST(Resolve, MillionsBitIdenticalToBrute) {
