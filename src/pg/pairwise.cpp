@@ -1,8 +1,10 @@
 // gpu_pairwise: the all-pairs matrix over float4[] / float8[] vectors (Sarje and Aluru 2013) as
 // a set-returning function: the k best pairs of each row of a (exact kNN join) or every pair
-// within a threshold. Relations are read through SPI as the calling user, like gpu_simjoin
-// (privileges and row-level security apply), rows ordered by key so ties fall to the smaller
-// id, and the result streams into a tuplestore.
+// within a threshold. Relations are read as the calling user, like gpu_simjoin (privileges and
+// row-level security apply): a plain heap table by the direct reader (heap_read.h), which
+// assembles vectors stored out of line from the TOAST relation's pages, anything else through
+// SPI; rows are ordered by key so ties fall to the smaller id, and the result streams into a
+// tuplestore.
 #include "pg.h"
 
 extern "C" {
@@ -14,8 +16,10 @@ extern "C" {
 #include "lib/stringinfo.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
+#include "utils/guc.h"
 #include "utils/lsyscache.h"
 #include "utils/rel.h"
+#include "utils/snapmgr.h"
 }
 
 #include <algorithm>
@@ -27,6 +31,7 @@ extern "C" {
 #include "../core/error.h"
 #include "../core/pairwise.h"
 #include "admission.h"
+#include "heap_read.h"
 #include "settings.h"
 #include "simjoin.h"
 
@@ -49,6 +54,9 @@ struct RelVectors {
   int bad;
   int64 bad_key;
   int bad_len;
+  // Read by the direct reader (direct_vectors_eligible held), else through SPI.
+  bool direct;
+  DirectVectors dv;
 };
 
 // Builds the SELECT that reads key and vector column of `relid` (names quoted, schema
@@ -75,6 +83,7 @@ char* build_query(Oid relid, const char* vec, const char* id_name, RelVectors* o
   appendStringInfo(&q, "SELECT (%s)::pg_catalog.int8, %s FROM %s",
                    quote_identifier(NameStr(TupleDescAttr(td, key - 1)->attname)),
                    quote_identifier(NameStr(TupleDescAttr(td, col - 1)->attname)), relname);
+  out->direct = direct_vectors_eligible(rel, key, col, &out->dv);
   relation_close(rel, NoLock);
   return q.data;
 }
@@ -151,17 +160,44 @@ bool receive_vector(TupleTableSlot* slot, DestReceiver* self) {
   return true;
 }
 
-// Runs `query` as the calling user with its rows streamed into `out`; raises the first bad row
-// as 22023 once SPI returned. PostgreSQL code.
-void read_vectors(const char* query, const char* vec, MemoryContext ctx, RelVectors* out) {
+// Runs `query` as the calling user with its rows streamed into `out`; the first bad row is left
+// in `out`. Sequential scans start at block 0 (synchronize_seqscans is off while it runs), as the
+// direct reader's do, so rows with equal keys keep one order on both paths. PostgreSQL code.
+void read_vectors_spi(const char* query, MemoryContext ctx, RelVectors* out) {
   SPIPlanPtr plan = SPI_prepare(query, 0, nullptr);
   if (!plan) elog(ERROR, "SPI_prepare failed for \"%s\": %s", query, SPI_result_code_string(SPI_result));
   VectorReceiver recv;
   memset(&recv, 0, sizeof recv);
   recv.out = out;
   recv.ctx = ctx;
+  const int nest = NewGUCNestLevel();
+  (void)set_config_option("synchronize_seqscans", "off", PGC_USERSET, PGC_S_SESSION, GUC_ACTION_SAVE, true, 0, false);
   run_plan_into(plan, &recv.pub, receive_vector, psprintf("\"%s\"", query));
+  AtEOXact_GUC(true, nest);
   SPI_freeplan(plan);
+}
+
+// Reads `out`'s relation with the direct reader into `out` (the first bad row left in `out`);
+// false when the reader met a layout it leaves to the SPI path (nothing read). PostgreSQL code.
+bool read_vectors_direct(MemoryContext ctx, RelVectors* out, int64* toast_pages, int64* detoasted) {
+  DirectVectorRows rows;
+  direct_read_vectors(out->dv, out->relname, ctx, &rows);
+  *toast_pages += rows.toast_pages;
+  *detoasted += rows.detoasted;
+  if (rows.retry) return false;
+  out->n = rows.n;
+  out->cap = rows.n;
+  out->d = rows.d;
+  out->ids = rows.ids;
+  out->rows = rows.rows;
+  out->bad = rows.bad;
+  out->bad_key = rows.bad_key;
+  out->bad_len = rows.bad_len;
+  return true;
+}
+
+// Raises the first bad row recorded in `out` as 22023 (nothing when there is none).
+void report_bad_vector(const RelVectors* out, const char* vec) {
   switch (out->bad) {
     case 0: break;
     case 1:
@@ -307,8 +343,37 @@ GPU2BS_FUNCTION(gpu2bs_pairwise) {
       queries[r] = build_query(relids[r], vec_c, id_c, &rels[r]);
     }
     if (SPI_connect() != SPI_OK_CONNECT) elog(ERROR, "SPI_connect failed");
-    for (int r = 0; r < nrel; ++r) read_vectors(queries[r], vec_c, ctx, &rels[r]);
+    // A relation altered or rewritten after the query's snapshot: under READ COMMITTED the
+    // direct reader reads with a snapshot taken now (as the SPI query would, having waited for
+    // the lock), under REPEATABLE READ or SERIALIZABLE it is 40001 (see simjoin_read).
+    int changed_rel = -1;
+    for (int r = 0; r < nrel; ++r)
+      if (rels[r].direct && changed_rel < 0 && changed_after(rels[r].dv.relid, GetActiveSnapshot())) changed_rel = r;
+    if (changed_rel >= 0 && IsolationUsesXactSnapshot())
+      ereport(ERROR, (errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
+                      errmsg("could not serialize access due to a concurrent change of %s", rels[changed_rel].relname),
+                      errdetail("A relation this call reads was altered, rewritten or re-created after the transaction's snapshot was taken."),
+                      errhint("Run the transaction again.")));
+    int path = 0;
+    int64 toast_pages = 0, detoasted = 0;
+    for (int r = 0; r < nrel; ++r) {
+      bool done = false;
+      if (rels[r].direct) {
+        if (changed_rel >= 0) PushActiveSnapshot(GetTransactionSnapshot());
+        done = read_vectors_direct(ctx, &rels[r], &toast_pages, &detoasted);
+        if (changed_rel >= 0) PopActiveSnapshot();
+      }
+      if (done) {
+        path |= SCAN_DIRECT;
+      } else {
+        path |= SCAN_SPI;
+        read_vectors_spi(queries[r], ctx, &rels[r]);
+      }
+      report_bad_vector(&rels[r], vec_c);
+    }
     SPI_finish();
+    note_scan_path(path);
+    note_toast_reads(toast_pages, detoasted);
   });
   const double scan_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   for (int r = 0; r < nrel; ++r) order_by_key(&rels[r], ctx);
