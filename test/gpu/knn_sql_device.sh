@@ -16,7 +16,7 @@ source .device/pg-up.sh > "$OUT/pg-up.log" 2>&1 || { cat "$OUT/pg-up.log"; exit 
 rm -rf /tmp/src; cp -r . /tmp/src 2>/dev/null; chmod -R a+rX /tmp/src; cd /tmp/src
 t0=$(date +%s)
 PGOPTIONS="-c gpu2bs.device=gpu" "$PG_REGRESS" --bindir="$PGBIN" --inputdir=test --load-extension=gpu2bs \
-  --outputdir=/tmp/regress-gpu --user=pgdev setup pairwise direct_scan pairwise_toast > "$OUT/regress-gpu.log" 2>&1
+  --outputdir=/tmp/regress-gpu --user=pgdev setup pairwise_toast > "$OUT/regress-gpu.log" 2>&1
 [ -f /tmp/regress-gpu/regression.diffs ] && cp /tmp/regress-gpu/regression.diffs "$OUT/regress-gpu.diffs"
 echo "regress (gpu): $(grep -E 'tests (passed|failed)' "$OUT/regress-gpu.log" | tr -d '=') in $(( $(date +%s) - t0 )) s" | tee -a "$OUT/steps.log"
 L="$OUT/knn-sql.txt"
@@ -29,9 +29,9 @@ L="$OUT/knn-sql.txt"
     -c "CREATE UNLOGGED TABLE pw_queries (id bigint PRIMARY KEY, e real[])" \
     -c "ALTER TABLE pw_items ALTER COLUMN e SET STORAGE EXTERNAL" \
     -c "ALTER TABLE pw_queries ALTER COLUMN e SET STORAGE EXTERNAL" || exit 1
-  python3 test/gpu/knn_sql_copy.py 0 1 1000 $D 3 | psql -X -q -v ON_ERROR_STOP=1 -c "\\copy pw_queries FROM STDIN WITH (FORMAT binary)" || exit 1
+  python3 test/gpu/knn_sql_copy.py 0 1 1000 $D 3 | psql -X -q -v ON_ERROR_STOP=1 -c "\\copy pw_queries FROM pstdin WITH (FORMAT binary)" || exit 1
   for p in 0 1 2 3 4 5 6 7; do
-    python3 test/gpu/knn_sql_copy.py $p 8 "$NS" $D 2 | psql -X -q -v ON_ERROR_STOP=1 -c "\\copy pw_items FROM STDIN WITH (FORMAT binary)" &
+    python3 test/gpu/knn_sql_copy.py $p 8 "$NS" $D 2 | psql -X -q -v ON_ERROR_STOP=1 -c "\\copy pw_items FROM pstdin WITH (FORMAT binary)" &
   done
   wait
   psql -X -q -c "VACUUM ANALYZE pw_items" -c "VACUUM ANALYZE pw_queries"
