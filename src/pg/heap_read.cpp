@@ -795,6 +795,9 @@ void direct_read_vectors(const DirectVectors& dv, const char* relname, MemoryCon
   HeapTupleData tup;
   tup.t_tableOid = dv.relid;
   MemoryContext tmp = AllocSetContextCreate(CurrentMemoryContext, "gpu2bs detoast", ALLOCSET_DEFAULT_SIZES);
+  const auto t_main = std::chrono::steady_clock::now();
+  auto t_toast = t_main, t_check = t_main;
+  BlockNumber toast_blocks = 0;
   // The main relation as the executor's sequential scan reads it (see direct_read_points), on
   // this thread: per row its key and its vector, copied into the row's slot now when stored
   // inline, assembled below when stored out of line (a toast entry per such row).
@@ -935,9 +938,11 @@ void direct_read_vectors(const DirectVectors& dv, const char* relname, MemoryCon
   int bad_code = 0, bad_len = 0;
   uint8* state = nrefs ? (uint8*)palloc0(Size(nrefs)) : nullptr;
   bool toast_read = false;
+  t_toast = t_check = std::chrono::steady_clock::now();
   if (nrefs > 0) {
     Relation trel = table_open(toastrelid, AccessShareLock);
     const BlockNumber tblocks = RelationGetNumberOfBlocks(trel);
+    toast_blocks = tblocks;
     // The TOAST pages are read in full when the awaited chunks fill at least a quarter of them
     // (four chunks fit a page); fewer values are fetched one by one through the toast index.
     int64 want_chunks = 0;
@@ -1070,6 +1075,7 @@ void direct_read_vectors(const DirectVectors& dv, const char* relname, MemoryCon
       }
       pfree(arr);
     }
+    t_check = std::chrono::steady_clock::now();
     // The assembled values' checks (and float8 conversion) on worker threads, in blocks of
     // entries; the first bad entry of each block.
     if (!out->retry) {
@@ -1131,6 +1137,14 @@ void direct_read_vectors(const DirectVectors& dv, const char* relname, MemoryCon
   }
   if (state) pfree(state);
   MemoryContextDelete(tmp);
+  const auto t_end = std::chrono::steady_clock::now();
+  auto ms = [](std::chrono::steady_clock::time_point a, std::chrono::steady_clock::time_point b) {
+    return std::chrono::duration<double, std::milli>(b - a).count();
+  };
+  elog(DEBUG1, "gpu_pairwise direct read of %s: " INT64_FORMAT " rows, main relation %.1f ms (%u pages), "
+       "TOAST %.1f ms (%u pages, %s), checks %.1f ms", relname, n, ms(t_main, t_toast), nblocks,
+       ms(t_toast, t_check), toast_blocks, toast_read ? "read in full" : "values fetched one by one",
+       ms(t_check, t_end));
   relation_close(rel, NoLock);
   if (out->retry) {
     if (ids) pfree(ids);

@@ -22,7 +22,14 @@ extern "C" {
 #include "utils/snapmgr.h"
 }
 
+#include <pthread.h>
+
 #include <algorithm>
+#include <csignal>
+#include <functional>
+#include <thread>
+#include <utility>
+#include <vector>
 #include <cfloat>
 #include <chrono>
 #include <cmath>
@@ -238,16 +245,40 @@ void report_bad_vector(const RelVectors* out, const char* vec) {
   }
 }
 
+// Runs fn(t) for t in [0, nt) on nt threads (the calling one included); helpers start with every
+// signal blocked and make no PostgreSQL call; a share whose helper cannot start runs on the
+// calling thread.
+void run_shares(int nt, const std::function<void(int)>& fn) {
+  std::vector<std::thread> helpers;
+  std::vector<int> left;
+  sigset_t all, old;
+  sigfillset(&all);
+  pthread_sigmask(SIG_BLOCK, &all, &old);
+  for (int t = 1; t < nt; ++t) {
+    try {
+      helpers.emplace_back([&fn, t] { fn(t); });
+    } catch (...) {
+      left.push_back(t);
+    }
+  }
+  pthread_sigmask(SIG_SETMASK, &old, nullptr);
+  fn(0);
+  for (int t : left) fn(t);
+  for (auto& h : helpers) h.join();
+}
+
 // Orders the rows by key (stable: equal keys keep scan order), so the engines' ties by column
-// index are ties by id. Rows already in order (the common case) are left alone.
+// index are ties by id. Rows already in order (the common case) are left alone; others are
+// gathered into new arrays by the CPU engine's threads (gpu2bs.cpu_threads, at most 16).
 void order_by_key(RelVectors* r, MemoryContext ctx) {
   bool sorted = true;
   for (int64 i = 1; i < r->n && sorted; ++i) sorted = r->ids[i - 1] <= r->ids[i];
   if (sorted) return;
-  std::vector<uint32_t> perm(size_t(r->n));
-  std::iota(perm.begin(), perm.end(), 0u);
+  // (key, scan position) pairs: sorted, they give the stable order.
+  std::vector<std::pair<int64, uint32_t>> order(size_t(r->n));
   const int64* ids = r->ids;
-  std::stable_sort(perm.begin(), perm.end(), [&](uint32_t x, uint32_t y) { return ids[x] < ids[y]; });
+  for (size_t t = 0; t < order.size(); ++t) order[t] = {ids[t], uint32_t(t)};
+  std::sort(order.begin(), order.end());
   int64* nid = nullptr;
   float* nrows = nullptr;
   const Size d = Size(r->d);
@@ -255,10 +286,16 @@ void order_by_key(RelVectors* r, MemoryContext ctx) {
     nid = (int64*)alloc_big(ctx, Size(r->n) * sizeof(int64));
     nrows = (float*)alloc_big(ctx, Size(r->n) * d * sizeof(float));
   });
-  for (size_t t = 0; t < perm.size(); ++t) {
-    nid[t] = ids[perm[t]];
-    memcpy(nrows + t * d, r->rows + Size(perm[t]) * d, d * sizeof(float));
-  }
+  const size_t n = order.size();
+  const float* rows = r->rows;
+  const int nt = int(std::max<int64>(1, std::min<int64>({int64(PgControl().threads), 16, r->n / 4096 + 1})));
+  run_shares(nt, [&](int t) {
+    const size_t lo = n * size_t(t) / size_t(nt), hi = n * size_t(t + 1) / size_t(nt);
+    for (size_t i = lo; i < hi; ++i) {
+      nid[i] = order[i].first;
+      memcpy(nrows + i * d, rows + Size(order[i].second) * d, d * sizeof(float));
+    }
+  });
   pg_guard([&] {
     pfree(r->ids);
     pfree(r->rows);
@@ -375,8 +412,9 @@ GPU2BS_FUNCTION(gpu2bs_pairwise) {
     note_scan_path(path);
     note_toast_reads(toast_pages, detoasted);
   });
-  const double scan_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   for (int r = 0; r < nrel; ++r) order_by_key(&rels[r], ctx);
+  // The scan time includes ordering the rows by key.
+  const double scan_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   const int da = rels[0].d, db = rels[nrel - 1].d;
   if (nrel == 2 && da > 0 && db > 0 && da != db)
     throw Error(ErrorCode::InvalidParameter, "vectors of different lengths",

@@ -42,6 +42,7 @@ L="$OUT/knn-sql.txt"
     psql -X -q <<SQL
 SET gpu2bs.device = gpu;
 SET gpu2bs.pairwise_precision = $prec;
+SET client_min_messages = debug1;
 SELECT count(*) AS warm FROM gpu_pairwise('pw_queries', 'pw_items', 'e', 'l2', k => $K);
 \\timing on
 SELECT count(*) AS rows_$prec FROM gpu_pairwise('pw_queries', 'pw_items', 'e', 'l2', k => $K);
