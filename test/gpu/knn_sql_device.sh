@@ -12,6 +12,11 @@ OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
 NS=${N_STORED:-1000000}; D=768; K=10
 EXT_ONLY=1 bash test/gpu/device_build.sh || exit 1
 export PG_OPTS="-c shared_buffers=24GB -c work_mem=256MB -c max_parallel_workers_per_gather=0 -c fsync=off -c synchronous_commit=off -c max_wal_size=8GB -c autovacuum=off"
+# a server left by an earlier call on a warm machine is stopped first
+if [ -f /tmp/pgdata/postmaster.pid ]; then
+  kill -INT "$(head -1 /tmp/pgdata/postmaster.pid)" 2>/dev/null
+  for _ in $(seq 50); do [ -f /tmp/pgdata/postmaster.pid ] || break; sleep 0.2; done
+fi
 source .device/pg-up.sh > "$OUT/pg-up.log" 2>&1 || { cat "$OUT/pg-up.log"; exit 1; }
 rm -rf /tmp/src; cp -r . /tmp/src 2>/dev/null; chmod -R a+rX /tmp/src; cd /tmp/src
 t0=$(date +%s)
@@ -24,7 +29,7 @@ L="$OUT/knn-sql.txt"
   echo "# $(date -u '+%F %T') UTC, $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader), $(nproc) CPU cores"
   echo "# PG_OPTS: $PG_OPTS"
   t0=$(date +%s)
-  psql -X -q -v ON_ERROR_STOP=1 -c "CREATE EXTENSION IF NOT EXISTS gpu2bs" \
+  psql -X -q -v ON_ERROR_STOP=1 -c "CREATE EXTENSION IF NOT EXISTS gpu2bs" -c "DROP TABLE IF EXISTS pw_items, pw_queries" \
     -c "CREATE UNLOGGED TABLE pw_items (id bigint PRIMARY KEY, e real[])" \
     -c "CREATE UNLOGGED TABLE pw_queries (id bigint PRIMARY KEY, e real[])" \
     -c "ALTER TABLE pw_items ALTER COLUMN e SET STORAGE EXTERNAL" \
