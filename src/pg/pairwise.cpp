@@ -1,8 +1,10 @@
 // gpu_pairwise: the all-pairs matrix over float4[] / float8[] vectors (Sarje and Aluru 2013) as
 // a set-returning function: the k best pairs of each row of a (exact kNN join) or every pair
-// within a threshold. Relations are read through SPI as the calling user, like gpu_simjoin
-// (privileges and row-level security apply), rows ordered by key so ties fall to the smaller
-// id, and the result streams into a tuplestore.
+// within a threshold. Relations are read as the calling user, like gpu_simjoin (privileges and
+// row-level security apply): a plain heap table by the direct reader (heap_read.h), which
+// assembles vectors stored out of line from the TOAST relation's pages, anything else through
+// SPI; rows are ordered by key so ties fall to the smaller id, and the result streams into a
+// tuplestore.
 #include "pg.h"
 
 extern "C" {
@@ -14,11 +16,20 @@ extern "C" {
 #include "lib/stringinfo.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
+#include "utils/guc.h"
 #include "utils/lsyscache.h"
 #include "utils/rel.h"
+#include "utils/snapmgr.h"
 }
 
+#include <pthread.h>
+
 #include <algorithm>
+#include <csignal>
+#include <functional>
+#include <thread>
+#include <utility>
+#include <vector>
 #include <cfloat>
 #include <chrono>
 #include <cmath>
@@ -27,6 +38,7 @@ extern "C" {
 #include "../core/error.h"
 #include "../core/pairwise.h"
 #include "admission.h"
+#include "heap_read.h"
 #include "settings.h"
 #include "simjoin.h"
 
@@ -49,6 +61,9 @@ struct RelVectors {
   int bad;
   int64 bad_key;
   int bad_len;
+  // Read by the direct reader (direct_vectors_eligible held), else through SPI.
+  bool direct;
+  DirectVectors dv;
 };
 
 // Builds the SELECT that reads key and vector column of `relid` (names quoted, schema
@@ -75,6 +90,7 @@ char* build_query(Oid relid, const char* vec, const char* id_name, RelVectors* o
   appendStringInfo(&q, "SELECT (%s)::pg_catalog.int8, %s FROM %s",
                    quote_identifier(NameStr(TupleDescAttr(td, key - 1)->attname)),
                    quote_identifier(NameStr(TupleDescAttr(td, col - 1)->attname)), relname);
+  out->direct = direct_vectors_eligible(rel, key, col, &out->dv);
   relation_close(rel, NoLock);
   return q.data;
 }
@@ -151,17 +167,44 @@ bool receive_vector(TupleTableSlot* slot, DestReceiver* self) {
   return true;
 }
 
-// Runs `query` as the calling user with its rows streamed into `out`; raises the first bad row
-// as 22023 once SPI returned. PostgreSQL code.
-void read_vectors(const char* query, const char* vec, MemoryContext ctx, RelVectors* out) {
+// Runs `query` as the calling user with its rows streamed into `out`; the first bad row is left
+// in `out`. Sequential scans start at block 0 (synchronize_seqscans is off while it runs), as the
+// direct reader's do, so rows with equal keys keep one order on both paths. PostgreSQL code.
+void read_vectors_spi(const char* query, MemoryContext ctx, RelVectors* out) {
   SPIPlanPtr plan = SPI_prepare(query, 0, nullptr);
   if (!plan) elog(ERROR, "SPI_prepare failed for \"%s\": %s", query, SPI_result_code_string(SPI_result));
   VectorReceiver recv;
   memset(&recv, 0, sizeof recv);
   recv.out = out;
   recv.ctx = ctx;
+  const int nest = NewGUCNestLevel();
+  (void)set_config_option("synchronize_seqscans", "off", PGC_USERSET, PGC_S_SESSION, GUC_ACTION_SAVE, true, 0, false);
   run_plan_into(plan, &recv.pub, receive_vector, psprintf("\"%s\"", query));
+  AtEOXact_GUC(true, nest);
   SPI_freeplan(plan);
+}
+
+// Reads `out`'s relation with the direct reader into `out` (the first bad row left in `out`);
+// false when the reader met a layout it leaves to the SPI path (nothing read). PostgreSQL code.
+bool read_vectors_direct(MemoryContext ctx, RelVectors* out, int64* toast_pages, int64* detoasted) {
+  DirectVectorRows rows;
+  direct_read_vectors(out->dv, out->relname, ctx, &rows);
+  *toast_pages += rows.toast_pages;
+  *detoasted += rows.detoasted;
+  if (rows.retry) return false;
+  out->n = rows.n;
+  out->cap = rows.n;
+  out->d = rows.d;
+  out->ids = rows.ids;
+  out->rows = rows.rows;
+  out->bad = rows.bad;
+  out->bad_key = rows.bad_key;
+  out->bad_len = rows.bad_len;
+  return true;
+}
+
+// Raises the first bad row recorded in `out` as 22023 (nothing when there is none).
+void report_bad_vector(const RelVectors* out, const char* vec) {
   switch (out->bad) {
     case 0: break;
     case 1:
@@ -202,16 +245,40 @@ void read_vectors(const char* query, const char* vec, MemoryContext ctx, RelVect
   }
 }
 
+// Runs fn(t) for t in [0, nt) on nt threads (the calling one included); helpers start with every
+// signal blocked and make no PostgreSQL call; a share whose helper cannot start runs on the
+// calling thread.
+void run_shares(int nt, const std::function<void(int)>& fn) {
+  std::vector<std::thread> helpers;
+  std::vector<int> left;
+  sigset_t all, old;
+  sigfillset(&all);
+  pthread_sigmask(SIG_BLOCK, &all, &old);
+  for (int t = 1; t < nt; ++t) {
+    try {
+      helpers.emplace_back([&fn, t] { fn(t); });
+    } catch (...) {
+      left.push_back(t);
+    }
+  }
+  pthread_sigmask(SIG_SETMASK, &old, nullptr);
+  fn(0);
+  for (int t : left) fn(t);
+  for (auto& h : helpers) h.join();
+}
+
 // Orders the rows by key (stable: equal keys keep scan order), so the engines' ties by column
-// index are ties by id. Rows already in order (the common case) are left alone.
+// index are ties by id. Rows already in order (the common case) are left alone; others are
+// gathered into new arrays by the CPU engine's threads (gpu2bs.cpu_threads, at most 16).
 void order_by_key(RelVectors* r, MemoryContext ctx) {
   bool sorted = true;
   for (int64 i = 1; i < r->n && sorted; ++i) sorted = r->ids[i - 1] <= r->ids[i];
   if (sorted) return;
-  std::vector<uint32_t> perm(size_t(r->n));
-  std::iota(perm.begin(), perm.end(), 0u);
+  // (key, scan position) pairs: sorted, they give the stable order.
+  std::vector<std::pair<int64, uint32_t>> order(size_t(r->n));
   const int64* ids = r->ids;
-  std::stable_sort(perm.begin(), perm.end(), [&](uint32_t x, uint32_t y) { return ids[x] < ids[y]; });
+  for (size_t t = 0; t < order.size(); ++t) order[t] = {ids[t], uint32_t(t)};
+  std::sort(order.begin(), order.end());
   int64* nid = nullptr;
   float* nrows = nullptr;
   const Size d = Size(r->d);
@@ -219,10 +286,16 @@ void order_by_key(RelVectors* r, MemoryContext ctx) {
     nid = (int64*)alloc_big(ctx, Size(r->n) * sizeof(int64));
     nrows = (float*)alloc_big(ctx, Size(r->n) * d * sizeof(float));
   });
-  for (size_t t = 0; t < perm.size(); ++t) {
-    nid[t] = ids[perm[t]];
-    memcpy(nrows + t * d, r->rows + Size(perm[t]) * d, d * sizeof(float));
-  }
+  const size_t n = order.size();
+  const float* rows = r->rows;
+  const int nt = int(std::max<int64>(1, std::min<int64>({int64(PgControl().threads), 16, r->n / 4096 + 1})));
+  run_shares(nt, [&](int t) {
+    const size_t lo = n * size_t(t) / size_t(nt), hi = n * size_t(t + 1) / size_t(nt);
+    for (size_t i = lo; i < hi; ++i) {
+      nid[i] = order[i].first;
+      memcpy(nrows + i * d, rows + Size(order[i].second) * d, d * sizeof(float));
+    }
+  });
   pg_guard([&] {
     pfree(r->ids);
     pfree(r->rows);
@@ -307,11 +380,41 @@ GPU2BS_FUNCTION(gpu2bs_pairwise) {
       queries[r] = build_query(relids[r], vec_c, id_c, &rels[r]);
     }
     if (SPI_connect() != SPI_OK_CONNECT) elog(ERROR, "SPI_connect failed");
-    for (int r = 0; r < nrel; ++r) read_vectors(queries[r], vec_c, ctx, &rels[r]);
+    // A relation altered or rewritten after the query's snapshot: under READ COMMITTED the
+    // direct reader reads with a snapshot taken now (as the SPI query would, having waited for
+    // the lock), under REPEATABLE READ or SERIALIZABLE it is 40001 (see simjoin_read).
+    int changed_rel = -1;
+    for (int r = 0; r < nrel; ++r)
+      if (rels[r].direct && changed_rel < 0 && changed_after(rels[r].dv.relid, GetActiveSnapshot())) changed_rel = r;
+    if (changed_rel >= 0 && IsolationUsesXactSnapshot())
+      ereport(ERROR, (errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
+                      errmsg("could not serialize access due to a concurrent change of %s", rels[changed_rel].relname),
+                      errdetail("A relation this call reads was altered, rewritten or re-created after the transaction's snapshot was taken."),
+                      errhint("Run the transaction again.")));
+    int path = 0;
+    int64 toast_pages = 0, detoasted = 0;
+    for (int r = 0; r < nrel; ++r) {
+      bool done = false;
+      if (rels[r].direct) {
+        if (changed_rel >= 0) PushActiveSnapshot(GetTransactionSnapshot());
+        done = read_vectors_direct(ctx, &rels[r], &toast_pages, &detoasted);
+        if (changed_rel >= 0) PopActiveSnapshot();
+      }
+      if (done) {
+        path |= SCAN_DIRECT;
+      } else {
+        path |= SCAN_SPI;
+        read_vectors_spi(queries[r], ctx, &rels[r]);
+      }
+      report_bad_vector(&rels[r], vec_c);
+    }
     SPI_finish();
+    note_scan_path(path);
+    note_toast_reads(toast_pages, detoasted);
   });
-  const double scan_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   for (int r = 0; r < nrel; ++r) order_by_key(&rels[r], ctx);
+  // The scan time includes ordering the rows by key.
+  const double scan_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   const int da = rels[0].d, db = rels[nrel - 1].d;
   if (nrel == 2 && da > 0 && db > 0 && da != db)
     throw Error(ErrorCode::InvalidParameter, "vectors of different lengths",

@@ -106,11 +106,15 @@ struct LastRun {
   RunStats stats;
   TimestampTz at;  // when the run ended
   int scan_path;   // ScanPath bits of the relations the call read (0: none read by a relation form)
+  int64 toast_pages;  // out-of-line values the direct reader assembled from TOAST pages
+  int64 detoasted;    // values it read through detoast_attr
   bool valid;
 } last_run = {};
 
 // ScanPath bits of the relation reads since the last recorded run.
 int pending_scan_path = 0;
+// The direct vector reader's value counts since the last recorded run.
+int64 pending_toast_pages = 0, pending_detoasted = 0;
 
 // A run in a parallel worker (the whole aggregate below a single-copy Gather, or a sub-plan run
 // by workers) is handed to the leader through a small file in the data directory, named after
@@ -233,8 +237,8 @@ void define_settings() {
                            &enable_join_setting, true, PGC_USERSET, 0, nullptr, nullptr, nullptr);
   DefineCustomBoolVariable("gpu2bs.direct_scan",
                            "Reads the relations of the relation forms (gpu_simjoin, gpu_sdh(rel), "
-                           "gpu_pair_count(rel), gpu_rdf, gpu_dbscan) straight from the heap pages "
-                           "where that gives exactly the rows of the SQL query.",
+                           "gpu_pair_count(rel), gpu_rdf, gpu_dbscan, gpu_pairwise) straight from the "
+                           "heap pages where that gives exactly the rows of the SQL query.",
                            "Off: every relation is read by an SQL query through SPI.",
                            &direct_scan_setting, true, PGC_USERSET, 0, nullptr, nullptr, nullptr);
 }
@@ -300,6 +304,12 @@ const char* scan_path_name(int path) {
 // Keeps `path` for the next record_run.
 void note_scan_path(int path) { pending_scan_path = path; }
 
+// Keeps the direct vector reader's value counts for the next record_run.
+void note_toast_reads(int64 toast_pages, int64 detoasted) {
+  pending_toast_pages = toast_pages;
+  pending_detoasted = detoasted;
+}
+
 void record_run(const std::string& function, const std::string& engine, const RunStats& stats) {
   snprintf(last_run.function, sizeof last_run.function, "%s", function.c_str());
   snprintf(last_run.engine, sizeof last_run.engine, "%s", engine.c_str());
@@ -307,6 +317,9 @@ void record_run(const std::string& function, const std::string& engine, const Ru
   last_run.at = GetCurrentTimestamp();
   last_run.scan_path = pending_scan_path;
   pending_scan_path = 0;
+  last_run.toast_pages = pending_toast_pages;
+  last_run.detoasted = pending_detoasted;
+  pending_toast_pages = pending_detoasted = 0;
   last_run.valid = true;
   hand_to_leader(last_run);
 }
@@ -325,6 +338,10 @@ InfoRows last_run_rows() {
   rows.emplace_back("last_scan_ms", ms(last_run.stats.scan_s));
   if (last_run.scan_path != 0)
     rows.emplace_back("last_scan_path", scan_path_name(last_run.scan_path));
+  if (last_run.toast_pages + last_run.detoasted > 0) {
+    rows.emplace_back("last_toast_values_from_pages", std::to_string(last_run.toast_pages));
+    rows.emplace_back("last_toast_values_detoasted", std::to_string(last_run.detoasted));
+  }
   rows.emplace_back("last_prepare_ms", ms(last_run.stats.prepare_s));
   rows.emplace_back("last_transfer_ms", ms(last_run.stats.transfer_s));
   rows.emplace_back("last_kernel_ms", ms(last_run.stats.kernel_s));

@@ -53,6 +53,9 @@ enum ScanPath { SCAN_DIRECT = 1, SCAN_SPI = 2 };
 const char* scan_path_name(int path);
 // Notes how the call's relations were read (ScanPath bits) for the next recorded run.
 void note_scan_path(int path);
+// Notes how many out-of-line vectors the direct reader assembled from TOAST pages and how many
+// it read through detoast_attr (gpu2bs_info(): last_toast_values_*) for the next recorded run.
+void note_toast_reads(int64 toast_pages, int64 detoasted);
 
 // Remembers the last run of this backend (for gpu2bs_info()).
 void record_run(const std::string& function, const std::string& engine, const RunStats& stats);

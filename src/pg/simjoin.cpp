@@ -385,6 +385,18 @@ void gpu2bs::pg::grow_points(RelPoints* out, MemoryContext ctx, int64 need, int6
   out->cap = cap;
 }
 
+// Whether the catalog row of relation `relid` was written by a transaction that `snap` does not
+// see: the relation was altered, rewritten or re-created after the snapshot was taken, so rows
+// its storage holds now may be invisible to the snapshot (a rewrite is not MVCC-safe).
+bool gpu2bs::pg::changed_after(Oid relid, Snapshot snap) {
+  HeapTuple tup = SearchSysCache1(RELOID, ObjectIdGetDatum(relid));
+  if (!HeapTupleIsValid(tup)) return true;
+  const TransactionId xmin = HeapTupleHeaderGetXmin(tup->t_data);
+  ReleaseSysCache(tup);
+  return TransactionIdIsNormal(xmin) && !TransactionIdIsCurrentTransactionId(xmin) &&
+         XidInMVCCSnapshot(xmin, snap);
+}
+
 namespace {
 
 // Why the receiver stopped the query (the error is raised after SPI returns).
@@ -516,17 +528,6 @@ void report_bad_row(const PointsReceiver& recv, const RelPoints* out) {
   }
 }
 
-// Whether the catalog row of relation `relid` was written by a transaction that `snap` does not
-// see: the relation was altered, rewritten or re-created after the snapshot was taken, so rows
-// its storage holds now may be invisible to the snapshot (a rewrite is not MVCC-safe).
-bool changed_after(Oid relid, Snapshot snap) {
-  HeapTuple tup = SearchSysCache1(RELOID, ObjectIdGetDatum(relid));
-  if (!HeapTupleIsValid(tup)) return true;
-  const TransactionId xmin = HeapTupleHeaderGetXmin(tup->t_data);
-  ReleaseSysCache(tup);
-  return TransactionIdIsNormal(xmin) && !TransactionIdIsCurrentTransactionId(xmin) &&
-         XidInMVCCSnapshot(xmin, snap);
-}
 
 // Whether any relation the prepared query reads (the relation itself, the tables under a view,
 // the partitions or children of a parent; all locked by now) changed after `snap`.

@@ -132,6 +132,10 @@ bool simjoin_run(const SimjoinArgs& a, SimjoinInput* in, PairSink& sink, const P
 // that are not points, and may reach past kMaxPoints. PostgreSQL code (may ereport).
 void grow_points(RelPoints* out, MemoryContext ctx, int64 need, int64 points = -1);
 
+// Whether the catalog row of relation `relid` was written by a transaction that `snap` does not
+// see (altered, rewritten or re-created after the snapshot). PostgreSQL code.
+bool changed_after(Oid relid, Snapshot snap);
+
 // Relation-reading helpers shared with gpu_pairwise: integer key types (or domains over them);
 // the attribute number of column `name` of `td` (not dropped), else 42703; the single-column
 // integer primary key of `rel`, or InvalidAttrNumber. PostgreSQL code (may ereport).
