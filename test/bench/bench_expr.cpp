@@ -360,7 +360,7 @@ Cols read_stars(const char* path) {
 
 // The benchmark's program shapes: name, kind, precision, source family (0 Manhattan, 1
 // Euclidean, 2 hand-written angle, 3 energy, 4 generated angle) and the compact-loop override
-// (-1: the call's own choice; 0: the full-tile loop, the earlier default of sums).
+// (-1: the call's own choice; 0: the full-tile loop, the default of float32 sums).
 struct Program {
   const char* name;
   Kind k;
@@ -469,7 +469,7 @@ void bench_cold(int k) {
 }
 
 // Pair energy sum: the kernel with the full-tile loop and with the compact loop (the default of
-// a call of this size), the same bits expected.
+// a float64 call of this size; float32 calls keep the full-tile loop), the same bits expected.
 void bench_sum() {
   const Cols a = uniform_cols(200000, 3, 6);
   for (bool f32 : {true, false}) {

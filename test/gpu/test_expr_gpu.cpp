@@ -306,10 +306,10 @@ TEST(ExprGpu, EnergySumMatchesFloat64Reference) {
     }
 }
 
-// The compact tile loop (G2_COMPACT: every tile through the edge-tile loop, the default of sums
-// compiled at the fast level) and the full-tile loop give a sum of the same bits and the same
-// count: each thread visits its pairs in the same order in both. Sides of several tiles, with
-// full, diagonal and partial tiles; the count also equals the CPU's.
+// The compact tile loop (G2_COMPACT: every tile through the edge-tile loop, the default of
+// float64 sums compiled at the fast level) and the full-tile loop give a sum of the same bits
+// and the same count: each thread visits its pairs in the same order in both. Sides of several
+// tiles, with full, diagonal and partial tiles; the count also equals the CPU's.
 TEST(ExprGpu, SumCompactLoopSameBits) {
   REQUIRE_NVRTC();
   const Cols a = uniform_cols(1100, 3, 1301);
