@@ -5,6 +5,7 @@
 // kCacheModules.
 #include <dlfcn.h>
 
+#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -173,6 +174,7 @@ Cache& cache() {
 
 int g_tile_threads = 0, g_tile_rows = 0;
 const char* g_fast_compile = nullptr;  // bench override of the level (null: none)
+std::atomic<int> g_compact{-1};         // bench override of the compact tile loop (-1: none)
 
 // Compiles `source` for `arch` into a loaded module (no cache); *nvrtc_ms = the NVRTC part
 // (program creation, compile, image), *load_ms = cudaLibraryLoadData and the kernel lookup.
@@ -327,6 +329,12 @@ void set_tile_override(int threads, int rows_per_thread) {
 }
 
 void set_fast_compile_override(const char* level) { g_fast_compile = level; }
+
+// Sets the compact-loop override (negative: none, 0 off, positive on).
+void set_compact_override(int mode) { g_compact.store(mode < 0 ? -1 : (mode > 0 ? 1 : 0)); }
+
+// The compact-loop override: -1 none, 0 off, 1 on.
+int compact_override() { return g_compact.load(); }
 
 std::string fast_compile_level(const std::string& wanted) {
   return g_fast_compile ? g_fast_compile : wanted;

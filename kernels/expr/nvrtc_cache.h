@@ -58,6 +58,10 @@ void get_tile_config(bool float32, int* threads, int* rows_per_thread);
 void set_fast_compile_override(const char* level);
 // The level a compile asking for `wanted` gets (the override, where one is set).
 std::string fast_compile_level(const std::string& wanted);
+// Test and benchmark hook: 1 gives every call the compact tile loop (G2_COMPACT), 0 none, -1
+// (the default) the choice each call makes by kind and compile level (expr_gpu.cu).
+void set_compact_override(int mode);
+int compact_override();
 // Test and benchmark hook: false turns the histogram threshold table off (every pair evaluates
 // gpu2bs_pair and its bucket), true (the default) lets calls use it where it applies.
 void set_histogram_table(bool on);

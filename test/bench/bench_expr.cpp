@@ -1,5 +1,5 @@
 // Pair-expression GPU benchmark (kernels/expr/, NVRTC-compiled tile kernels):
-//   bench_expr [all|manhattan|compile|euclid|sweep|hist|sum] [runs]
+//   bench_expr [all|manhattan|compile|euclid|sweep|hist|sum|programs] [runs] | bench_expr cold <k>
 //   manhattan  Count of |a.x-b.x| + |a.y-b.y| <= 0.001 AND a.t < b.t, 200,000 x 200,000 rows
 //              (two relations) and 200,000 rows self, float32 and float64: kernel pair
 //              evaluations/s (cudaEvents) and end-to-end time;
@@ -13,9 +13,11 @@
 //              of 118,218 unit vectors (the Hipparcos catalogue's size): the hand-written source,
 //              and the code generator's (float32 with the threshold table and without, float64);
 //              G2_HIST_OUT=<prefix>: the generated float32 histograms to <prefix>-<name>.txt;
-//   sum        pair energy sum 1/sqrt(d2) of 200,000 3-D points;
+//   sum        pair energy sum 1/sqrt(d2) of 200,000 3-D points, full-tile and compact loop;
 //   programs   cold NVRTC compile + load of every program above (float32 and float64, each
-//              compile a new program: a constant differs), without and with --Ofast-compile=min.
+//              compile a new program: a constant differs), without and with --Ofast-compile=min;
+//   cold <k>   program k's first compile in this process and the cached call (run each k in a
+//              fresh process: the cold compile of a new backend).
 // Figures are medians of `runs` runs after one warm-up (which compiles the module).
 // G2_BENCH_FAST=<level|none>: NVRTC's --Ofast-compile level for every compile of the run
 // (default: the level each call chooses by its number of pairs, expr_gpu.cu).
@@ -25,6 +27,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <string>
 #include <vector>
 
@@ -355,62 +358,134 @@ Cols read_stars(const char* path) {
   return c;
 }
 
-// Cold compile + load of every benchmark program, each compile a program not seen before (a
-// constant differs: compiles of the same code, even in another process, are served faster).
+// The benchmark's program shapes: name, kind, precision, source family (0 Manhattan, 1
+// Euclidean, 2 hand-written angle, 3 energy, 4 generated angle) and the compact-loop override
+// (-1: the call's own choice; 0: the full-tile loop, the default of float32 sums).
+struct Program {
+  const char* name;
+  Kind k;
+  bool f32;
+  int which;
+  int compact;
+};
+const Program kPrograms[] = {
+    {"manhattan count f32", Kind::Count, true, 0, -1},      {"manhattan count f64", Kind::Count, false, 0, -1},
+    {"manhattan join f32", Kind::Join, true, 0, -1},        {"manhattan join f64", Kind::Join, false, 0, -1},
+    {"euclid count f32", Kind::Count, true, 1, -1},         {"euclid count f64", Kind::Count, false, 1, -1},
+    {"angular hist f32", Kind::Histogram, true, 2, -1},     {"angular hist f64", Kind::Histogram, false, 2, -1},
+    {"angular gen f32 table", Kind::Histogram, true, 4, -1}, {"angular gen f64", Kind::Histogram, false, 4, -1},
+    {"energy sum f32", Kind::Sum, true, 3, -1},             {"energy sum f64", Kind::Sum, false, 3, -1},
+    {"energy sum f32 full loop", Kind::Sum, true, 3, 0},    {"energy sum f64 full loop", Kind::Sum, false, 3, 0}};
+constexpr int kNumPrograms = int(sizeof kPrograms / sizeof kPrograms[0]);
+
+// Program p's job over `a`, made a program not compiled before by `serial` (1 .. 2^20): its
+// constant scaled by 1 + serial * 2^-21, distinct in float32 too.
+Job program_job(const Program& p, const Cols& a, long long serial) {
+  const double s = 1 + double(serial % 1000003 + 1) * std::ldexp(1.0, -21);
+  std::string src = p.which == 0   ? manhattan_source(0.001 * s)
+                    : p.which == 1 ? euclid_source(3, 1e-4 * s)
+                    : p.which == 2 ? angle_source(s)
+                    : p.which == 4 ? angle_generated(p.f32, s)
+                                   : energy_source(s);
+  Job j = job(p.k, p.f32, a, nullptr, src);
+  if (p.k == Kind::Histogram) {
+    j.lo = 0;
+    j.hi = M_PI;
+    j.nbuckets = 1000;
+  }
+  return j;
+}
+
+// A serial no earlier run of the benchmark used (from the clock).
+long long fresh_serial() { return (long long)(Clock::now().time_since_epoch().count() / 1000 % 1000000) * 64; }
+
+// Cold compile + load of every benchmark program in this process, each compile a program not
+// seen before (a constant differs: compiles of the same code, even in another process, are
+// served faster), without and with --Ofast-compile=min.
 void bench_programs() {
   const Cols a = uniform_cols(1000, 3, 3);
-  const double salt0 = double(Clock::now().time_since_epoch().count() % 1000000);
+  const long long salt0 = fresh_serial();
   int serial = 0;
   for (const char* level : {"", "min"}) {
     exprgpu::detail::set_fast_compile_override(level);
-    struct P {
-      const char* name;
-      Kind k;
-      bool f32;
-      int which;
-    };
-    const P ps[] = {{"manhattan count f32", Kind::Count, true, 0}, {"manhattan count f64", Kind::Count, false, 0},
-                    {"manhattan join f32", Kind::Join, true, 0},   {"manhattan join f64", Kind::Join, false, 0},
-                    {"euclid count f32", Kind::Count, true, 1},    {"euclid count f64", Kind::Count, false, 1},
-                    {"angular hist f32", Kind::Histogram, true, 2}, {"angular hist f64", Kind::Histogram, false, 2},
-                    {"angular gen f32 table", Kind::Histogram, true, 4}, {"angular gen f64", Kind::Histogram, false, 4},
-                    {"energy sum f32", Kind::Sum, true, 3},         {"energy sum f64", Kind::Sum, false, 3}};
-    for (const P& p : ps) {
+    for (const Program& p : kPrograms) {
+      exprgpu::detail::set_compact_override(p.compact);
       std::vector<double> ms;
       std::string splits;
       for (int i = 0; i < std::max(3, g_runs); ++i) {
-        const double s = 1 + (salt0 * 64 + ++serial) * 1e-12;
-        std::string src = p.which == 0 ? manhattan_source(0.001 * s)
-                          : p.which == 1 ? euclid_source(3, 1e-4 * s)
-                          : p.which == 2 ? angle_source(s)
-                          : p.which == 4 ? angle_generated(p.f32, 1 + (std::fmod(salt0, 4096.0) * 64 + serial) * std::ldexp(1.0, -22))
-                                         : energy_source(s);
-        Job j = job(p.k, p.f32, a, nullptr, src);
-        if (p.k == Kind::Histogram) {
-          j.lo = 0;
-          j.hi = M_PI;
-          j.nbuckets = 1000;
-        }
+        Job j = program_job(p, a, salt0 + ++serial);
         Control c;
         Result r = exprgpu::run(j, nullptr, c);
         ms.push_back(r.compile_ms);
         splits += " " + split_last() + (r.table ? " check " + std::to_string(r.check_ms) + " ms" : "") + ";";
       }
-      printf("compile %-22s --Ofast-compile=%-4s median %6.1f ms  min %6.1f  max %6.1f  (%s)\n", p.name,
+      printf("compile %-26s --Ofast-compile=%-4s median %6.1f ms  min %6.1f  max %6.1f  (%s)\n", p.name,
              *level ? level : "none", median(ms), *std::min_element(ms.begin(), ms.end()),
              *std::max_element(ms.begin(), ms.end()), splits.c_str());
     }
   }
+  exprgpu::detail::set_compact_override(-1);
   exprgpu::detail::set_fast_compile_override(nullptr);
 }
 
-// Pair energy sum.
+// bench_expr cold <k>: program k's first compile in this process (run it in a fresh process),
+// a program no earlier run compiled, at the level a call of 1000 rows gets; a second new
+// program of the shape; then the cached call: the median wall time of a call of the first
+// program on 2 rows (module cache hit).
+void bench_cold(int k) {
+  if (k < 0 || k >= kNumPrograms) {
+    printf("cold: program index 0..%d\n", kNumPrograms - 1);
+    return;
+  }
+  const Program& p = kPrograms[k];
+  exprgpu::detail::set_compact_override(p.compact);
+  const Cols a = uniform_cols(1000, 3, 3), tiny = uniform_cols(2, 3, 9);
+  Job j = program_job(p, a, fresh_serial() + k);
+  Control c;
+  const auto t0 = Clock::now();
+  const Result r = exprgpu::run(j, nullptr, c);
+  const double call_ms = std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
+  const std::string split = split_last();
+  // A second new program of the shape in the same process: the compile without NVRTC's
+  // first-use costs in the process.
+  Job j2 = program_job(p, a, fresh_serial() + 500000 + k);
+  Control c2;
+  const Result r2 = exprgpu::run(j2, nullptr, c2);
+  j.a = tiny.side();
+  std::vector<double> hit;
+  bool all_hits = true;
+  for (int i = 0; i < 21; ++i) {
+    Control c3;
+    const auto t1 = Clock::now();
+    const Result r3 = exprgpu::run(j, nullptr, c3);
+    hit.push_back(std::chrono::duration<double, std::milli>(Clock::now() - t1).count());
+    all_hits = all_hits && r3.cache_hit;
+  }
+  printf("cold %-26s first compile in process %6.1f ms (%s; the call %6.1f ms)  second %6.1f ms%s  "
+         "cached call of 2 rows median %.3f ms max %.3f ms%s\n",
+         p.name, r.compile_ms, split.c_str(), call_ms, r2.compile_ms, r2.cache_hit ? " (HIT)" : "",
+         median(hit), *std::max_element(hit.begin(), hit.end()), all_hits ? "" : "  (A CACHED CALL MISSED)");
+  exprgpu::detail::set_compact_override(-1);
+}
+
+// Pair energy sum: the kernel with the full-tile loop and with the compact loop (the default of
+// a float64 call of this size; float32 calls keep the full-tile loop), the same bits expected.
 void bench_sum() {
   const Cols a = uniform_cols(200000, 3, 6);
   for (bool f32 : {true, false}) {
-    const Timing t = time_job(job(Kind::Sum, f32, a, nullptr, energy_source()));
-    report(f32 ? "energy sum 200k self f32" : "energy sum 200k self f64", 2e10 - 1e5, t);
-    printf("  sum = %.17g\n", t.r.sum);
+    double sums[2];
+    for (int compact : {0, 1}) {
+      exprgpu::detail::set_compact_override(compact);
+      const Timing t = time_job(job(Kind::Sum, f32, a, nullptr, energy_source()));
+      std::string what = std::string("energy sum 200k self ") + (f32 ? "f32" : "f64") +
+                         (compact ? " compact loop" : " full-tile loop");
+      report(what.c_str(), 2e10 - 1e5, t);
+      printf("  sum = %.17g\n", t.r.sum);
+      sums[compact] = t.r.sum;
+    }
+    exprgpu::detail::set_compact_override(-1);
+    printf("  %s sums of the two loops: %s\n", f32 ? "f32" : "f64",
+           std::memcmp(&sums[0], &sums[1], sizeof(double)) == 0 ? "same bits" : "DIFFER");
   }
 }
 
@@ -418,7 +493,7 @@ void bench_sum() {
 
 int main(int argc, char** argv) {
   const std::string mode = argc > 1 ? argv[1] : "all";
-  if (argc > 2) g_runs = std::max(1, atoi(argv[2]));
+  if (argc > 2 && mode != "cold") g_runs = std::max(1, atoi(argv[2]));
   std::string why;
   if (const char* fast = std::getenv("G2_BENCH_FAST"))
     exprgpu::detail::set_fast_compile_override(std::string(fast) == "none" ? "" : fast);
@@ -447,6 +522,7 @@ int main(int argc, char** argv) {
     if (mode == "all" || mode == "hist") bench_hist();
     if (mode == "all" || mode == "sum") bench_sum();
     if (mode == "programs") bench_programs();
+    if (mode == "cold") bench_cold(argc > 2 ? atoi(argv[2]) : -1);
     if (mode == "sweep") {
       g_sweep = true;
       bench_sweep();
