@@ -42,11 +42,13 @@
 // launch). Neither deadlocks however few blocks are resident, the first by the dispatch order,
 // the second by construction. A block never stores an element to the position it was read from
 // (the leading run of a tile when every element before it is kept), so unique may read the
-// element before its tile without a race (before publishing its own flag; the elements before
-// its other chunks come from the warps that loaded them, through shared memory).
+// element before its tile without a race (before publishing its own flag). Lane 0 of each warp
+// reads the element before the warp's chunks from memory, the other predecessors come from the
+// lane or the vector before through warp shuffles: no block barrier between loads and count.
 //
 // Memory access: tiles are laid over the 16-byte chunks of the array (tile 0 starts at the chunk
-// holding d[0]), a thread loads whole chunks with 16-byte loads (a warp: 512 contiguous bytes),
+// holding d[0]), each warp owns a contiguous run of the tile's chunks and a thread loads whole
+// chunks with 16-byte loads (a warp: 512 contiguous bytes per load),
 // the kept elements are staged in shared memory in order, and the block writes them with
 // 16-byte stores to the aligned chunks of their destination (two aligned shared-memory reads
 // joined at the shift between source and destination), element by element only in the partial
@@ -272,6 +274,19 @@ __device__ __forceinline__ ulonglong2 shfl_up_word(ulonglong2 v, int delta) {
   return v;
 }
 
+// Word of lane `src`.
+__device__ __forceinline__ unsigned shfl_word(unsigned v, int src) {
+  return __shfl_sync(0xffffffffu, v, src);
+}
+__device__ __forceinline__ unsigned long long shfl_word(unsigned long long v, int src) {
+  return __shfl_sync(0xffffffffu, v, src);
+}
+__device__ __forceinline__ ulonglong2 shfl_word(ulonglong2 v, int src) {
+  v.x = __shfl_sync(0xffffffffu, v.x, src);
+  v.y = __shfl_sync(0xffffffffu, v.y, src);
+  return v;
+}
+
 // Publishes a tile flag. st.release.gpu orders this thread's earlier memory operations before
 // the flag, and (release is cumulative) those of the block's other threads ordered before it by
 // the preceding __syncthreads: the tile's loads precede the flag for whoever acquires it.
@@ -383,19 +398,25 @@ __device__ __forceinline__ int first_bit(unsigned long long m) {
   return __ffsll((long long)m) - 1;
 }
 
-// Loads thread tid's items of the tile at place `at` into v (a warp's vector loads are 512
-// contiguous bytes; item (j, e) is element e of chunk j * THREADS + tid of the tile, position x
-// of the tiles holds d[x - head]) and marks the elements inside [0, n) in `valid`; the others
-// are zero.
+// Chunk of the tile holding item (j, e) of a thread: each warp owns VECS x 32 consecutive
+// chunks, its vector j the 32 chunks from (warp * VECS + j) * 32 (one 512-byte load per warp).
+template <int VECS>
+__device__ __forceinline__ int tile_chunk(int warp, int lane, int j) {
+  return (warp * VECS + j) * 32 + lane;
+}
+
+// Loads thread (warp, lane)'s items of the tile at place `at` into v (item (j, e) is element e
+// of chunk tile_chunk(warp, lane, j), position x of the tiles holds d[x - head]) and marks the
+// elements inside [0, n) in `valid`; the others are zero.
 template <int THREADS, int VECS, typename W, int V, typename M>
 __device__ __forceinline__ void load_tile(W (&v)[VECS][V], M& valid, const W* w, unsigned at,
-                                          unsigned head, long long nn, int tid) {
+                                          unsigned head, long long nn, int warp, int lane) {
   constexpr long long TILE = (long long)THREADS * VECS * V;
   valid = 0;
 #pragma unroll
   for (int j = 0; j < VECS; ++j) {
-    const long long i0 =
-        (long long)at * TILE + (long long)(j * THREADS + tid) * V - (long long)head;
+    const long long i0 = (long long)at * TILE +
+                         (long long)tile_chunk<VECS>(warp, lane, j) * V - (long long)head;
     if (i0 >= 0 && i0 + V <= nn) {
       const uint4 q = *reinterpret_cast<const uint4*>(w + i0);
       memcpy(&v[j][0], &q, 16);
@@ -441,7 +462,7 @@ constexpr size_t stage_bytes() {
 // n + kept + 3 rejected forwards only; partition_direction_kernel picks it from a sample.
 // Tiles are laid over 16-byte chunks: `head` (d's offset in its chunk, in elements) positions
 // before d[0] belong to tile 0 and are empty, so every full chunk is loaded with one vector
-// load; item (j, e) of thread t is element e of chunk j * THREADS + t of the tile. The staged
+// load; item (j, e) of a thread is element e of chunk tile_chunk(warp, lane, j). The staged
 // tile is in dynamic shared memory (stage_bytes()).
 // IDS: tile ids from blockIdx.x (relies on blocks being dispatched in index order, as CUB's
 // look-back does) or from the atomic counter (forward progress whatever the block scheduling, one
@@ -468,13 +489,11 @@ __global__ void __launch_bounds__(THREADS, MINB) slide_kernel(T* d, unsigned lon
   static_assert(THREADS % 32 == 0 && ITEMS <= 64, "launch shape");
   __shared__ unsigned s_bid;
   __shared__ bool s_back;                   // Partition backwards
-  __shared__ unsigned s_cnt[NCNT];          // kept per (vector, warp), then their exclusive scan
+  __shared__ unsigned s_cnt[NCNT];          // kept per (warp, vector), then their exclusive scan
   __shared__ unsigned s_total;              // kept in the tile
-  __shared__ unsigned s_lead;               // position of the first element not kept
+  __shared__ unsigned s_wlead[WARPS];       // per warp: position of its first element not kept
+  __shared__ unsigned s_lead;               // position of the tile's first element not kept
   __shared__ unsigned long long s_prefix;   // kept before the tile
-  // Unique: [1 + j * WARPS + w] the last element of vector j of warp w, [0] the element before
-  // the tile: the element before each warp's chunks
-  __shared__ W s_last[UNIQUE ? NCNT + 1 : 1];
   extern __shared__ __align__(16) unsigned char s_dyn[];
   W* const s_stage = reinterpret_cast<W*>(s_dyn);  // the tile, kept elements first (in order)
 
@@ -486,16 +505,19 @@ __global__ void __launch_bounds__(THREADS, MINB) slide_kernel(T* d, unsigned lon
   const unsigned lt = (1u << lane) - 1u;
   const unsigned last = gridDim.x - 1;
 
-  // 1. Load the tile (load_tile).
+  // 1. Load the tile (load_tile). With tile ids from blockIdx.x outside Partition the block
+  // knows its tile at once and loads it without a barrier first.
   W v[VECS][V];
   M keep = 0, valid = 0;
-  if (tid == 0) {
-    if constexpr (COUNTED)
-      s_bid = atomicAdd(reinterpret_cast<unsigned*>(flags), 1u) - id_base;
-    if constexpr (MODE == SlideMode::Partition) s_back = flags[2] != 0;
-    s_lead = TILE;
+  constexpr bool SHARED_START = COUNTED || MODE == SlideMode::Partition;
+  if constexpr (SHARED_START) {
+    if (tid == 0) {
+      if constexpr (COUNTED)
+        s_bid = atomicAdd(reinterpret_cast<unsigned*>(flags), 1u) - id_base;
+      if constexpr (MODE == SlideMode::Partition) s_back = flags[2] != 0;
+    }
+    __syncthreads();
   }
-  __syncthreads();
   const unsigned bid = COUNTED ? s_bid : blockIdx.x;  // processing order
   // Partition backwards: the rejected elements stay in d ("kept" below), tiles from the last
   const bool back = MODE == SlideMode::Partition && s_back;
@@ -517,21 +539,20 @@ __global__ void __launch_bounds__(THREADS, MINB) slide_kernel(T* d, unsigned lon
     const long long hi = min((long long)p2 * CH + CH, (nn + (long long)head) / V);
     if (hi > lo) prefetch_l2(w + (lo * V - (long long)head), unsigned(hi - lo) * 16u);
   }
-  load_tile<THREADS, VECS>(v, valid, w, pos, head, nn, tid);
+  load_tile<THREADS, VECS>(v, valid, w, pos, head, nn, warp, lane);
+  // Unique: the element before the warp's first chunk (lane 0), the last of the previous warp's
+  // chunks or of the previous tile. Neither is overwritten before this block publishes its
+  // count (see the top of the file), and this block reads it before.
+  W before;
+  memset(&before, 0, sizeof(W));
   if constexpr (UNIQUE) {
-    // The element before a warp's chunk is lane 31's last of the previous column (other warp)
-    // or, for the tile's first chunk, the previous tile's last: not yet overwritten (see the
-    // top of the file), read by this block before it publishes anything.
-    if (tid == 0 && tile_first > 0) s_last[0] = w[tile_first - 1];
-    if (lane == 31) {
-#pragma unroll
-      for (int j = 0; j < VECS; ++j) s_last[1 + j * WARPS + warp] = v[j][V - 1];
-    }
-    __syncthreads();
+    const long long ib = base + (long long)tile_chunk<VECS>(warp, 0, 0) * V - (long long)head - 1;
+    if (lane == 0 && ib >= 0 && ib < nn) before = w[ib];
   }
 #pragma unroll
   for (int j = 0; j < VECS; ++j) {
-    const long long i0 = base + (long long)(j * THREADS + tid) * V - (long long)head;
+    const long long i0 =
+        base + (long long)tile_chunk<VECS>(warp, lane, j) * V - (long long)head;
 #pragma unroll
     for (int e = 0; e < V; ++e) {
       const int b = j * V + e;
@@ -541,8 +562,14 @@ __global__ void __launch_bounds__(THREADS, MINB) slide_kernel(T* d, unsigned lon
         if (e > 0) {
           prev = v[j][e - 1];
         } else {
-          prev = shfl_up_word(v[j][V - 1], 1);  // lane - 1's chunk
-          if (lane == 0) prev = s_last[j * WARPS + warp];
+          // lane - 1's chunk; for lane 0 lane 31's chunk of the previous vector, or `before`
+          prev = shfl_up_word(v[j][V - 1], 1);
+          if (j > 0) {
+            const W p31 = shfl_word(v[j - 1][V - 1], 31);
+            if (lane == 0) prev = p31;
+          } else if (lane == 0) {
+            prev = before;
+          }
         }
         k = ((valid >> b) & 1u) && (i0 + e == 0 || !f(as_elem<T>(prev), as_elem<T>(v[j][e])));
       } else {
@@ -551,13 +578,17 @@ __global__ void __launch_bounds__(THREADS, MINB) slide_kernel(T* d, unsigned lon
       keep |= M(k) << b;
     }
   }
-  // Leading kept run: the position of the first element that is valid and not kept.
+  // Leading kept run: per warp the position of its first element that is valid and not kept
+  // (a thread's items lie in increasing positions, so its first is its lowest bit).
   {
     const M drop = valid & ~keep;
+    unsigned lead = TILE;
     if (drop) {
       const int b = first_bit(drop);
-      atomicMin(&s_lead, unsigned((b / V) * THREADS + tid) * V + unsigned(b % V));
+      lead = unsigned(tile_chunk<VECS>(warp, lane, b / V)) * V + unsigned(b % V);
     }
+    lead = __reduce_min_sync(FULL, lead);
+    if (lane == 0) s_wlead[warp] = lead;
   }
 
   // 2. Ranks: per vector, the warp's count scan by ballots; counts per (vector, warp), one warp
@@ -567,10 +598,16 @@ __global__ void __launch_bounds__(THREADS, MINB) slide_kernel(T* d, unsigned lon
   for (int j = 0; j < VECS; ++j) {
     unsigned ex, tot;
     warp_count_scan<V>(__popc(unsigned(keep >> (j * V)) & VMASK), lt, ex, tot);
-    if (lane == 0) s_cnt[j * WARPS + warp] = tot;
+    if (lane == 0) s_cnt[warp * VECS + j] = tot;
   }
   __syncthreads();  // also orders every load of the tile before the flag published below
   if (warp == 0) {
+    if (lane == 0) {
+      unsigned lead = TILE;
+#pragma unroll
+      for (int k = 0; k < WARPS; ++k) lead = min(lead, s_wlead[k]);
+      s_lead = lead;
+    }
     unsigned loc[E], sum = 0;
 #pragma unroll
     for (int e = 0; e < E; ++e) {
@@ -608,9 +645,9 @@ __global__ void __launch_bounds__(THREADS, MINB) slide_kernel(T* d, unsigned lon
     const unsigned kb = unsigned(keep >> (j * V)) & VMASK;
     unsigned ex, tot;
     warp_count_scan<V>(__popc(kb), lt, ex, tot);  // again: fewer registers
-    unsigned r = s_cnt[j * WARPS + warp] + ex;
+    unsigned r = s_cnt[warp * VECS + j] + ex;
     // position of the chunk's first element among the tile's elements
-    const long long p0 = (long long)(j * THREADS + tid) * V - hv;
+    const long long p0 = (long long)tile_chunk<VECS>(warp, lane, j) * V - hv;
 #pragma unroll
     for (int e = 0; e < V; ++e) {
       if ((kb >> e) & 1u) {
