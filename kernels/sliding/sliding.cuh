@@ -144,6 +144,16 @@ __host__ __device__ constexpr size_t tile_elems() {
   return size_t(THREADS) * size_t(VECS) * (16 / sizeof(T));
 }
 
+// How the tile flags order the tiles' loads before other blocks' stores.
+enum class SlideOrder {
+  Release,  // st.release.gpu flags, one fence.acq_rel.gpu after the look-back (default)
+  Relaxed   // relaxed flags, no fence (benchmarks and tests): relies on every loaded chunk
+            // being consumed by the functor before the block barrier that precedes the flag,
+            // and on the stores' addresses depending on the flags read, as CUB's in-place
+            // select does when its block load goes through shared memory; the PTX memory model
+            // does not promise that ordering, so it is not the default
+};
+
 // How a block learns its running offset.
 enum class SlideSync {
   Lookback,  // predecessor's flag, further back while it holds only a count (default)
@@ -294,6 +304,20 @@ __device__ __forceinline__ void st_release(unsigned long long* p, unsigned long 
   asm volatile("st.release.gpu.global.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
 }
 
+// Publishes a tile flag without ordering (SlideOrder::Relaxed).
+__device__ __forceinline__ void st_relaxed(unsigned long long* p, unsigned long long v) {
+  asm volatile("st.relaxed.gpu.global.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
+}
+
+// Publishes a tile flag with the ordering of ORDER.
+template <SlideOrder ORDER>
+__device__ __forceinline__ void publish_flag(unsigned long long* p, unsigned long long v) {
+  if constexpr (ORDER == SlideOrder::Release)
+    st_release(p, v);
+  else
+    st_relaxed(p, v);
+}
+
 // Reads a tile flag without ordering (polling); acquire_fence() after the last read orders it.
 __device__ __forceinline__ unsigned long long ld_relaxed(const unsigned long long* p) {
   unsigned long long v;
@@ -305,6 +329,12 @@ __device__ __forceinline__ unsigned long long ld_relaxed(const unsigned long lon
 // the publisher's release, the published tiles' loads precede our stores.
 __device__ __forceinline__ void acquire_fence() {
   asm volatile("fence.acq_rel.gpu;" ::: "memory");
+}
+
+// acquire_fence() under SlideOrder::Release; nothing under Relaxed.
+template <SlideOrder ORDER>
+__device__ __forceinline__ void order_fence() {
+  if constexpr (ORDER == SlideOrder::Release) acquire_fence();
 }
 
 // Whether flag s was written in the launch of `epoch`.
@@ -466,10 +496,10 @@ constexpr size_t stage_bytes() {
 // tile is in dynamic shared memory (stage_bytes()).
 // IDS: tile ids from blockIdx.x (relies on blocks being dispatched in index order, as CUB's
 // look-back does) or from the atomic counter (forward progress whatever the block scheduling, one
-// round trip before the loads). epoch: the launch's (SlideFlags), id_base: the counter's value
-// before the launch.
+// round trip before the loads). ORDER: release / acquire flags, or relaxed ones (SlideOrder).
+// epoch: the launch's (SlideFlags), id_base: the counter's value before the launch.
 template <typename T, SlideMode MODE, SlideSync SYNC, int THREADS, int VECS, int MINB,
-          SlideIds IDS, typename F>
+          SlideIds IDS, SlideOrder ORDER, typename F>
 __global__ void __launch_bounds__(THREADS, MINB) slide_kernel(T* d, unsigned long long n,
                                                         unsigned head, F f,
                                                         unsigned long long* flags, T* aux,
@@ -630,9 +660,10 @@ __global__ void __launch_bounds__(THREADS, MINB) slide_kernel(T* d, unsigned lon
       s_total = incl;
       // Publish the tile's count (tile 0: its inclusive offset).
       if constexpr (SYNC == SlideSync::Lookback)
-        st_release(tflag + bid, (bid == 0 ? kStatusP : kStatusA) | epoch_bits(epoch) | incl);
+        publish_flag<ORDER>(tflag + bid,
+                            (bid == 0 ? kStatusP : kStatusA) | epoch_bits(epoch) | incl);
       else if (bid == 0)
-        st_release(tflag, kStatusP | epoch_bits(epoch) | incl);
+        publish_flag<ORDER>(tflag, kStatusP | epoch_bits(epoch) | incl);
     }
   }
   __syncthreads();
@@ -675,8 +706,9 @@ __global__ void __launch_bounds__(THREADS, MINB) slide_kernel(T* d, unsigned lon
           if (pmask) break;
           top -= 32;
         }
-        acquire_fence();  // every lane: the tiles whose flags it read have loaded
-        if (lane == 0) st_release(tflag + bid, kStatusP | epoch_bits(epoch) | (excl + total));
+        order_fence<ORDER>();  // every lane: the tiles whose flags it read have loaded
+        if (lane == 0)
+          publish_flag<ORDER>(tflag + bid, kStatusP | epoch_bits(epoch) | (excl + total));
       } else {
         if (lane == 0) {
           unsigned long long s = ld_relaxed(tflag + bid - 1);
@@ -684,9 +716,9 @@ __global__ void __launch_bounds__(THREADS, MINB) slide_kernel(T* d, unsigned lon
             __nanosleep(32);
             s = ld_relaxed(tflag + bid - 1);
           }
-          acquire_fence();
+          order_fence<ORDER>();
           excl = s & kValueMask;
-          st_release(tflag + bid, kStatusP | epoch_bits(epoch) | (excl + total));
+          publish_flag<ORDER>(tflag + bid, kStatusP | epoch_bits(epoch) | (excl + total));
         }
       }
     }
@@ -819,7 +851,8 @@ void check_args(const T* d, size_t n) {
 // device word. ahead: the L2 prefetch distance in tiles (-1: the tuned slide_prefetch<T>()).
 template <typename T, SlideMode MODE, SlideSync SYNC = SlideSync::Lookback,
           int THREADS = slide_threads<T>(), int VECS = slide_vecs<T>(),
-          int MINB = slide_min_blocks<T>(), SlideIds IDS = slide_ids<T>(), typename F>
+          int MINB = slide_min_blocks<T>(), SlideIds IDS = slide_ids<T>(),
+          SlideOrder ORDER = SlideOrder::Release, typename F>
 unsigned long long* slide_async(T* d, size_t n, F f, unsigned long long* d_count, cudaStream_t s,
                                 SlidingScratch& scratch, int ahead = -1) {
   detail::check_args(d, n);
@@ -846,7 +879,7 @@ unsigned long long* slide_async(T* d, size_t n, F f, unsigned long long* d_count
     G2_CUDA_LAUNCH("partition direction kernel launch");
   }
   constexpr size_t SMEM = detail::stage_bytes<T, THREADS, VECS>();
-  auto kernel = detail::slide_kernel<T, MODE, SYNC, THREADS, VECS, MINB, IDS, F>;
+  auto kernel = detail::slide_kernel<T, MODE, SYNC, THREADS, VECS, MINB, IDS, ORDER, F>;
   // the dynamic stage and the kernel's static shared memory together above the default 48 KiB
   if constexpr (SMEM > 32 * 1024) {
     static std::atomic<unsigned long long> done{0};  // this instantiation's kernel
