@@ -295,7 +295,11 @@ constexpr double kExprJoinBudgetShare = 0.5;
 // (min blocks 4) 1950 2137 / 1875 2088 / 2175 1579, 256x24 (96 KiB) 2035 2149 / 1326 1398 / 2011
 // 1488. 16 B: 256x16 2233 2324 / 2258 2360 / 2288 1716, 512x8 2190 2283 / 2190 2302 / 2277 1702,
 // 256x8 (min blocks 4) 1975 2117 / 1935 2103 / 2140 1637, 256x24 2491 2600 / 1510 1530 / 2188
-// 1669 (select faster, unique spills).
+// 1669 (select faster, unique spills). With the warp-contiguous chunk layout ("bench_sliding 5",
+// Candidates rows), 256M 10 % then 50 %: 8 B 128x24 at 3 blocks (48 KiB, 144 KiB in flight per
+// SM, 163 registers) 2305 2477 / 2176 2370 / 2472 1709 and 128x16 at 4 blocks 2029 2234 / 1950
+// 2190 / 2337 1648 vs 256x16/2 2334 2476 / 2178 2380 / 2531 1738; 4 B 128x16/4 1925 2215 / 1804
+// 2137 / 2193 1639 vs 512x8/2 2193 2363 / 2104 2315 / 2091 1583 (partition alone faster).
 constexpr int kSlideThreads[3] = {512, 256, 256};
 constexpr int kSlideVecs[3] = {8, 16, 16};
 // Resident blocks per SM asked of the compiler (__launch_bounds__), which caps the registers

@@ -42,11 +42,13 @@
 // launch). Neither deadlocks however few blocks are resident, the first by the dispatch order,
 // the second by construction. A block never stores an element to the position it was read from
 // (the leading run of a tile when every element before it is kept), so unique may read the
-// element before its tile without a race (before publishing its own flag; the elements before
-// its other chunks come from the warps that loaded them, through shared memory).
+// element before its tile without a race (before publishing its own flag). Lane 0 of each warp
+// reads the element before the warp's chunks from memory, the other predecessors come from the
+// lane or the vector before through warp shuffles: no block barrier between loads and count.
 //
 // Memory access: tiles are laid over the 16-byte chunks of the array (tile 0 starts at the chunk
-// holding d[0]), a thread loads whole chunks with 16-byte loads (a warp: 512 contiguous bytes),
+// holding d[0]), each warp owns a contiguous run of the tile's chunks and a thread loads whole
+// chunks with 16-byte loads (a warp: 512 contiguous bytes per load),
 // the kept elements are staged in shared memory in order, and the block writes them with
 // 16-byte stores to the aligned chunks of their destination (two aligned shared-memory reads
 // joined at the shift between source and destination), element by element only in the partial
@@ -141,6 +143,16 @@ template <typename T, int THREADS = slide_threads<T>(), int VECS = slide_vecs<T>
 __host__ __device__ constexpr size_t tile_elems() {
   return size_t(THREADS) * size_t(VECS) * (16 / sizeof(T));
 }
+
+// How the tile flags order the tiles' loads before other blocks' stores.
+enum class SlideOrder {
+  Release,  // st.release.gpu flags, one fence.acq_rel.gpu after the look-back (default)
+  Relaxed   // relaxed flags, no fence (benchmarks and tests): relies on every loaded chunk
+            // being consumed by the functor before the block barrier that precedes the flag,
+            // and on the stores' addresses depending on the flags read, as CUB's in-place
+            // select does when its block load goes through shared memory; the PTX memory model
+            // does not promise that ordering, so it is not the default
+};
 
 // How a block learns its running offset.
 enum class SlideSync {
@@ -272,11 +284,38 @@ __device__ __forceinline__ ulonglong2 shfl_up_word(ulonglong2 v, int delta) {
   return v;
 }
 
+// Word of lane `src`.
+__device__ __forceinline__ unsigned shfl_word(unsigned v, int src) {
+  return __shfl_sync(0xffffffffu, v, src);
+}
+__device__ __forceinline__ unsigned long long shfl_word(unsigned long long v, int src) {
+  return __shfl_sync(0xffffffffu, v, src);
+}
+__device__ __forceinline__ ulonglong2 shfl_word(ulonglong2 v, int src) {
+  v.x = __shfl_sync(0xffffffffu, v.x, src);
+  v.y = __shfl_sync(0xffffffffu, v.y, src);
+  return v;
+}
+
 // Publishes a tile flag. st.release.gpu orders this thread's earlier memory operations before
 // the flag, and (release is cumulative) those of the block's other threads ordered before it by
 // the preceding __syncthreads: the tile's loads precede the flag for whoever acquires it.
 __device__ __forceinline__ void st_release(unsigned long long* p, unsigned long long v) {
   asm volatile("st.release.gpu.global.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
+}
+
+// Publishes a tile flag without ordering (SlideOrder::Relaxed).
+__device__ __forceinline__ void st_relaxed(unsigned long long* p, unsigned long long v) {
+  asm volatile("st.relaxed.gpu.global.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
+}
+
+// Publishes a tile flag with the ordering of ORDER.
+template <SlideOrder ORDER>
+__device__ __forceinline__ void publish_flag(unsigned long long* p, unsigned long long v) {
+  if constexpr (ORDER == SlideOrder::Release)
+    st_release(p, v);
+  else
+    st_relaxed(p, v);
 }
 
 // Reads a tile flag without ordering (polling); acquire_fence() after the last read orders it.
@@ -290,6 +329,12 @@ __device__ __forceinline__ unsigned long long ld_relaxed(const unsigned long lon
 // the publisher's release, the published tiles' loads precede our stores.
 __device__ __forceinline__ void acquire_fence() {
   asm volatile("fence.acq_rel.gpu;" ::: "memory");
+}
+
+// acquire_fence() under SlideOrder::Release; nothing under Relaxed.
+template <SlideOrder ORDER>
+__device__ __forceinline__ void order_fence() {
+  if constexpr (ORDER == SlideOrder::Release) acquire_fence();
 }
 
 // Whether flag s was written in the launch of `epoch`.
@@ -383,19 +428,25 @@ __device__ __forceinline__ int first_bit(unsigned long long m) {
   return __ffsll((long long)m) - 1;
 }
 
-// Loads thread tid's items of the tile at place `at` into v (a warp's vector loads are 512
-// contiguous bytes; item (j, e) is element e of chunk j * THREADS + tid of the tile, position x
-// of the tiles holds d[x - head]) and marks the elements inside [0, n) in `valid`; the others
-// are zero.
+// Chunk of the tile holding item (j, e) of a thread: each warp owns VECS x 32 consecutive
+// chunks, its vector j the 32 chunks from (warp * VECS + j) * 32 (one 512-byte load per warp).
+template <int VECS>
+__device__ __forceinline__ int tile_chunk(int warp, int lane, int j) {
+  return (warp * VECS + j) * 32 + lane;
+}
+
+// Loads thread (warp, lane)'s items of the tile at place `at` into v (item (j, e) is element e
+// of chunk tile_chunk(warp, lane, j), position x of the tiles holds d[x - head]) and marks the
+// elements inside [0, n) in `valid`; the others are zero.
 template <int THREADS, int VECS, typename W, int V, typename M>
 __device__ __forceinline__ void load_tile(W (&v)[VECS][V], M& valid, const W* w, unsigned at,
-                                          unsigned head, long long nn, int tid) {
+                                          unsigned head, long long nn, int warp, int lane) {
   constexpr long long TILE = (long long)THREADS * VECS * V;
   valid = 0;
 #pragma unroll
   for (int j = 0; j < VECS; ++j) {
-    const long long i0 =
-        (long long)at * TILE + (long long)(j * THREADS + tid) * V - (long long)head;
+    const long long i0 = (long long)at * TILE +
+                         (long long)tile_chunk<VECS>(warp, lane, j) * V - (long long)head;
     if (i0 >= 0 && i0 + V <= nn) {
       const uint4 q = *reinterpret_cast<const uint4*>(w + i0);
       memcpy(&v[j][0], &q, 16);
@@ -441,14 +492,14 @@ constexpr size_t stage_bytes() {
 // n + kept + 3 rejected forwards only; partition_direction_kernel picks it from a sample.
 // Tiles are laid over 16-byte chunks: `head` (d's offset in its chunk, in elements) positions
 // before d[0] belong to tile 0 and are empty, so every full chunk is loaded with one vector
-// load; item (j, e) of thread t is element e of chunk j * THREADS + t of the tile. The staged
+// load; item (j, e) of a thread is element e of chunk tile_chunk(warp, lane, j). The staged
 // tile is in dynamic shared memory (stage_bytes()).
 // IDS: tile ids from blockIdx.x (relies on blocks being dispatched in index order, as CUB's
 // look-back does) or from the atomic counter (forward progress whatever the block scheduling, one
-// round trip before the loads). epoch: the launch's (SlideFlags), id_base: the counter's value
-// before the launch.
+// round trip before the loads). ORDER: release / acquire flags, or relaxed ones (SlideOrder).
+// epoch: the launch's (SlideFlags), id_base: the counter's value before the launch.
 template <typename T, SlideMode MODE, SlideSync SYNC, int THREADS, int VECS, int MINB,
-          SlideIds IDS, typename F>
+          SlideIds IDS, SlideOrder ORDER, typename F>
 __global__ void __launch_bounds__(THREADS, MINB) slide_kernel(T* d, unsigned long long n,
                                                         unsigned head, F f,
                                                         unsigned long long* flags, T* aux,
@@ -468,13 +519,11 @@ __global__ void __launch_bounds__(THREADS, MINB) slide_kernel(T* d, unsigned lon
   static_assert(THREADS % 32 == 0 && ITEMS <= 64, "launch shape");
   __shared__ unsigned s_bid;
   __shared__ bool s_back;                   // Partition backwards
-  __shared__ unsigned s_cnt[NCNT];          // kept per (vector, warp), then their exclusive scan
+  __shared__ unsigned s_cnt[NCNT];          // kept per (warp, vector), then their exclusive scan
   __shared__ unsigned s_total;              // kept in the tile
-  __shared__ unsigned s_lead;               // position of the first element not kept
+  __shared__ unsigned s_wlead[WARPS];       // per warp: position of its first element not kept
+  __shared__ unsigned s_lead;               // position of the tile's first element not kept
   __shared__ unsigned long long s_prefix;   // kept before the tile
-  // Unique: [1 + j * WARPS + w] the last element of vector j of warp w, [0] the element before
-  // the tile: the element before each warp's chunks
-  __shared__ W s_last[UNIQUE ? NCNT + 1 : 1];
   extern __shared__ __align__(16) unsigned char s_dyn[];
   W* const s_stage = reinterpret_cast<W*>(s_dyn);  // the tile, kept elements first (in order)
 
@@ -486,16 +535,19 @@ __global__ void __launch_bounds__(THREADS, MINB) slide_kernel(T* d, unsigned lon
   const unsigned lt = (1u << lane) - 1u;
   const unsigned last = gridDim.x - 1;
 
-  // 1. Load the tile (load_tile).
+  // 1. Load the tile (load_tile). With tile ids from blockIdx.x outside Partition the block
+  // knows its tile at once and loads it without a barrier first.
   W v[VECS][V];
   M keep = 0, valid = 0;
-  if (tid == 0) {
-    if constexpr (COUNTED)
-      s_bid = atomicAdd(reinterpret_cast<unsigned*>(flags), 1u) - id_base;
-    if constexpr (MODE == SlideMode::Partition) s_back = flags[2] != 0;
-    s_lead = TILE;
+  constexpr bool SHARED_START = COUNTED || MODE == SlideMode::Partition;
+  if constexpr (SHARED_START) {
+    if (tid == 0) {
+      if constexpr (COUNTED)
+        s_bid = atomicAdd(reinterpret_cast<unsigned*>(flags), 1u) - id_base;
+      if constexpr (MODE == SlideMode::Partition) s_back = flags[2] != 0;
+    }
+    __syncthreads();
   }
-  __syncthreads();
   const unsigned bid = COUNTED ? s_bid : blockIdx.x;  // processing order
   // Partition backwards: the rejected elements stay in d ("kept" below), tiles from the last
   const bool back = MODE == SlideMode::Partition && s_back;
@@ -517,21 +569,20 @@ __global__ void __launch_bounds__(THREADS, MINB) slide_kernel(T* d, unsigned lon
     const long long hi = min((long long)p2 * CH + CH, (nn + (long long)head) / V);
     if (hi > lo) prefetch_l2(w + (lo * V - (long long)head), unsigned(hi - lo) * 16u);
   }
-  load_tile<THREADS, VECS>(v, valid, w, pos, head, nn, tid);
+  load_tile<THREADS, VECS>(v, valid, w, pos, head, nn, warp, lane);
+  // Unique: the element before the warp's first chunk (lane 0), the last of the previous warp's
+  // chunks or of the previous tile. Neither is overwritten before this block publishes its
+  // count (see the top of the file), and this block reads it before.
+  W before;
+  memset(&before, 0, sizeof(W));
   if constexpr (UNIQUE) {
-    // The element before a warp's chunk is lane 31's last of the previous column (other warp)
-    // or, for the tile's first chunk, the previous tile's last: not yet overwritten (see the
-    // top of the file), read by this block before it publishes anything.
-    if (tid == 0 && tile_first > 0) s_last[0] = w[tile_first - 1];
-    if (lane == 31) {
-#pragma unroll
-      for (int j = 0; j < VECS; ++j) s_last[1 + j * WARPS + warp] = v[j][V - 1];
-    }
-    __syncthreads();
+    const long long ib = base + (long long)tile_chunk<VECS>(warp, 0, 0) * V - (long long)head - 1;
+    if (lane == 0 && ib >= 0 && ib < nn) before = w[ib];
   }
 #pragma unroll
   for (int j = 0; j < VECS; ++j) {
-    const long long i0 = base + (long long)(j * THREADS + tid) * V - (long long)head;
+    const long long i0 =
+        base + (long long)tile_chunk<VECS>(warp, lane, j) * V - (long long)head;
 #pragma unroll
     for (int e = 0; e < V; ++e) {
       const int b = j * V + e;
@@ -541,8 +592,14 @@ __global__ void __launch_bounds__(THREADS, MINB) slide_kernel(T* d, unsigned lon
         if (e > 0) {
           prev = v[j][e - 1];
         } else {
-          prev = shfl_up_word(v[j][V - 1], 1);  // lane - 1's chunk
-          if (lane == 0) prev = s_last[j * WARPS + warp];
+          // lane - 1's chunk; for lane 0 lane 31's chunk of the previous vector, or `before`
+          prev = shfl_up_word(v[j][V - 1], 1);
+          if (j > 0) {
+            const W p31 = shfl_word(v[j - 1][V - 1], 31);
+            if (lane == 0) prev = p31;
+          } else if (lane == 0) {
+            prev = before;
+          }
         }
         k = ((valid >> b) & 1u) && (i0 + e == 0 || !f(as_elem<T>(prev), as_elem<T>(v[j][e])));
       } else {
@@ -551,13 +608,17 @@ __global__ void __launch_bounds__(THREADS, MINB) slide_kernel(T* d, unsigned lon
       keep |= M(k) << b;
     }
   }
-  // Leading kept run: the position of the first element that is valid and not kept.
+  // Leading kept run: per warp the position of its first element that is valid and not kept
+  // (a thread's items lie in increasing positions, so its first is its lowest bit).
   {
     const M drop = valid & ~keep;
+    unsigned lead = TILE;
     if (drop) {
       const int b = first_bit(drop);
-      atomicMin(&s_lead, unsigned((b / V) * THREADS + tid) * V + unsigned(b % V));
+      lead = unsigned(tile_chunk<VECS>(warp, lane, b / V)) * V + unsigned(b % V);
     }
+    lead = __reduce_min_sync(FULL, lead);
+    if (lane == 0) s_wlead[warp] = lead;
   }
 
   // 2. Ranks: per vector, the warp's count scan by ballots; counts per (vector, warp), one warp
@@ -567,10 +628,16 @@ __global__ void __launch_bounds__(THREADS, MINB) slide_kernel(T* d, unsigned lon
   for (int j = 0; j < VECS; ++j) {
     unsigned ex, tot;
     warp_count_scan<V>(__popc(unsigned(keep >> (j * V)) & VMASK), lt, ex, tot);
-    if (lane == 0) s_cnt[j * WARPS + warp] = tot;
+    if (lane == 0) s_cnt[warp * VECS + j] = tot;
   }
   __syncthreads();  // also orders every load of the tile before the flag published below
   if (warp == 0) {
+    if (lane == 0) {
+      unsigned lead = TILE;
+#pragma unroll
+      for (int k = 0; k < WARPS; ++k) lead = min(lead, s_wlead[k]);
+      s_lead = lead;
+    }
     unsigned loc[E], sum = 0;
 #pragma unroll
     for (int e = 0; e < E; ++e) {
@@ -593,9 +660,10 @@ __global__ void __launch_bounds__(THREADS, MINB) slide_kernel(T* d, unsigned lon
       s_total = incl;
       // Publish the tile's count (tile 0: its inclusive offset).
       if constexpr (SYNC == SlideSync::Lookback)
-        st_release(tflag + bid, (bid == 0 ? kStatusP : kStatusA) | epoch_bits(epoch) | incl);
+        publish_flag<ORDER>(tflag + bid,
+                            (bid == 0 ? kStatusP : kStatusA) | epoch_bits(epoch) | incl);
       else if (bid == 0)
-        st_release(tflag, kStatusP | epoch_bits(epoch) | incl);
+        publish_flag<ORDER>(tflag, kStatusP | epoch_bits(epoch) | incl);
     }
   }
   __syncthreads();
@@ -608,9 +676,9 @@ __global__ void __launch_bounds__(THREADS, MINB) slide_kernel(T* d, unsigned lon
     const unsigned kb = unsigned(keep >> (j * V)) & VMASK;
     unsigned ex, tot;
     warp_count_scan<V>(__popc(kb), lt, ex, tot);  // again: fewer registers
-    unsigned r = s_cnt[j * WARPS + warp] + ex;
+    unsigned r = s_cnt[warp * VECS + j] + ex;
     // position of the chunk's first element among the tile's elements
-    const long long p0 = (long long)(j * THREADS + tid) * V - hv;
+    const long long p0 = (long long)tile_chunk<VECS>(warp, lane, j) * V - hv;
 #pragma unroll
     for (int e = 0; e < V; ++e) {
       if ((kb >> e) & 1u) {
@@ -638,8 +706,9 @@ __global__ void __launch_bounds__(THREADS, MINB) slide_kernel(T* d, unsigned lon
           if (pmask) break;
           top -= 32;
         }
-        acquire_fence();  // every lane: the tiles whose flags it read have loaded
-        if (lane == 0) st_release(tflag + bid, kStatusP | epoch_bits(epoch) | (excl + total));
+        order_fence<ORDER>();  // every lane: the tiles whose flags it read have loaded
+        if (lane == 0)
+          publish_flag<ORDER>(tflag + bid, kStatusP | epoch_bits(epoch) | (excl + total));
       } else {
         if (lane == 0) {
           unsigned long long s = ld_relaxed(tflag + bid - 1);
@@ -647,9 +716,9 @@ __global__ void __launch_bounds__(THREADS, MINB) slide_kernel(T* d, unsigned lon
             __nanosleep(32);
             s = ld_relaxed(tflag + bid - 1);
           }
-          acquire_fence();
+          order_fence<ORDER>();
           excl = s & kValueMask;
-          st_release(tflag + bid, kStatusP | epoch_bits(epoch) | (excl + total));
+          publish_flag<ORDER>(tflag + bid, kStatusP | epoch_bits(epoch) | (excl + total));
         }
       }
     }
@@ -782,7 +851,8 @@ void check_args(const T* d, size_t n) {
 // device word. ahead: the L2 prefetch distance in tiles (-1: the tuned slide_prefetch<T>()).
 template <typename T, SlideMode MODE, SlideSync SYNC = SlideSync::Lookback,
           int THREADS = slide_threads<T>(), int VECS = slide_vecs<T>(),
-          int MINB = slide_min_blocks<T>(), SlideIds IDS = slide_ids<T>(), typename F>
+          int MINB = slide_min_blocks<T>(), SlideIds IDS = slide_ids<T>(),
+          SlideOrder ORDER = SlideOrder::Release, typename F>
 unsigned long long* slide_async(T* d, size_t n, F f, unsigned long long* d_count, cudaStream_t s,
                                 SlidingScratch& scratch, int ahead = -1) {
   detail::check_args(d, n);
@@ -809,7 +879,7 @@ unsigned long long* slide_async(T* d, size_t n, F f, unsigned long long* d_count
     G2_CUDA_LAUNCH("partition direction kernel launch");
   }
   constexpr size_t SMEM = detail::stage_bytes<T, THREADS, VECS>();
-  auto kernel = detail::slide_kernel<T, MODE, SYNC, THREADS, VECS, MINB, IDS, F>;
+  auto kernel = detail::slide_kernel<T, MODE, SYNC, THREADS, VECS, MINB, IDS, ORDER, F>;
   // the dynamic stage and the kernel's static shared memory together above the default 48 KiB
   if constexpr (SMEM > 32 * 1024) {
     static std::atomic<unsigned long long> done{0};  // this instantiation's kernel

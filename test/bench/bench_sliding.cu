@@ -20,6 +20,8 @@
 //   unique          sliding::unique_inplace      | cub Unique: cub::DeviceSelect::Unique
 //   partition       sliding::partition_inplace   | cub Partition: cub::DevicePartition::If
 //   ... aD          the same with an L2 prefetch distance of D tiles (kAheads)
+//   ... TxV/B       the same with launch shape T threads x V vectors / B blocks (Candidates)
+//   ... relaxed     the tuned pass with relaxed tile flags (SlideOrder::Relaxed)
 // GB/s counts bytes read plus bytes written once each, as the paper does: n * size read and
 // kept * size written for select / unique (both ours and CUB), n * size written for partition,
 // 2 * n * size for the copy (what moves through memory at least once, whatever the method
@@ -34,6 +36,7 @@
 #include <cstdlib>
 #include <functional>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "core/engine.h"
@@ -180,6 +183,58 @@ const char* ahead_name(const char* what, int a) {
   return name;
 }
 
+// A launch shape of the sliding kernel: threads x 16-byte vectors / min blocks per SM.
+template <int TH, int VE, int MB>
+struct Shape {};
+
+// Launch shapes timed beside the tuned one in the main table, by element type (tile ids from
+// blockIdx.x, the tuned L2 prefetch distance).
+template <typename T>
+struct Candidates {
+  using type = std::tuple<>;
+};
+template <>
+struct Candidates<uint32_t> {
+  using type = std::tuple<Shape<128, 16, 4>>;
+};
+template <>
+struct Candidates<unsigned long long> {
+  using type = std::tuple<Shape<128, 24, 3>, Shape<128, 16, 4>>;
+};
+
+// Calls fn(Shape<...>{}) for every candidate shape of T.
+template <typename T, typename Fn>
+void each_shape(Fn fn) {
+  std::apply([&](auto... sh) { (fn(sh), ...); }, typename Candidates<T>::type{});
+}
+
+// Row name of a method with a launch shape ("select 128x24/3").
+template <int TH, int VE, int MB>
+const char* shape_name(const char* what, Shape<TH, VE, MB>) {
+  static char name[64];
+  snprintf(name, sizeof name, "%s %dx%d/%d", what, TH, VE, MB);
+  return name;
+}
+
+// Median ms of the tuned sliding pass in MODE with relaxed tile flags (SlideOrder::Relaxed).
+template <SlideMode MODE, typename T, typename F>
+double time_relaxed(int runs, cudaStream_t s, const std::function<void()>& prep, T* d, size_t n,
+                    F f, unsigned long long* cnt, SlidingScratch& scr) {
+  return time_ms(runs, s, prep, [&]() {
+    slide_async<T, MODE, SlideSync::Lookback, slide_threads<T>(), slide_vecs<T>(),
+                slide_min_blocks<T>(), slide_ids<T>(), SlideOrder::Relaxed>(d, n, f, cnt, s, scr);
+  });
+}
+
+// Median ms of the sliding pass in MODE with launch shape sh (after restore each time).
+template <SlideMode MODE, typename T, int TH, int VE, int MB, typename F>
+double time_shape(Shape<TH, VE, MB>, int runs, cudaStream_t s, const std::function<void()>& prep,
+                  T* d, size_t n, F f, unsigned long long* cnt, SlidingScratch& scr) {
+  return time_ms(runs, s, prep, [&]() {
+    slide_async<T, MODE, SlideSync::Lookback, TH, VE, MB, SlideIds::Block>(d, n, f, cnt, s, scr);
+  });
+}
+
 template <typename T>
 void bench_type(size_t n, int runs, void* tmp, size_t tmp_cap) {
   const double S = double(sizeof(T)), MiB = 1048576.0;
@@ -233,6 +288,16 @@ void bench_type(size_t n, int runs, void* tmp, size_t tmp_cap) {
       row(ahead_name("select", a), n, int(S), pct, t, arr + double(kept) * S, copy_gbs,
           (arr + flags) / MiB, kept);
     }
+    t = time_relaxed<SlideMode::Select>(runs, s, restore, d, n, keep, cnt, scr);
+    if (get(cnt) != kept) printf("MISMATCH select relaxed\n");
+    row("select relaxed", n, int(S), pct, t, arr + double(kept) * S, copy_gbs,
+        (arr + flags) / MiB, kept);
+    each_shape<T>([&](auto sh) {
+      t = time_shape<SlideMode::Select>(sh, runs, s, restore, d, n, keep, cnt, scr);
+      if (get(cnt) != kept) printf("MISMATCH %s\n", shape_name("select", sh));
+      row(shape_name("select", sh), n, int(S), pct, t, arr + double(kept) * S, copy_gbs,
+          (arr + flags) / MiB, kept);
+    });
     t = time_ms(runs, s, restore, [&]() {
       slide_async<T, SlideMode::Select, SlideSync::Adjacent>(d, n, keep, cnt, s, scr);
     });
@@ -275,6 +340,16 @@ void bench_type(size_t n, int runs, void* tmp, size_t tmp_cap) {
       row(ahead_name("partition", a), n, int(S), pct, t, 2 * arr, copy_gbs,
           (2 * arr + flags) / MiB, get(cnt));
     }
+    t = time_relaxed<SlideMode::Partition>(runs, s, restore, d, n, keep, cnt, scr);
+    if (get(cnt) != kept) printf("MISMATCH partition relaxed\n");
+    row("partition relaxed", n, int(S), pct, t, 2 * arr, copy_gbs, (2 * arr + flags) / MiB,
+        get(cnt));
+    each_shape<T>([&](auto sh) {
+      t = time_shape<SlideMode::Partition>(sh, runs, s, restore, d, n, keep, cnt, scr);
+      if (get(cnt) != kept) printf("MISMATCH %s\n", shape_name("partition", sh));
+      row(shape_name("partition", sh), n, int(S), pct, t, 2 * arr, copy_gbs,
+          (2 * arr + flags) / MiB, get(cnt));
+    });
     b = cub_bytes([&](void* p, size_t& bb) {
       return cub::DevicePartition::If(p, bb, pristine, out, cnt, int64_t(n), keep, s);
     });
@@ -312,6 +387,16 @@ void bench_type(size_t n, int runs, void* tmp, size_t tmp_cap) {
       row(ahead_name("unique", a), n, int(S), pct, t, arr + double(uk) * S, copy_gbs,
           (arr + flags) / MiB, get(cnt));
     }
+    t = time_relaxed<SlideMode::Unique>(runs, s, restore, d, n, KeyEq(), cnt, scr);
+    if (get(cnt) != uk) printf("MISMATCH unique relaxed\n");
+    row("unique relaxed", n, int(S), pct, t, arr + double(uk) * S, copy_gbs,
+        (arr + flags) / MiB, get(cnt));
+    each_shape<T>([&](auto sh) {
+      t = time_shape<SlideMode::Unique>(sh, runs, s, restore, d, n, KeyEq(), cnt, scr);
+      if (get(cnt) != uk) printf("MISMATCH %s\n", shape_name("unique", sh));
+      row(shape_name("unique", sh), n, int(S), pct, t, arr + double(uk) * S, copy_gbs,
+          (arr + flags) / MiB, get(cnt));
+    });
     b = cub_bytes([&](void* p, size_t& bb) {
       return cub::DeviceSelect::Unique(p, bb, pristine, out, cnt, int64_t(n), s);
     });

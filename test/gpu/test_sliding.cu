@@ -137,8 +137,11 @@ size_t run_cub(F f) {
   return size_t(cnt.get(1)[0]);
 }
 
-// Every primitive on one input, against CUB, the CPU counterpart and std.
-template <typename T, SlideSync SYNC, SlideIds IDS = slide_ids<T>()>
+// Every primitive on one input, against CUB, the CPU counterpart and std (launch shape TH x VE
+// / MB: the tuned one unless given).
+template <typename T, SlideSync SYNC, SlideIds IDS = slide_ids<T>(), int TH = slide_threads<T>(),
+          int VE = slide_vecs<T>(), int MB = slide_min_blocks<T>(),
+          SlideOrder ORDER = SlideOrder::Release>
 void check_case(size_t n, uint32_t keep_below, bool runs, uint64_t seed, SlidingScratch& scr,
                 int ahead = -1) {
   const auto in = make_input<T>(n, 100, seed, runs);
@@ -147,7 +150,9 @@ void check_case(size_t n, uint32_t keep_below, bool runs, uint64_t seed, Sliding
                           (runs ? " runs" : "") + " size=" + std::to_string(sizeof(T)) +
                           (SYNC == SlideSync::Adjacent ? " adjacent" : " lookback") +
                           (IDS == SlideIds::Counter ? " counter ids" : " blockIdx ids") +
-                          " ahead=" + std::to_string(ahead);
+                          " ahead=" + std::to_string(ahead) + " shape=" + std::to_string(TH) +
+                          "x" + std::to_string(VE) + "/" + std::to_string(MB) +
+                          (ORDER == SlideOrder::Relaxed ? " relaxed" : "");
   Dev<T> src(n), d(n), out(n);
   src.put(in);
   cudaStream_t s = nullptr;
@@ -165,8 +170,8 @@ void check_case(size_t n, uint32_t keep_below, bool runs, uint64_t seed, Sliding
     EXPECT_TRUE(same(out.get(nc), want)) << "cub select " << tag;
     d.put(in);
     unsigned long long* c =
-        slide_async<T, SlideMode::Select, SYNC, slide_threads<T>(), slide_vecs<T>(),
-                    slide_min_blocks<T>(), IDS>(d.p, n, keep, nullptr, s, scr, ahead);
+        slide_async<T, SlideMode::Select, SYNC, TH, VE, MB, IDS, ORDER>(d.p, n, keep, nullptr, s,
+                                                                        scr, ahead);
     const size_t k = read_count(c, s, scr);
     EXPECT_EQ(k, want.size()) << tag;
     EXPECT_TRUE(same(d.get(k), want)) << "select " << tag;
@@ -186,8 +191,9 @@ void check_case(size_t n, uint32_t keep_below, bool runs, uint64_t seed, Sliding
     EXPECT_TRUE(same(out.get(nc), want)) << "cub unique " << tag;
     d.put(in);
     const size_t k = read_count(
-        slide_async<T, SlideMode::Unique, SYNC, slide_threads<T>(), slide_vecs<T>(),
-                    slide_min_blocks<T>(), IDS>(d.p, n, KeyEq(), nullptr, s, scr, ahead), s, scr);
+        slide_async<T, SlideMode::Unique, SYNC, TH, VE, MB, IDS, ORDER>(d.p, n, KeyEq(), nullptr, s,
+                                                                        scr, ahead),
+        s, scr);
     EXPECT_EQ(k, want.size()) << tag;
     EXPECT_TRUE(same(d.get(k), want)) << "unique " << tag;
     auto h = in;
@@ -209,8 +215,9 @@ void check_case(size_t n, uint32_t keep_below, bool runs, uint64_t seed, Sliding
     EXPECT_TRUE(same(co, want)) << "cub partition " << tag;
     d.put(in);
     const size_t k = read_count(
-        slide_async<T, SlideMode::Partition, SYNC, slide_threads<T>(), slide_vecs<T>(),
-                    slide_min_blocks<T>(), IDS>(d.p, n, keep, nullptr, s, scr, ahead), s, scr);
+        slide_async<T, SlideMode::Partition, SYNC, TH, VE, MB, IDS, ORDER>(d.p, n, keep, nullptr,
+                                                                           s, scr, ahead),
+        s, scr);
     EXPECT_EQ(k, wn) << tag;
     EXPECT_TRUE(same(d.get(n), want)) << "partition " << tag;
     auto h = in;
@@ -261,6 +268,58 @@ void check_sizes(uint64_t seed) {
     check_case<T, SlideSync::Lookback, SlideIds::Block>(n, 50, true, seed + 7 * n, scr);
     check_case<T, SlideSync::Adjacent>(n, 50, true, seed + 7 * n, scr);
   }
+}
+
+// A launch shape other than the tuned one (the benchmark's candidates): sizes around its tile,
+// many tiles, 10 / 50 / 90 % kept and runs for unique, both tile-id sources.
+template <typename T, int TH, int VE, int MB>
+void check_shape(uint64_t seed) {
+  const size_t t = tile_elems<T, TH, VE>();
+  SlidingScratch scr;
+  for (size_t n : {t - 1, t + 1, 3 * t + 17, size_t(1000003)}) {
+    for (uint32_t keep : {10u, 50u, 90u})
+      check_case<T, SlideSync::Lookback, SlideIds::Block, TH, VE, MB>(n, keep, false,
+                                                                     seed + n + keep, scr);
+    check_case<T, SlideSync::Lookback, SlideIds::Block, TH, VE, MB>(n, 50, true, seed + 7 * n,
+                                                                   scr);
+    check_case<T, SlideSync::Lookback, SlideIds::Counter, TH, VE, MB>(n, 50, false, seed + n,
+                                                                     scr, 2);
+  }
+}
+
+// The tuned shape with relaxed tile flags (SlideOrder::Relaxed): sizes around the tile, many
+// tiles, 0-100 % kept, runs for unique, both tile-id sources and synchronizations.
+template <typename T>
+void check_relaxed(uint64_t seed) {
+  const size_t t = tile_elems<T>();
+  constexpr int TH = slide_threads<T>(), VE = slide_vecs<T>(), MB = slide_min_blocks<T>();
+  constexpr SlideOrder R = SlideOrder::Relaxed;
+  SlidingScratch scr;
+  for (size_t n : {size_t(1), t - 1, t + 1, 3 * t + 17, size_t(1000003), size_t(9000011)}) {
+    for (uint32_t keep : {0u, 10u, 50u, 90u, 100u})
+      check_case<T, SlideSync::Lookback, SlideIds::Block, TH, VE, MB, R>(n, keep, false,
+                                                                        seed + n + keep, scr);
+    check_case<T, SlideSync::Lookback, SlideIds::Block, TH, VE, MB, R>(n, 50, true, seed + 7 * n,
+                                                                      scr);
+    check_case<T, SlideSync::Lookback, SlideIds::Counter, TH, VE, MB, R>(n, 50, false, seed + n,
+                                                                        scr, 2);
+    check_case<T, SlideSync::Adjacent, SlideIds::Block, TH, VE, MB, R>(n, 10, false, seed + n,
+                                                                      scr);
+  }
+}
+
+TEST(Sliding, RelaxedFlags) {
+  REQUIRE_GPU();
+  check_relaxed<uint32_t>(51);
+  check_relaxed<unsigned long long>(52);
+  check_relaxed<PairRecord>(53);
+}
+
+TEST(Sliding, LaunchShapes) {
+  REQUIRE_GPU();
+  check_shape<uint32_t, 128, 16, 4>(41);
+  check_shape<unsigned long long, 128, 16, 4>(42);
+  check_shape<unsigned long long, 128, 24, 3>(43);
 }
 
 TEST(Sliding, Uint32) {
