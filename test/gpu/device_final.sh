@@ -5,6 +5,10 @@
 #   bash test/gpu/device_final.sh build-regress   extension and test/gpu built side by side
 #                                                  (16 cores), pg_regress + isolation with
 #                                                  gpu2bs.device = gpu, then the 32-session run
+#   bash test/gpu/device_final.sh families [FILTER] test/gpu built alone (no extension), then
+#                                                  test_gpu on the families given (a gtest
+#                                                  filter) and test_sliding: the check of a
+#                                                  merge when device time is short
 #   bash test/gpu/device_final.sh engine           test_gpu (every family), test_sliding,
 #                                                  bench_sliding, the peer tests (freud) on the
 #                                                  GPU engine, then the non-engine shares
@@ -14,7 +18,17 @@ S="$OUT/final.txt"
 phase=${1:?build-regress or engine}
 t0=$(date +%s)
 at() { echo "$(( $(date +%s) - t0 )) s"; }
-if [ "$phase" = build-regress ]; then
+if [ "$phase" = families ]; then
+  make -C test/gpu -j16 all sliding >"$OUT/build-gpu-tests.log" 2>&1
+  rc=$?
+  echo "build: test/gpu rc=$rc at $(at)" | tee "$S"
+  [ $rc = 0 ] || { grep -E "error" "$OUT/build-gpu-tests.log" | head -20 | tee -a "$S"; exit 1; }
+  timeout "${TEST_GPU_S:-300}" test/gpu/build/test_gpu --gtest_filter="${2:-*}" >"$OUT/test_gpu.log" 2>&1
+  echo "test_gpu ${2:-*} rc=$? at $(at): $(grep -E '^\[  (PASSED|FAILED) ' "$OUT/test_gpu.log" | tr '\n' ' ')" | tee -a "$S"
+  grep -E '^\[  FAILED  \]' "$OUT/test_gpu.log" | sort -u | tee -a "$S"
+  timeout 120 test/gpu/build/test_sliding >"$OUT/test_sliding.log" 2>&1
+  echo "test_sliding rc=$? at $(at): $(grep -E '^\[  (PASSED|FAILED) ' "$OUT/test_sliding.log" | tr '\n' ' ')" | tee -a "$S"
+elif [ "$phase" = build-regress ]; then
   EXT_ONLY=1 bash test/gpu/device_build.sh >"$OUT/device_build.txt" 2>&1 &
   ext=$!
   make -C test/gpu -j16 all sliding >"$OUT/build-gpu-tests.log" 2>&1
