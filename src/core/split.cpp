@@ -173,6 +173,9 @@ int plan_parts(size_t n) {
   return int(std::max<size_t>(1, std::min({size_t(8), hw, n / kPlanPartPoints})));
 }
 
+// The first index of part k of `parts` contiguous ranges of n indices.
+inline size_t part_begin(size_t n, int k, int parts) { return n * size_t(k) / size_t(parts); }
+
 // Runs body(k) for k in [0, parts): parts - 1 new threads (started with every signal blocked,
 // so the caller's handlers, PostgreSQL's, stay on the calling thread) and the calling thread;
 // rethrows the first part's error after all ended.
@@ -235,18 +238,22 @@ void select_positions(std::vector<double>& v, size_t lo, size_t hi, const std::v
   select_positions(v, at + 1, hi, pos, km + 1, k1, 1);
 }
 
-// Order statistics of one coordinate for growing slab counts: the array stays partitioned at
-// every position selected so far, so a finer level's new positions are selected within the
-// ranges between earlier ones (no full sort, no work repeated from one level to the next).
+// Order statistics of one coordinate for growing slab counts: a copy of the array stays
+// partitioned at every position selected so far, so a finer level's new positions are selected
+// within the ranges between earlier ones (no full sort, no work repeated from one level to the
+// next). The first call on a large input tries the bracketed selection, which leaves no copy.
 class Quantiles {
  public:
-  Quantiles(const double* x, size_t n) : v_(x, x + n), par_(plan_parts(n)) {}
+  Quantiles(const double* x, size_t n) : x_(x), n_(n), par_(plan_parts(n)) {}
   // The slabs - 1 cuts at positions n k / slabs (k = 1 .. slabs - 1).
   std::vector<double> cuts(int slabs) {
-    const size_t n = v_.size();
+    const size_t n = n_;
     if (n == 0 || slabs <= 1) return std::vector<double>(size_t(std::max(slabs, 1)) - 1, 0.0);
     std::vector<size_t> want;
     for (int k = 1; k < slabs; ++k) want.push_back(n * size_t(k) / size_t(slabs));
+    std::vector<double> fast;
+    if (v_.empty() && bracketed(want, &fast)) return fast;
+    if (v_.empty()) v_.assign(x_, x_ + n);
     // New positions, grouped by the range between selected positions that holds them; the
     // ranges are disjoint, so they are selected in parallel (one range: its halves are).
     struct Range {
@@ -292,6 +299,58 @@ class Quantiles {
  private:
   std::vector<double> v_;
   std::vector<size_t> sel_;    // positions selected so far, ascending
+  // The order statistics at positions `want` (ascending) of a large input without copying or
+  // partitioning it: a strided sample brackets each position by two sample values, one
+  // parallel pass counts the points below each bracket and gathers those inside it, and a
+  // selection within the bracket gives the value. False (nothing set) when the input is small,
+  // the cuts are many, brackets overlap or a position falls outside its bracket.
+  bool bracketed(const std::vector<size_t>& want, std::vector<double>* out) const {
+    constexpr size_t kSample = size_t(1) << 16;
+    const size_t n = n_, K = want.size();
+    if (par_ < 2 || n < 8 * kSample || K == 0 || K > 63) return false;
+    std::vector<double> sample(kSample);
+    for (size_t i = 0; i < kSample; ++i) sample[i] = x_[i * n / kSample];
+    std::sort(sample.begin(), sample.end());
+    const size_t spacing = kSample / (K + 1);
+    const size_t d = std::min<size_t>(512, spacing / 2 - 1);
+    std::vector<double> lo(K), hi(K);
+    for (size_t k = 0; k < K; ++k) {
+      const size_t r = size_t((unsigned __int128)(want[k]) * kSample / n);
+      lo[k] = sample[r > d ? r - d : 0];
+      hi[k] = sample[std::min(kSample - 1, r + d)];
+      if (k > 0 && !(hi[k - 1] < lo[k])) return false;
+    }
+    // Per part: points in the gap before bracket k (gap[k], k <= K) and the values inside it.
+    const int parts = par_;
+    std::vector<std::vector<uint64_t>> gap(size_t(parts), std::vector<uint64_t>(K + 1, 0));
+    std::vector<std::vector<std::vector<double>>> in(static_cast<size_t>(parts), std::vector<std::vector<double>>(K));
+    run_parts(parts, [&](int p) {
+      for (size_t i = part_begin(n, p, parts), e = part_begin(n, p + 1, parts); i < e; ++i) {
+        const double x = x_[i];
+        const size_t j = size_t(std::upper_bound(lo.begin(), lo.end(), x) - lo.begin());  // lo <= x
+        if (j > 0 && x <= hi[j - 1])
+          in[size_t(p)][j - 1].push_back(x);
+        else
+          ++gap[size_t(p)][j];
+      }
+    });
+    std::vector<double> res(K);
+    uint64_t below = 0;  // points below bracket k
+    for (size_t k = 0; k < K; ++k) {
+      for (int p = 0; p < parts; ++p) below += gap[size_t(p)][k];
+      std::vector<double> b;
+      for (int p = 0; p < parts; ++p) b.insert(b.end(), in[size_t(p)][k].begin(), in[size_t(p)][k].end());
+      if (want[k] < below || want[k] - below >= b.size()) return false;
+      std::nth_element(b.begin(), b.begin() + long(want[k] - below), b.end());
+      res[k] = b[want[k] - below];
+      below += b.size();
+    }
+    *out = std::move(res);
+    return true;
+  }
+
+  const double* x_;
+  size_t n_;
   std::vector<size_t> added_;  // positions selected by the current call
   int par_;                    // threads for the selections
 };
@@ -339,9 +398,6 @@ struct Tally {
   std::vector<std::vector<uint64_t>> part_own, part_halo;  // [part][slab]
   std::vector<uint64_t> own, halo;                          // [slab]
 };
-
-// The first index of part k of `parts` contiguous ranges of n indices.
-inline size_t part_begin(size_t n, int k, int parts) { return n * size_t(k) / size_t(parts); }
 
 // The counts of the slabs of `cuts` (the sizes plan_with_cuts gives its lists), the parts
 // counted in parallel.

@@ -380,13 +380,27 @@ TEST(Split, SlabsForBudget) {
   }
 }
 
-// Large inputs take the plan's parallel passes (counts, lists and selections over parts of the
-// points): the lists equal those written out from their definition, in ascending order.
+// Large inputs take the plan's parallel passes (counts, lists, and the bracketed selection of
+// the cuts): the cuts are the quantiles, and the lists equal those written out from their
+// definition, in ascending order.
 TEST(Split, SlabListsOfLargeInputs) {
-  auto a = ref::uniform(300000, 2, 31);
+  auto a = ref::uniform(1200000, 2, 31);
   auto b = ref::uniform(250000, 2, 32);
-  for (auto& x : a.c[0]) x = std::floor(x * 20000) / 20000;  // repeated values
+  for (auto& c : a.c)
+    for (auto& x : c) x = std::floor(x * 20000) / 20000;  // repeated values
   const double eps = 0.002;
+  {
+    // Every 4,096th point (the strided sample's positions) at one value: the brackets of the
+    // sample do not hold the quantiles, and the selection falls back to the exact partition.
+    auto skew = a;
+    for (auto& c : skew.c)
+      for (size_t i = 0; i < c.size(); i += 4096) c[i] = 0.25;
+    const SimjoinProblem p = make_simjoin(skew.view(), nullptr, eps, Precision::Float32, 0);
+    const split::SlabPlan plan = split::plan_slabs(p, 8);
+    std::vector<double> sorted(p.a.coord[plan.axis], p.a.coord[plan.axis] + p.a.n);
+    std::sort(sorted.begin(), sorted.end());
+    for (size_t k = 1; k < 8; ++k) EXPECT_EQ(plan.cuts[k - 1], sorted[p.a.n * k / 8]) << "skewed, cut " << k;
+  }
   for (bool self : {true, false})
     for (int slabs : {8, 33}) {
       PointsView bv = b.view();
@@ -394,6 +408,10 @@ TEST(Split, SlabListsOfLargeInputs) {
       const split::SlabPlan plan = split::plan_slabs(p, slabs);
       ASSERT_EQ(plan.slabs.size(), size_t(slabs));
       const auto& cuts = plan.cuts;
+      std::vector<double> sorted(p.a.coord[plan.axis], p.a.coord[plan.axis] + p.a.n);
+      std::sort(sorted.begin(), sorted.end());
+      for (size_t k = 1; k < size_t(slabs); ++k)
+        EXPECT_EQ(cuts[k - 1], sorted[p.a.n * k / size_t(slabs)]) << "slabs " << slabs << " cut " << k;
       const double h = plan.halo;
       auto slab_of = [&](double x) {
         return size_t(std::upper_bound(cuts.begin(), cuts.end(), x) - cuts.begin());
