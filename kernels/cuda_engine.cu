@@ -18,6 +18,9 @@
 #include <thread>
 #include <vector>
 
+#include <pthread.h>
+#include <signal.h>
+
 #include "common.cuh"
 #include "core/admission.h"
 #include "core/split.h"
@@ -673,6 +676,17 @@ void run_shares(Control& ctl, const std::vector<int>& devs, size_t budget, size_
   bool cancelled = false;
   std::exception_ptr main_err;
   try {
+    // The share threads start with every signal blocked (they inherit the mask, restored on
+    // the calling thread once they started), so the caller's signal handlers (PostgreSQL's)
+    // run on the calling thread only.
+    sigset_t all, old;
+    sigfillset(&all);
+    pthread_sigmask(SIG_BLOCK, &all, &old);
+    struct Restore {
+      sigset_t* m;
+      ~Restore() { pthread_sigmask(SIG_SETMASK, m, nullptr); }
+    };
+    std::unique_ptr<Restore> restore(new Restore{&old});
     for (int k = 0; k < D; ++k) {
       Control* c = cs[size_t(k)].get();
       LastRun* run = runs.data() + k;
@@ -692,6 +706,7 @@ void run_shares(Control& ctl, const std::vector<int>& devs, size_t budget, size_
         done_cv.notify_all();
       });
     }
+    restore.reset();
     while (left.load() > 0) {
       pump(false);
       if (wait_ms > 0) {
@@ -764,11 +779,26 @@ size_t shares_block(const PointsView& pts, Precision prec, int nbuckets, size_t 
   return block;
 }
 
-// Result pages of several devices' joins handed to the calling thread: bounded (a full queue
-// blocks the producing device's drain), closed on error or cancel.
+// Result pages of joins on worker threads handed to the calling thread: bounded (a full queue
+// blocks the producing device's drain), closed on error or cancel; consumed pages come back for
+// reuse, so their memory is allocated once per queue slot.
 class PageQueue {
  public:
   explicit PageQueue(size_t cap) : cap_(cap) {}
+  // An empty page to fill: a consumed one with its capacity kept, or a new one.
+  std::vector<PairRecord> spare() {
+    std::lock_guard<std::mutex> lk(mu_);
+    if (free_.empty()) return {};
+    std::vector<PairRecord> page = std::move(free_.back());
+    free_.pop_back();
+    page.clear();
+    return page;
+  }
+  // Keeps a consumed page for spare() (as many as the queue holds, the rest freed).
+  void recycle(std::vector<PairRecord>&& page) {
+    std::lock_guard<std::mutex> lk(mu_);
+    if (free_.size() < cap_ + 2) free_.push_back(std::move(page));
+  }
   // Adds a page (producer threads); throws Error(Interrupted) once the queue is closed.
   void push(std::vector<PairRecord>&& page) {
     std::unique_lock<std::mutex> lk(mu_);
@@ -798,6 +828,7 @@ class PageQueue {
   std::mutex mu_;
   std::condition_variable room_, ready_;
   std::deque<std::vector<PairRecord>> q_;
+  std::vector<std::vector<PairRecord>> free_;
   size_t cap_;
   bool closed_ = false;
 };
@@ -808,7 +839,7 @@ class PageQueue {
 class QueueSink final : public PairSink {
  public:
   static constexpr size_t kBatch = size_t(1) << 16;
-  explicit QueueSink(PageQueue& q) : q_(q) { page_.reserve(kBatch); }
+  explicit QueueSink(PageQueue& q) : q_(q), page_(q.spare()) { page_.reserve(kBatch); }
   // Buffers the pairs of one drained page, queueing every full batch.
   void consume(const PairRecord* pairs, size_t n) override {
     while (n > 0) {
@@ -823,7 +854,7 @@ class QueueSink final : public PairSink {
   void flush() {
     if (page_.empty()) return;
     q_.push(std::move(page_));
-    page_ = std::vector<PairRecord>();
+    page_ = q_.spare();
     page_.reserve(kBatch);
   }
 
@@ -838,9 +869,9 @@ class QueueSink final : public PairSink {
 void simjoin_shares(const SimjoinProblem& p, PairSink& sink, Control& ctl, const std::vector<int>& devs,
                     size_t budget) {
   auto t0 = Clock::now();
-  const split::SlabPlan fit = split::plan_slabs_for_budget(p, budget);
-  const int S = std::max(int(fit.slabs.size()), int(devs.size()));
-  const split::SlabPlan plan = split::plan_slabs(p, S);
+  split::SlabPlan fit = split::plan_slabs_for_budget(p, budget);
+  const split::SlabPlan plan =
+      fit.slabs.size() >= devs.size() ? std::move(fit) : split::plan_slabs(p, int(devs.size()));
   ctl.stats.prepare_s += seconds_since(t0);
   PageQueue queue(size_t(2) * devs.size() + 2);
   std::atomic<size_t> next{0};
@@ -871,10 +902,57 @@ void simjoin_shares(const SimjoinProblem& p, PairSink& sink, Control& ctl, const
           if (p.max_pairs && emitted + page.size() > p.max_pairs) split::throw_too_many_pairs(p.max_pairs);
           emitted += page.size();
           sink.consume(page.data(), page.size());
+          queue.recycle(std::move(page));
           if (!final && ctl.interrupt_pending()) return;
         }
       },
       [&] { queue.close(); }, 0);
+}
+
+// Result pages the one-device slab join may queue ahead of the sink (kBatch pairs each: 64 MiB
+// of host memory), enough to cover a slab's upload, grid build and estimate at the sink's pace.
+constexpr size_t kSlabQueuePages = 64;
+
+// The join in slabs on one device: a worker thread runs the slabs' sub-joins one after another
+// (split::slab_simjoin: the next slab's points gathered ahead) and queues their pages; the
+// calling thread hands them to `sink` meanwhile, so the sink's work overlaps the next slabs'
+// uploads, grid builds, estimates and kernels. The pairs reach the sink in the order of the
+// serial slab loop. Stats: prepare_s adds the plan (`plan_s`) to the worker's, merge_s is the
+// calling thread's time in the sink (the worker's page copies and waits for room are left out).
+void simjoin_slabs(const SimjoinProblem& p, const split::SlabPlan& plan, PairSink& sink, Control& ctl,
+                   size_t budget, double plan_s) {
+  PageQueue queue(kSlabQueuePages);
+  uint64_t emitted = 0;
+  double sink_s = 0;
+  const RunStats before = ctl.stats;  // run_shares merges the worker's times by maximum
+  ctl.stats.prepare_s = 0;
+  ctl.stats.merge_s = 0;
+  run_shares(
+      ctl, std::vector<int>{ctl.device}, budget, 0,
+      [&](Control& c, int) {
+        ReuseScope keep(facts_for(c.device).device);  // buffers kept from sub-join to sub-join
+        QueueSink q(queue);
+        split::slab_simjoin(
+            p, plan, q, [&](const SimjoinProblem& sub, PairSink& out) { cuda::simjoin(sub, out, c); }, true);
+        q.flush();
+        c.stats.slabs = plan.slabs.size();
+      },
+      [&](bool final) {
+        std::vector<PairRecord> page;
+        while (queue.pop(&page, final ? 0 : 1)) {
+          if (p.max_pairs && emitted + page.size() > p.max_pairs) split::throw_too_many_pairs(p.max_pairs);
+          emitted += page.size();
+          auto tm = Clock::now();
+          sink.consume(page.data(), page.size());
+          sink_s += seconds_since(tm);
+          queue.recycle(std::move(page));
+          if (!final && ctl.interrupt_pending()) return;
+        }
+      },
+      [&] { queue.close(); }, 0);
+  ctl.stats.prepare_s += before.prepare_s + plan_s;
+  ctl.stats.merge_s = before.merge_s + sink_s;
+  ctl.stats.shares = before.shares;  // one device
 }
 
 }  // namespace
@@ -1000,15 +1078,9 @@ class CudaEngine final : public Engine {
       if (devs.size() > 1) return simjoin_shares(p, sink, ctl, devs, budget);
       auto t0 = Clock::now();
       const split::SlabPlan plan = split::plan_slabs_for_budget(p, budget);
-      ctl.stats.prepare_s += seconds_since(t0);
-      if (plan.slabs.size() > 1) {
-        ctl.stats.slabs = plan.slabs.size();
-        ReuseScope keep(facts_for(ctl.device).device);  // buffers kept from sub-join to sub-join
-        split::slab_simjoin(
-            p, plan, sink, [&](const SimjoinProblem& sub, PairSink& out) { cuda::simjoin(sub, out, ctl); },
-            true);
-        return;
-      }
+      const double plan_s = seconds_since(t0);
+      if (plan.slabs.size() > 1) return simjoin_slabs(p, plan, sink, ctl, budget, plan_s);
+      ctl.stats.prepare_s += plan_s;
     }
     cuda::simjoin(p, sink, ctl);
   }

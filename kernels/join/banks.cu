@@ -524,7 +524,7 @@ JoinResult run_join_batched(Call& call, const DevGrid<T>& ga, const DevGrid<T>& 
       estimate += density * covered;
     }
     seg_begin[size_t(nseg)] = nitems;
-    lr.sample_ms = kin.union_ms();
+    lr.sample_ms += kin.union_ms();  // summed over the sub-joins of a join in slabs
     L0.state = Lane::Idle;
   }
   L0.cursor = l0_cursor;

@@ -8,6 +8,10 @@
 #include <cstdlib>
 #include <future>
 #include <memory>
+#include <thread>
+
+#include <pthread.h>
+#include <signal.h>
 
 #include "error.h"
 
@@ -159,32 +163,104 @@ double slab_halo(const SimjoinProblem& p, int axis) {
 
 namespace {
 
+// Points per part of the plan's passes (below: one thread).
+constexpr size_t kPlanPartPoints = size_t(1) << 16;
+
+// Parts (threads) for a pass of the plan over n points: one per kPlanPartPoints, at most 8 and
+// the machine's hardware threads.
+int plan_parts(size_t n) {
+  const size_t hw = std::max(1u, std::thread::hardware_concurrency());
+  return int(std::max<size_t>(1, std::min({size_t(8), hw, n / kPlanPartPoints})));
+}
+
+// The first index of part k of `parts` contiguous ranges of n indices.
+inline size_t part_begin(size_t n, int k, int parts) { return n * size_t(k) / size_t(parts); }
+
+// Runs body(k) for k in [0, parts): parts - 1 new threads (started with every signal blocked,
+// so the caller's handlers, PostgreSQL's, stay on the calling thread) and the calling thread;
+// rethrows the first part's error after all ended.
+void run_parts(int parts, const std::function<void(int)>& body) {
+  if (parts <= 1) {
+    body(0);
+    return;
+  }
+  std::vector<std::exception_ptr> errs(static_cast<size_t>(parts));
+  std::vector<std::thread> threads;
+  sigset_t all, old;
+  sigfillset(&all);
+  pthread_sigmask(SIG_BLOCK, &all, &old);
+  bool started = true;
+  try {
+    for (int k = 1; k < parts; ++k)
+      threads.emplace_back([&body, &errs, k] {
+        try {
+          body(k);
+        } catch (...) {
+          errs[size_t(k)] = std::current_exception();
+        }
+      });
+  } catch (...) {
+    started = false;
+  }
+  pthread_sigmask(SIG_SETMASK, &old, nullptr);
+  if (started) {
+    try {
+      body(0);
+    } catch (...) {
+      errs[0] = std::current_exception();
+    }
+  }
+  for (auto& t : threads) t.join();
+  if (!started) throw Error(ErrorCode::OutOfMemory, "could not start worker threads");
+  for (auto& e : errs)
+    if (e) std::rethrow_exception(e);
+}
+
 // Places the order statistics at positions pos[k0..k1) of v[lo, hi) (ascending positions, all
-// in [lo, hi)): the middle one first, then each half within its side (O(n log k)).
+// in [lo, hi)): the middle one first, then each half within its side (O(n log k)), the two
+// sides on two threads while `par` > 1 and the range is large.
 void select_positions(std::vector<double>& v, size_t lo, size_t hi, const std::vector<size_t>& pos,
-                      size_t k0, size_t k1) {
+                      size_t k0, size_t k1, int par) {
   if (k0 >= k1 || lo >= hi) return;
   const size_t km = (k0 + k1) / 2;
   const size_t at = pos[km];
   std::nth_element(v.begin() + long(lo), v.begin() + long(at), v.begin() + long(hi));
-  select_positions(v, lo, at, pos, k0, km);
-  select_positions(v, at + 1, hi, pos, km + 1, k1);
+  if (par > 1 && hi - lo >= 2 * kPlanPartPoints && k1 - k0 > 1) {
+    run_parts(2, [&](int side) {
+      if (side == 0)
+        select_positions(v, lo, at, pos, k0, km, par / 2);
+      else
+        select_positions(v, at + 1, hi, pos, km + 1, k1, par - par / 2);
+    });
+    return;
+  }
+  select_positions(v, lo, at, pos, k0, km, 1);
+  select_positions(v, at + 1, hi, pos, km + 1, k1, 1);
 }
 
-// Order statistics of one coordinate for growing slab counts: the array stays partitioned at
-// every position selected so far, so a finer level's new positions are selected within the
-// ranges between earlier ones (no full sort, no work repeated from one level to the next).
+// Order statistics of one coordinate for growing slab counts: a copy of the array stays
+// partitioned at every position selected so far, so a finer level's new positions are selected
+// within the ranges between earlier ones (no full sort, no work repeated from one level to the
+// next). The first call on a large input tries the bracketed selection, which leaves no copy.
 class Quantiles {
  public:
-  Quantiles(const double* x, size_t n) : v_(x, x + n) {}
+  Quantiles(const double* x, size_t n) : x_(x), n_(n), par_(plan_parts(n)) {}
   // The slabs - 1 cuts at positions n k / slabs (k = 1 .. slabs - 1).
   std::vector<double> cuts(int slabs) {
-    const size_t n = v_.size();
+    const size_t n = n_;
     if (n == 0 || slabs <= 1) return std::vector<double>(size_t(std::max(slabs, 1)) - 1, 0.0);
     std::vector<size_t> want;
     for (int k = 1; k < slabs; ++k) want.push_back(n * size_t(k) / size_t(slabs));
-    // New positions, grouped by the range between selected positions that holds them.
-    std::vector<size_t> fresh;
+    std::vector<double> fast;
+    if (v_.empty() && bracketed(want, &fast)) return fast;
+    if (v_.empty()) v_.assign(x_, x_ + n);
+    // New positions, grouped by the range between selected positions that holds them; the
+    // ranges are disjoint, so they are selected in parallel (one range: its halves are).
+    struct Range {
+      size_t lo, hi;
+      std::vector<size_t> fresh;
+    };
+    std::vector<Range> ranges;
     size_t at = 0;  // index into sel_ of the first selected position >= the current one
     for (size_t i = 0; i < want.size();) {
       const size_t q = want[i];
@@ -193,15 +269,22 @@ class Quantiles {
         ++i;
         continue;
       }
-      const size_t lo = at == 0 ? 0 : sel_[at - 1] + 1;
-      const size_t hi = at == sel_.size() ? n : sel_[at];
-      fresh.clear();
-      while (i < want.size() && want[i] < hi) {
-        if (fresh.empty() || fresh.back() != want[i]) fresh.push_back(want[i]);
+      Range r{at == 0 ? 0 : sel_[at - 1] + 1, at == sel_.size() ? n : sel_[at], {}};
+      while (i < want.size() && want[i] < r.hi) {
+        if (r.fresh.empty() || r.fresh.back() != want[i]) r.fresh.push_back(want[i]);
         ++i;
       }
-      select_positions(v_, lo, hi, fresh, 0, fresh.size());
-      for (size_t f : fresh) added_.push_back(f);
+      for (size_t f : r.fresh) added_.push_back(f);
+      ranges.push_back(std::move(r));
+    }
+    if (ranges.size() == 1) {
+      select_positions(v_, ranges[0].lo, ranges[0].hi, ranges[0].fresh, 0, ranges[0].fresh.size(), par_);
+    } else if (!ranges.empty()) {
+      const int parts = std::min(par_, int(ranges.size()));
+      run_parts(parts, [&](int k) {
+        for (size_t g = size_t(k); g < ranges.size(); g += size_t(parts))
+          select_positions(v_, ranges[g].lo, ranges[g].hi, ranges[g].fresh, 0, ranges[g].fresh.size(), 1);
+      });
     }
     if (!added_.empty()) {
       sel_.insert(sel_.end(), added_.begin(), added_.end());
@@ -216,7 +299,60 @@ class Quantiles {
  private:
   std::vector<double> v_;
   std::vector<size_t> sel_;    // positions selected so far, ascending
+  // The order statistics at positions `want` (ascending) of a large input without copying or
+  // partitioning it: a strided sample brackets each position by two sample values, one
+  // parallel pass counts the points below each bracket and gathers those inside it, and a
+  // selection within the bracket gives the value. False (nothing set) when the input is small,
+  // the cuts are many, brackets overlap or a position falls outside its bracket.
+  bool bracketed(const std::vector<size_t>& want, std::vector<double>* out) const {
+    constexpr size_t kSample = size_t(1) << 16;
+    const size_t n = n_, K = want.size();
+    if (par_ < 2 || n < 8 * kSample || K == 0 || K > 63) return false;
+    std::vector<double> sample(kSample);
+    for (size_t i = 0; i < kSample; ++i) sample[i] = x_[i * n / kSample];
+    std::sort(sample.begin(), sample.end());
+    const size_t spacing = kSample / (K + 1);
+    const size_t d = std::min<size_t>(512, spacing / 2 - 1);
+    std::vector<double> lo(K), hi(K);
+    for (size_t k = 0; k < K; ++k) {
+      const size_t r = size_t((unsigned __int128)(want[k]) * kSample / n);
+      lo[k] = sample[r > d ? r - d : 0];
+      hi[k] = sample[std::min(kSample - 1, r + d)];
+      if (k > 0 && !(hi[k - 1] < lo[k])) return false;
+    }
+    // Per part: points in the gap before bracket k (gap[k], k <= K) and the values inside it.
+    const int parts = par_;
+    std::vector<std::vector<uint64_t>> gap(size_t(parts), std::vector<uint64_t>(K + 1, 0));
+    std::vector<std::vector<std::vector<double>>> in(static_cast<size_t>(parts), std::vector<std::vector<double>>(K));
+    run_parts(parts, [&](int p) {
+      for (size_t i = part_begin(n, p, parts), e = part_begin(n, p + 1, parts); i < e; ++i) {
+        const double x = x_[i];
+        const size_t j = size_t(std::upper_bound(lo.begin(), lo.end(), x) - lo.begin());  // lo <= x
+        if (j > 0 && x <= hi[j - 1])
+          in[size_t(p)][j - 1].push_back(x);
+        else
+          ++gap[size_t(p)][j];
+      }
+    });
+    std::vector<double> res(K);
+    uint64_t below = 0;  // points below bracket k
+    for (size_t k = 0; k < K; ++k) {
+      for (int p = 0; p < parts; ++p) below += gap[size_t(p)][k];
+      std::vector<double> b;
+      for (int p = 0; p < parts; ++p) b.insert(b.end(), in[size_t(p)][k].begin(), in[size_t(p)][k].end());
+      if (want[k] < below || want[k] - below >= b.size()) return false;
+      std::nth_element(b.begin(), b.begin() + long(want[k] - below), b.end());
+      res[k] = b[want[k] - below];
+      below += b.size();
+    }
+    *out = std::move(res);
+    return true;
+  }
+
+  const double* x_;
+  size_t n_;
   std::vector<size_t> added_;  // positions selected by the current call
+  int par_;                    // threads for the selections
 };
 
 // The axis of largest extent of p's box.
@@ -254,46 +390,69 @@ inline void b_halo_range(const std::vector<double>& cuts, double x, double h, si
   *s1 = t < cuts.size() && !(x + h < cuts[t]) ? slab_of(cuts, x + h) : t;
 }
 
-// Own and halo point counts of the slabs of `cuts` (the sizes plan_with_cuts gives its lists).
-void slab_counts(const SimjoinProblem& p, int axis, double h, const std::vector<double>& cuts,
-                 std::vector<uint64_t>* own, std::vector<uint64_t>* halo) {
+// Own and halo point counts of the slabs of some cuts, per part of the points (part k: the k-th
+// of `parts` contiguous index ranges of a, for the own lists and a self-join's halos, and of b,
+// for an a x b join's halos) and in all.
+struct Tally {
+  int parts = 0;
+  std::vector<std::vector<uint64_t>> part_own, part_halo;  // [part][slab]
+  std::vector<uint64_t> own, halo;                          // [slab]
+};
+
+// The counts of the slabs of `cuts` (the sizes plan_with_cuts gives its lists), the parts
+// counted in parallel.
+void slab_counts(const SimjoinProblem& p, int axis, double h, const std::vector<double>& cuts, Tally* t) {
   const size_t S = cuts.size() + 1;
-  own->assign(S, 0);
-  halo->assign(S, 0);
-  const double* xa = p.a.coord[axis];
-  for (size_t i = 0; i < p.a.n; ++i) {
-    const size_t t = slab_of(cuts, xa[i]);
-    ++(*own)[t];
-    if (p.self)
-      for (size_t s = halo_first(cuts, t, xa[i], h); s < t; ++s) ++(*halo)[s];
-  }
-  if (!p.self) {
-    const double* xb = p.b.coord[axis];
-    for (size_t j = 0; j < p.b.n; ++j) {
-      size_t s0, s1;
-      b_halo_range(cuts, xb[j], h, &s0, &s1);
-      for (size_t s = s0; s <= s1 && s < S; ++s) ++(*halo)[s];
+  const int parts = plan_parts(std::max(p.a.n, p.self ? size_t(0) : p.b.n));
+  t->parts = parts;
+  t->part_own.assign(size_t(parts), std::vector<uint64_t>(S, 0));
+  t->part_halo.assign(size_t(parts), std::vector<uint64_t>(S, 0));
+  run_parts(parts, [&](int k) {
+    std::vector<uint64_t>& own = t->part_own[size_t(k)];
+    std::vector<uint64_t>& halo = t->part_halo[size_t(k)];
+    const double* xa = p.a.coord[axis];
+    for (size_t i = part_begin(p.a.n, k, parts), e = part_begin(p.a.n, k + 1, parts); i < e; ++i) {
+      const size_t s1 = slab_of(cuts, xa[i]);
+      ++own[s1];
+      if (p.self)
+        for (size_t s = halo_first(cuts, s1, xa[i], h); s < s1; ++s) ++halo[s];
     }
-  }
+    if (!p.self) {
+      const double* xb = p.b.coord[axis];
+      for (size_t j = part_begin(p.b.n, k, parts), e = part_begin(p.b.n, k + 1, parts); j < e; ++j) {
+        size_t s0, s1;
+        b_halo_range(cuts, xb[j], h, &s0, &s1);
+        for (size_t s = s0; s <= s1 && s < S; ++s) ++halo[s];
+      }
+    }
+  });
+  t->own.assign(S, 0);
+  t->halo.assign(S, 0);
+  for (int k = 0; k < parts; ++k)
+    for (size_t s = 0; s < S; ++s) {
+      t->own[s] += t->part_own[size_t(k)][s];
+      t->halo[s] += t->part_halo[size_t(k)][s];
+    }
 }
 
 // Device bytes of the largest sub-join of the slabs of `cuts` (counts only, no lists).
-// The counts are left in `own` and `halo` (plan_with_cuts takes them).
+// The counts are left in `t` (plan_with_cuts takes them).
 uint64_t largest_slab_bytes(const SimjoinProblem& p, int axis, double h, const std::vector<double>& cuts,
-                            std::vector<uint64_t>& own, std::vector<uint64_t>& halo) {
-  slab_counts(p, axis, h, cuts, &own, &halo);
+                            Tally* t) {
+  slab_counts(p, axis, h, cuts, t);
   uint64_t need = 0;
-  for (size_t s = 0; s < own.size(); ++s) {
-    if (p.self) need = std::max(need, join_core_bytes(own[s], 0, true, p.a.dims, p.prec));
-    need = std::max(need, join_core_bytes(own[s], halo[s], false, p.a.dims, p.prec));
+  for (size_t s = 0; s < t->own.size(); ++s) {
+    if (p.self) need = std::max(need, join_core_bytes(t->own[s], 0, true, p.a.dims, p.prec));
+    need = std::max(need, join_core_bytes(t->own[s], t->halo[s], false, p.a.dims, p.prec));
   }
   return need;
 }
 
 // The plan of `cuts`: every point of a in its slab, the halos (lists sized by the counts of
-// slab_counts, given or counted here; indices ascending in every list).
+// slab_counts, given or counted here; indices ascending in every list: each part writes its
+// indices, in order, after those of the earlier parts).
 SlabPlan plan_with_cuts(const SimjoinProblem& p, int axis, std::vector<double> cut_values,
-                        std::vector<uint64_t> own = {}, std::vector<uint64_t> halo = {}) {
+                        Tally t = Tally()) {
   SlabPlan plan;
   plan.axis = axis;
   plan.halo = slab_halo(p, axis);
@@ -301,27 +460,37 @@ SlabPlan plan_with_cuts(const SimjoinProblem& p, int axis, std::vector<double> c
   const auto& cuts = plan.cuts;
   const double h = plan.halo;
   const size_t S = cuts.size() + 1;
-  if (own.size() != S || halo.size() != S) slab_counts(p, axis, h, cuts, &own, &halo);
+  if (t.own.size() != S) slab_counts(p, axis, h, cuts, &t);
   plan.slabs.resize(S);
   for (size_t s = 0; s < S; ++s) {
-    plan.slabs[s].own.reserve(own[s]);
-    plan.slabs[s].halo.reserve(halo[s]);
+    plan.slabs[s].own.resize(t.own[s]);
+    plan.slabs[s].halo.resize(t.halo[s]);
   }
-  const double* xa = p.a.coord[axis];
-  for (size_t i = 0; i < p.a.n; ++i) {
-    const size_t t = slab_of(cuts, xa[i]);
-    plan.slabs[t].own.push_back(uint32_t(i));
-    if (p.self)
-      for (size_t s = halo_first(cuts, t, xa[i], h); s < t; ++s) plan.slabs[s].halo.push_back(uint32_t(i));
-  }
-  if (!p.self) {
-    const double* xb = p.b.coord[axis];
-    for (size_t j = 0; j < p.b.n; ++j) {
-      size_t s0, s1;
-      b_halo_range(cuts, xb[j], h, &s0, &s1);
-      for (size_t s = s0; s <= s1 && s < S; ++s) plan.slabs[s].halo.push_back(uint32_t(j));
+  const int parts = t.parts;
+  run_parts(parts, [&](int k) {
+    std::vector<uint64_t> own_at(S, 0), halo_at(S, 0);  // this part's first slots
+    for (int q = 0; q < k; ++q)
+      for (size_t s = 0; s < S; ++s) {
+        own_at[s] += t.part_own[size_t(q)][s];
+        halo_at[s] += t.part_halo[size_t(q)][s];
+      }
+    const double* xa = p.a.coord[axis];
+    for (size_t i = part_begin(p.a.n, k, parts), e = part_begin(p.a.n, k + 1, parts); i < e; ++i) {
+      const size_t s1 = slab_of(cuts, xa[i]);
+      plan.slabs[s1].own[own_at[s1]++] = uint32_t(i);
+      if (p.self)
+        for (size_t s = halo_first(cuts, s1, xa[i], h); s < s1; ++s)
+          plan.slabs[s].halo[halo_at[s]++] = uint32_t(i);
     }
-  }
+    if (!p.self) {
+      const double* xb = p.b.coord[axis];
+      for (size_t j = part_begin(p.b.n, k, parts), e = part_begin(p.b.n, k + 1, parts); j < e; ++j) {
+        size_t s0, s1;
+        b_halo_range(cuts, xb[j], h, &s0, &s1);
+        for (size_t s = s0; s <= s1 && s < S; ++s) plan.slabs[s].halo[halo_at[s]++] = uint32_t(j);
+      }
+    }
+  });
   return plan;
 }
 
@@ -446,9 +615,9 @@ SlabPlan plan_slabs_for_budget(const SimjoinProblem& p, uint64_t budget) {
   for (int slabs = first; slabs <= (1 << 16) && avail > join_core_bytes(1, 0, true, p.a.dims, p.prec);
        slabs *= 2) {
     std::vector<double> cuts = q.cuts(slabs);
-    std::vector<uint64_t> own, halo;
-    const uint64_t need = largest_slab_bytes(p, axis, h, cuts, own, halo);
-    if (need <= avail) return plan_with_cuts(p, axis, std::move(cuts), std::move(own), std::move(halo));
+    Tally t;
+    const uint64_t need = largest_slab_bytes(p, axis, h, cuts, &t);
+    if (need <= avail) return plan_with_cuts(p, axis, std::move(cuts), std::move(t));
     if (need >= prev) break;
     prev = need;
   }

@@ -2,7 +2,8 @@
 // engine level: the budget is 1/8 of what the in-memory path needs (its points and grid,
 // split::join_core_bytes, plus the banks' kJoinMinBankBytes), and, for comparison with earlier
 // figures, 1/8 of the points and grid plus 64 MiB. Pairs are checked equal by count and an
-// order-independent checksum of (i, j, dist bits). Not a test: results are printed.
+// order-independent checksum of (i, j, dist bits); "plan" is split::plan_slabs_for_budget's
+// host time alone. Not a test: results are printed.
 //   test/gpu/build/bench_join_blocks [reps]
 #include <algorithm>
 #include <chrono>
@@ -47,6 +48,8 @@ struct Run {
   uint64_t n = 0, sum = 0;
   size_t hits = 0, misses = 0;
   size_t peak = 0;
+  double grid_ms = 0, jplan_ms = 0, sample_ms = 0, copy_ms = 0;  // cudaEvents, summed
+  int launches = 0, drains = 0;
 };
 
 // The median run (by wall time) of `reps` joins of `p` under `limit` bytes (0: none).
@@ -67,6 +70,12 @@ Run median_run(Engine* gpu, const SimjoinProblem& p, size_t limit, int reps) {
     x.hits = cuda::last_run().kept_hits;
     x.misses = cuda::last_run().kept_misses;
     x.peak = cuda::engine_peak_bytes();
+    x.grid_ms = cuda::last_run().grid_ms;
+    x.jplan_ms = cuda::last_run().join_plan_ms;
+    x.sample_ms = cuda::last_run().sample_ms;
+    x.copy_ms = cuda::last_run().copy_ms;
+    x.launches = cuda::last_run().launches;
+    x.drains = cuda::last_run().drains;
     x.n = s.n;
     x.sum = s.sum;
     runs.push_back(x);
@@ -75,16 +84,35 @@ Run median_run(Engine* gpu, const SimjoinProblem& p, size_t limit, int reps) {
   return runs[runs.size() / 2];
 }
 
-// Prints one configuration's line.
-void show(const char* what, const Run& r, const Run& mem, size_t limit) {
+// The median time (ms) of `reps` slab plans of `p` under `limit` bytes (the host part of
+// prepare that runs before any sub-join).
+double plan_ms(const SimjoinProblem& p, size_t limit, int reps) {
+  std::vector<double> t;
+  for (int r = 0; r < reps; ++r) {
+    const auto t0 = std::chrono::steady_clock::now();
+    const split::SlabPlan plan = split::plan_slabs_for_budget(p, limit);
+    t.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+    (void)plan;
+  }
+  std::sort(t.begin(), t.end());
+  return t[t.size() / 2];
+}
+
+// Prints one configuration's line. In slabs, the sink runs on the calling thread while a worker
+// runs the sub-joins: merge is the sink's time, and prepare + kernel_s + merge above the wall
+// is the time the two overlapped.
+void show(const char* what, const Run& r, const Run& mem, size_t limit, double plan) {
   printf("  %-34s limit %7.1f MB: wall %8.1f ms (%.2fx in-memory throughput), kernel %7.1f ms (%.2fx), "
-         "slabs %llu, prepare %.1f, transfer %.1f, kernel_s %.1f, merge %.1f ms, peak %.1f MB, "
-         "buffers kept/new %zu/%zu, pairs %llu, equal %s\n",
+         "slabs %llu, plan %.1f, prepare %.1f, transfer %.1f, kernel_s %.1f, merge %.1f ms, peak %.1f MB, "
+         "buffers kept/new %zu/%zu, pairs %llu, equal %s\n"
+         "    device: grid %.1f ms, join plan %.1f ms, estimate %.1f ms, page copies %.1f ms, "
+         "launches %d, drains %d\n",
          what, double(limit) / 1048576.0, r.wall_ms, mem.wall_ms / r.wall_ms, r.kernel_ms,
-         r.kernel_ms > 0 ? mem.kernel_ms / r.kernel_ms : 0.0, (unsigned long long)r.st.slabs,
+         r.kernel_ms > 0 ? mem.kernel_ms / r.kernel_ms : 0.0, (unsigned long long)r.st.slabs, plan,
          r.st.prepare_s * 1e3, r.st.transfer_s * 1e3, r.st.kernel_s * 1e3, r.st.merge_s * 1e3,
          double(r.peak) / 1048576.0, r.hits, r.misses, (unsigned long long)r.n,
-         r.n == mem.n && r.sum == mem.sum ? "yes" : "NO");
+         r.n == mem.n && r.sum == mem.sum ? "yes" : "NO", r.grid_ms, r.jplan_ms, r.sample_ms,
+         r.copy_ms, r.launches, r.drains);
 }
 
 // The in-memory join and the slab joins of one input.
@@ -97,11 +125,13 @@ void bench(Engine* gpu, const char* name, size_t n, double eps, uint64_t seed, i
          name, n, eps, reps, double(need) / 1048576.0);
   (void)median_run(gpu, p, 0, 1);  // warm-up (CUDA context, staging)
   const Run mem = median_run(gpu, p, 0, reps);
-  show("in memory", mem, mem, 0);
+  show("in memory", mem, mem, 0, 0);
   const size_t strict = size_t(need / 8);
-  show("slabs, 1/8 of the in-memory need", median_run(gpu, p, strict, reps), mem, strict);
+  show("slabs, 1/8 of the in-memory need", median_run(gpu, p, strict, reps), mem, strict,
+       plan_ms(p, strict, reps));
   const size_t lenient = size_t(core / 8 + split::kJoinMinBankBytes);
-  show("slabs, points+grid/8 + 64 MiB", median_run(gpu, p, lenient, reps), mem, lenient);
+  show("slabs, points+grid/8 + 64 MiB", median_run(gpu, p, lenient, reps), mem, lenient,
+       plan_ms(p, lenient, reps));
 }
 
 }  // namespace

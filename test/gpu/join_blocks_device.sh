@@ -29,7 +29,7 @@ run_tests() {
   grep -E "^\[  (PASSED|FAILED) |^\[  FAILED  \]|tests? ran|Failure|Expected|Which is|error" \
     "$OUT/tests-$name.log" | head -40
 }
-SLAB_TESTS='Batch.*:MultiGpu.JoinSlabsEqualOneDeviceAndCpu:MultiGpu.JoinSlabEdgeCases:MultiGpu.JoinInSlabsUnderSmallBudget:MultiGpu.JoinSharesKeepMaxPairs'
+SLAB_TESTS='Batch.*:MultiGpu.JoinSlabsOnOneDeviceArriveInSlabOrder:MultiGpu.JoinSlabsEqualOneDeviceAndCpu:MultiGpu.JoinSlabEdgeCases:MultiGpu.JoinInSlabsUnderSmallBudget:MultiGpu.JoinSharesKeepMaxPairs'
 run_tests slabs 150 "$SLAB_TESTS"
 t0=$(date +%s)
 timeout 150 test/gpu/build/bench_join_blocks "${1:-3}" 2>&1 | tee "$OUT/bench.log"

@@ -3,7 +3,8 @@
 // times (or the listed ordinals in turn), so the split paths (tile-pair shares of the SDH and the pair count, slabs of the
 // similarity join with their eps halo, each share on its own thread and streams) run and must
 // equal the one-device result bit for bit, the CPU engine, and the float64 reference. Also the
-// join in slabs one after another under a small budget, and errors and cancel with shares.
+// join in slabs on one device under a small budget (its pairs in slab order), and errors and
+// cancel with shares.
 #include <cstdlib>
 #include <string>
 
@@ -245,6 +246,77 @@ TEST(MultiGpu, JoinInSlabsUnderSmallBudget) {
       EXPECT_TRUE(jm == j1) << pname(prec) << (self ? " self" : " a x b") << ": " << first_diff(jm, j1);
     }
   EXPECT_EQ(cuda::engine_bytes_in_use(), 0u);
+}
+
+// The join in slabs on one device: a worker thread runs the sub-joins while the calling thread
+// hands their pages to the sink. The pairs arrive slab by slab (the slab that owns a pair never
+// decreases along the output), equal the in-memory GPU join and the CPU engine (both checked
+// against the float64 reference by the Simjoin tests), and the call keeps max_pairs; a cancel
+// stops the worker and frees its device memory.
+TEST(MultiGpu, JoinSlabsOnOneDeviceArriveInSlabOrder) {
+  REQUIRE_GPU();
+  for (Precision prec : {Precision::Float32, Precision::Float64})
+    for (bool self : {true, false}) {
+      auto a = ref::uniform(200000, 2, 84);
+      auto b = ref::uniform(150000, 2, 85);
+      const ref::Points* bp = self ? nullptr : &b;
+      const double eps = 0.003;
+      char what[64];
+      snprintf(what, sizeof what, "%s %s", pname(prec), self ? "self" : "a x b");
+      PointsView bv;
+      if (bp) bv = b.view();
+      const SimjoinProblem p = make_simjoin(a.view(), bp ? &bv : nullptr, eps, prec, 0);
+      const uint64_t core = split::join_core_bytes(a.n(), self ? 0 : b.n(), self, 2, prec);
+      const size_t limit = size_t(core / 2);
+      Ctl small;
+      small.device_memory_limit = limit;
+      Collect sink;
+      gpu()->simjoin(p, sink, small);
+      ASSERT_GE(small.stats.slabs, 4u) << what;
+      EXPECT_EQ(small.stats.shares, 0u) << what;
+      EXPECT_EQ(small.stats.pairs_emitted, sink.v.size()) << what;
+      const split::SlabPlan plan = split::plan_slabs_for_budget(p, limit);
+      ASSERT_EQ(uint64_t(plan.slabs.size()), small.stats.slabs) << what;
+      const double* xa = p.a.coord[plan.axis];
+      auto slab_of = [&](uint32_t i) {
+        return size_t(std::upper_bound(plan.cuts.begin(), plan.cuts.end(), xa[i]) - plan.cuts.begin());
+      };
+      size_t last = 0, back = 0;
+      for (const PairRecord& r : sink.v) {
+        const size_t s = self ? std::min(slab_of(r.i), slab_of(r.j)) : slab_of(r.i);
+        if (s < last) ++back;
+        last = std::max(last, s);
+      }
+      EXPECT_EQ(back, 0u) << what << ": pairs of a slab after pairs of a later slab";
+      EXPECT_EQ(last, plan.slabs.size() - 1) << what << ": no pair of the last slab";
+      const auto js = normalized(sink.v, self);
+      ASSERT_GT(js.size(), 10000u) << what;
+      Ctl one;
+      const auto j1 = join_with(one, a, bp, eps, prec);
+      EXPECT_EQ(one.stats.slabs, 0u) << what;
+      EXPECT_TRUE(js == j1) << what << ": slabs vs in memory, " << first_diff(js, j1);
+      Ctl cctl;
+      const auto jc = run_join(cpu(), a, bp, eps, prec, &cctl);
+      EXPECT_TRUE(js == jc) << what << ": slabs vs CPU, " << first_diff(js, jc);
+      Ctl over;
+      over.device_memory_limit = limit;
+      try {
+        (void)join_with(over, a, bp, eps, prec, js.size() - 1);
+        ADD_FAILURE() << what << ": no error past max_pairs";
+      } catch (const Error& e) {
+        EXPECT_EQ(e.code(), ErrorCode::ProgramLimit) << what << ": " << e.what();
+      }
+      Ctl exact;
+      exact.device_memory_limit = limit;
+      EXPECT_EQ(join_with(exact, a, bp, eps, prec, js.size()).size(), js.size()) << what;
+    }
+  EXPECT_EQ(cuda::engine_bytes_in_use(), 0u);
+  auto big = ref::uniform(3000000, 2, 86);
+  const uint64_t big_core = split::join_core_bytes(big.n(), 0, true, 2, Precision::Float32);
+  expect_cancel([&](Control& c) {
+    c.device_memory_limit = size_t(big_core / 4);
+    (void)run_join(gpu(), big, nullptr, 0.003, Precision::Float32, &c);
+  }, "join in slabs on one device");
 }
 
 TEST(MultiGpu, JoinSharesKeepMaxPairs) {

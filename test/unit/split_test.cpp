@@ -379,3 +379,73 @@ TEST(Split, SlabsForBudget) {
     EXPECT_EQ(e.code(), ErrorCode::OutOfMemory);
   }
 }
+
+// Large inputs take the plan's parallel passes (counts, lists, and the bracketed selection of
+// the cuts): the cuts are the quantiles, and the lists equal those written out from their
+// definition, in ascending order.
+TEST(Split, SlabListsOfLargeInputs) {
+  auto a = ref::uniform(1200000, 2, 31);
+  auto b = ref::uniform(250000, 2, 32);
+  for (auto& c : a.c)
+    for (auto& x : c) x = std::floor(x * 20000) / 20000;  // repeated values
+  const double eps = 0.002;
+  {
+    // Every 4,096th point (the strided sample's positions) at one value: the brackets of the
+    // sample do not hold the quantiles, and the selection falls back to the exact partition.
+    auto skew = a;
+    for (auto& c : skew.c)
+      for (size_t i = 0; i < c.size(); i += 4096) c[i] = 0.25;
+    const SimjoinProblem p = make_simjoin(skew.view(), nullptr, eps, Precision::Float32, 0);
+    const split::SlabPlan plan = split::plan_slabs(p, 8);
+    std::vector<double> sorted(p.a.coord[plan.axis], p.a.coord[plan.axis] + p.a.n);
+    std::sort(sorted.begin(), sorted.end());
+    for (size_t k = 1; k < 8; ++k) EXPECT_EQ(plan.cuts[k - 1], sorted[p.a.n * k / 8]) << "skewed, cut " << k;
+  }
+  for (bool self : {true, false})
+    for (int slabs : {8, 33}) {
+      PointsView bv = b.view();
+      const SimjoinProblem p = make_simjoin(a.view(), self ? nullptr : &bv, eps, Precision::Float32, 0);
+      const split::SlabPlan plan = split::plan_slabs(p, slabs);
+      ASSERT_EQ(plan.slabs.size(), size_t(slabs));
+      const auto& cuts = plan.cuts;
+      std::vector<double> sorted(p.a.coord[plan.axis], p.a.coord[plan.axis] + p.a.n);
+      std::sort(sorted.begin(), sorted.end());
+      for (size_t k = 1; k < size_t(slabs); ++k)
+        EXPECT_EQ(cuts[k - 1], sorted[p.a.n * k / size_t(slabs)]) << "slabs " << slabs << " cut " << k;
+      const double h = plan.halo;
+      auto slab_of = [&](double x) {
+        return size_t(std::upper_bound(cuts.begin(), cuts.end(), x) - cuts.begin());
+      };
+      std::vector<std::vector<uint32_t>> own(static_cast<size_t>(slabs)), halo(static_cast<size_t>(slabs));
+      const double* xa = p.a.coord[plan.axis];
+      for (size_t i = 0; i < p.a.n; ++i) {
+        const size_t t = slab_of(xa[i]);
+        own[t].push_back(uint32_t(i));
+        if (self)
+          for (size_t s = slab_of(xa[i] - h); s < t; ++s) halo[s].push_back(uint32_t(i));
+      }
+      if (!self) {
+        const double* xb = p.b.coord[plan.axis];
+        for (size_t j = 0; j < p.b.n; ++j)
+          for (size_t s = slab_of(xb[j] - h); s <= slab_of(xb[j] + h) && s < size_t(slabs); ++s)
+            halo[s].push_back(uint32_t(j));
+      }
+      size_t halo_points = 0;
+      for (size_t s = 0; s < size_t(slabs); ++s) {
+        EXPECT_TRUE(plan.slabs[s].own == own[s]) << "self " << self << " slabs " << slabs << " slab " << s;
+        EXPECT_TRUE(plan.slabs[s].halo == halo[s]) << "self " << self << " slabs " << slabs << " slab " << s;
+        halo_points += halo[s].size();
+      }
+      EXPECT_GT(halo_points, 0u);
+      // The same lists from the budget planner, whose counts it takes from its fitting pass.
+      const uint64_t core = split::join_core_bytes(p.a.n, self ? 0 : p.b.n, self, 2, p.prec);
+      const split::SlabPlan fit = split::plan_slabs_for_budget(p, core / 2);
+      ASSERT_GT(fit.slabs.size(), 1u);
+      const split::SlabPlan again = split::plan_slabs(p, int(fit.slabs.size()));
+      ASSERT_EQ(fit.cuts, again.cuts);
+      for (size_t s = 0; s < fit.slabs.size(); ++s) {
+        EXPECT_TRUE(fit.slabs[s].own == again.slabs[s].own) << "slab " << s;
+        EXPECT_TRUE(fit.slabs[s].halo == again.slabs[s].halo) << "slab " << s;
+      }
+    }
+}
