@@ -1,7 +1,8 @@
 // Several devices in one call, emulated on one GPU unless G2_TEST_DEVICES lists real ordinals
 // (e.g. "0,1" on a machine with two GPUs): EngineOverrides::devices lists device 0 two to four
-// times (or the listed ordinals in turn), so the split paths (tile-pair shares of the SDH and the pair count, slabs of the
-// similarity join with their eps halo, each share on its own thread and streams) run and must
+// times (or the listed ordinals in turn), so the split paths (tile-pair shares of the SDH and
+// the pair count, slabs of the similarity join with their eps halo, each share on its own
+// thread and streams) run and must
 // equal the one-device result bit for bit, the CPU engine, and the float64 reference. Also the
 // join in slabs on one device under a small budget (its pairs in slab order), and errors and
 // cancel with shares.
