@@ -207,12 +207,20 @@ static __device__ __forceinline__ void g2_block_nsum(double& s, double& c, doubl
   }
 }
 
+// G2_TABLE: where a thread counts its pairs, all in registers (the hot loop reads no G2Args).
+struct G2Bins {
+  unsigned sh;               // shared-memory address of the thread's copy (bin 0)
+  unsigned mul;              // the copies (bins interleaved); 0: the global histogram
+  unsigned long long* hist;  // the global histogram (copies = 0)
+  int nb, dec;               // nbuckets, F non-increasing
+};
+
 // Per-thread output state of one launch.
 struct G2Acc {
   unsigned cnt;
   double s, c;
   unsigned hbase;          // the first word of the thread's private histogram copy
-  unsigned hmul;           // G2_TABLE: the copies (bins of the copies interleaved)
+  G2Bins bins;             // G2_TABLE: the thread's bins
   float t_cs, t_co;       // G2_TABLE: the cell map
   int t_nan, t_null;      // G2_TABLE: the class offset (or -fault) of a NaN or NULL g
   const float* ts;        // G2_TABLE: the thresholds in shared memory
@@ -466,24 +474,23 @@ extern "C" __global__ void g2_tables(const G2Args g, int phase, float* ts, unsig
   ce[j] = (unsigned(4 * m0) << 16) | (r << 8) | q;
 }
 #endif
-// Counts class m's pair (off = 4 m): the thread's shared bin, word m * copies + copy (the copies'
-// bins interleaved: lanes of different copies never share a bank at 32 copies and rarely at
-// fewer), or the global bucket (copies = 0: no padding bins, so only classes 1 .. nbuckets).
-static __device__ __forceinline__ void g2_count_class(const G2Args& g, const G2Acc& acc,
-                                                      unsigned* sh, unsigned off) {
-  if (g.copies > 0) {
-    atomicAdd(reinterpret_cast<unsigned*>(reinterpret_cast<char*>(sh + acc.hbase) + off * acc.hmul), 1u);
+// Counts class m's pair (off = 4 m): a shared-memory reduction (no value returned) on the
+// thread's bin, word m * copies + copy (the copies' bins interleaved: lanes of different copies
+// never share a bank at 32 copies and rarely at fewer), or the global bucket (copies = 0: no
+// padding bins, so only classes 1 .. nbuckets).
+static __device__ __forceinline__ void g2_count_class(const G2Bins& b, unsigned off) {
+  if (b.mul != 0u) {
+    asm volatile("red.shared.add.u32 [%0], 1;" ::"r"(b.sh + off * b.mul) : "memory");
   } else {
     const int m = int(off >> 2);
-    if (m >= 1 && m <= g.nbuckets) atomicAdd(g.hist + (g.tab_dec ? g.nbuckets - m : m - 1), 1ull);
+    if (m >= 1 && m <= b.nb) atomicAdd(b.hist + (b.dec ? b.nb - m : m - 1), 1ull);
   }
 }
 // A pair whose g is NaN or NULL: `sp`, the class offset to count or minus the fault to raise
 // (out of line: rare, one copy instead of one per unrolled call).
-static __device__ __noinline__ void g2_visit_special(const G2Args& g, const G2Acc& acc,
-                                                     unsigned* sh, int sp) {
+static __device__ __noinline__ void g2_visit_special(G2Bins b, int sp) {
   if (sp >= 0)
-    g2_count_class(g, acc, sh, unsigned(sp));
+    g2_count_class(b, unsigned(sp));
   else
     gpu2bs_raise(-sp);
 }
@@ -559,9 +566,9 @@ static __device__ __forceinline__ void g2_visit(const G2Args& g, G2Acc& acc, con
       if (sub == q || sub >= G2_E_R(e)) {
         while (x >= *reinterpret_cast<const float*>(reinterpret_cast<const char*>(acc.ts) + off + 4)) off += 4;
       }
-      g2_count_class(g, acc, sh, off);
+      g2_count_class(acc.bins, off);
     } else if (s >= 2) {  // g NaN or NULL: F's outcome for those (g2_tables)
-      g2_visit_special(g, acc, sh, s == 2 ? acc.t_nan : acc.t_null);
+      g2_visit_special(acc.bins, s == 2 ? acc.t_nan : acc.t_null);
     }
   }
 #elif G2_KIND == 2
@@ -641,7 +648,6 @@ extern "C" __global__ void __launch_bounds__(G2_B) g2_kernel(const G2Args g) {
   acc.s = 0.0;
   acc.c = 0.0;
   acc.hbase = 0;
-  acc.hmul = 0;
   acc.e_first = acc.e_last = real(0);
   acc.q_scale = acc.q_off = acc.q_tol = real(0);
   if (tid == 0) {
@@ -652,7 +658,6 @@ extern "C" __global__ void __launch_bounds__(G2_B) g2_kernel(const G2Args g) {
   if (g.copies > 0) {
 #if G2_TABLE
     acc.hbase = unsigned((tid & 31) % g.copies);
-    acc.hmul = unsigned(g.copies);
 #else
     acc.hbase = unsigned((tid & 31) % g.copies) * unsigned(g.stride);
 #endif
@@ -667,6 +672,11 @@ extern "C" __global__ void __launch_bounds__(G2_B) g2_kernel(const G2Args g) {
     for (int k = tid; k < G2_CELLS; k += G2_B) ce[k] = g.tab_ce[k];
     acc.ts = ts;
     acc.ce = ce;
+    acc.bins.sh = unsigned(__cvta_generic_to_shared(sh + acc.hbase));
+    acc.bins.mul = g.copies > 0 ? unsigned(g.copies) : 0u;
+    acc.bins.hist = g.hist;
+    acc.bins.nb = g.nbuckets;
+    acc.bins.dec = g.tab_dec;
     acc.t_cs = g.tab_par[0];
     acc.t_co = g.tab_par[1];
     acc.t_nan = __float_as_int(g.tab_par[2]);
