@@ -267,10 +267,15 @@ constexpr int kExprHistEdgesMaxBuckets = 1 << 20;
 // class m in 0 .. nbuckets + 1 in 16 bits), and the cells over the range of g's thresholds
 // (32-bit entries in shared memory, each cell 128 sub-positions: kernel_text.h, G2_SUB; cells x
 // 128 <= 2^22).
+// bench_expr hist (H100, 117,955 stars, 1000 buckets): 13.5 ms kernel with the table against
+// 37.7 ms evaluating acos per pair.
 constexpr int kExprTableMaxBuckets = 16380;
 constexpr int kExprTableCells = 4096;
 // The threshold-table histogram's tile configuration (threads per block, rows per thread) and
-// private copies per block (0: the privatization model's choice).
+// private copies per block (0: the privatization model's choice). bench_expr histsweep (H100,
+// stars, kernel ms): 128 x 2 with the model's copies 13.57 (1 copy 13.48, 8 copies 22.00, 32
+// copies 64.79: occupancy), 512 x 1 13.25-13.58 up to 16 copies, 1024 x 1 13.18-13.25 with 1
+// to 32 copies, 256 x 2 14.55, 128 x 4 16.44, 256 x 4 17.52.
 constexpr int kExprTableThreads = 128;
 constexpr int kExprTableRegRows = 2;
 constexpr int kExprTableCopies = 0;
