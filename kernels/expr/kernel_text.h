@@ -789,49 +789,6 @@ extern "C" __global__ void __launch_bounds__(G2_B) g2_kernel(const G2Args g) {
             for (int u = 0; u < 4; ++u) bnq[c * 4 + u] = (unsigned char)(w >> (8 * u));
           }
         }
-#if G2_KIND == 2 && G2_TABLE
-        // The step's 4 x G2_RT classes first, without branches (their chains overlap), then the
-        // shared-memory counts of the pairs the cell entry settles, then the rest (a climb, g
-        // NaN or NULL, or the global histogram) one by one, as g2_visit does them.
-        float xk[4 * G2_RT];
-        int sk[4 * G2_RT];
-        unsigned ok[4 * G2_RT];
-        unsigned slow = 0;
-#pragma unroll
-        for (int u = 0; u < 4; ++u) {
-          Row rb;
-          rb.col = bq + u;
-          rb.nul = G2_NULLS_B ? bnq + u : 0;
-          rb.stride = 4;
-#pragma unroll
-          for (int r = 0; r < G2_RT; ++r) {
-            const int k = u * G2_RT + r;
-            xk[k] = 0.f;
-            sk[k] = gpu2bs_pair_inner(ra[r], rb, &xk[k]);
-            const int p = g2_pos(xk[k], acc.t_cs, acc.t_co);
-            const unsigned e = acc.ce[p >> G2_SUB_BITS];
-            const unsigned sub = unsigned(p) & unsigned(G2_SUB - 1), q = G2_E_Q(e);
-            ok[k] = G2_E_OFF(e) + (sub > q ? 4u : 0u);
-            slow |= unsigned(sk[k] != 1 || sub == q || sub >= G2_E_R(e)) << k;
-          }
-        }
-        if (acc.bins.mul == 0u) slow = ~0u;
-#pragma unroll
-        for (int k = 0; k < 4 * G2_RT; ++k)
-          if (!((slow >> k) & 1u)) asm volatile("red.shared.add.u32 [%0], 1;" ::"r"(acc.bins.sh + ok[k] * acc.bins.mul) : "memory");
-#pragma unroll
-        for (int k = 0; k < 4 * G2_RT; ++k) {
-          if ((slow >> k) & 1u) {
-            if (sk[k] == 1) {
-              unsigned off = ok[k];
-              while (xk[k] >= *reinterpret_cast<const float*>(reinterpret_cast<const char*>(acc.ts) + off + 4)) off += 4;
-              g2_count_class(acc.bins, off);
-            } else if (sk[k] >= 2) {
-              g2_visit_special(acc.bins, sk[k] == 2 ? acc.t_nan : acc.t_null);
-            }
-          }
-        }
-#else
 #pragma unroll
         for (int u = 0; u < 4; ++u) {
           Row rb;
@@ -841,7 +798,6 @@ extern "C" __global__ void __launch_bounds__(G2_B) g2_kernel(const G2Args g) {
 #pragma unroll
           for (int r = 0; r < G2_RT; ++r) g2_visit(g, acc, ra[r], rb, sh, true, i0 + r * G2_B, j0 + j + u);
         }
-#endif
       }
     } else
 #endif
