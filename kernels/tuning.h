@@ -269,13 +269,22 @@ constexpr long long kExprSumMaxItems = 1LL << 18;
 // 46.5 -> 42.3 ms.
 constexpr int kExprHistEdgesMaxBuckets = 1 << 20;
 // Float32 histograms of a value F(g) whose F passes the device's monotonicity check (expr_gpu.cu,
-// "threshold table"): buckets up to this many (the per-cell guesses are 16-bit byte offsets of
-// the classes 0 .. nbuckets + 1), and the cells
-// of the guess table over the range of g's thresholds (16-bit entries in shared memory).
-// bench_expr hist (H100, 117,955 stars, 1000 buckets, float32): 14.2 ms kernel with the table
-// against 40.5 ms evaluating acos per pair.
+// "threshold table"): buckets up to this many (the cell entries hold the byte offset 4 m of a
+// class m in 0 .. nbuckets + 1 in 16 bits), and the cells over the range of g's thresholds
+// (32-bit entries in shared memory, each cell 128 sub-positions: kernel_text.h, G2_SUB; cells x
+// 128 <= 2^22).
+// bench_expr hist (H100, 117,955 stars, 1000 buckets): 13.5 ms kernel with the table against
+// 37.7 ms evaluating acos per pair.
 constexpr int kExprTableMaxBuckets = 16380;
-constexpr int kExprTableCells = 8192;
+constexpr int kExprTableCells = 4096;
+// The threshold-table histogram's tile configuration (threads per block, rows per thread) and
+// private copies per block (0: the privatization model's choice). bench_expr histsweep (H100,
+// stars, kernel ms): 128 x 2 with the model's copies 13.57 (1 copy 13.48, 8 copies 22.00, 32
+// copies 64.79: occupancy), 512 x 1 13.25-13.58 up to 16 copies, 1024 x 1 13.18-13.25 with 1
+// to 32 copies, 256 x 2 14.55, 128 x 4 16.44, 256 x 4 17.52.
+constexpr int kExprTableThreads = 128;
+constexpr int kExprTableRegRows = 2;
+constexpr int kExprTableCopies = 0;
 // Join: capacity of the direct output buffer in pairs (16 bytes each), at most, and at most
 // this fraction of the call's device memory budget left after the inputs.
 constexpr size_t kExprJoinCapPairs = size_t(1) << 22;

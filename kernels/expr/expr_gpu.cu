@@ -150,7 +150,7 @@ struct Args {
   const void* edges;
   double q_scale, q_off, q_tol;
   const float* tab_ts;
-  const unsigned short* tab_gs;
+  const unsigned* tab_ce;
   const float* tab_par;
   int tab_dec;
   int tab_bytes;
@@ -258,14 +258,14 @@ Result run(const Job& job, PairSink* sink, Control& ctl) {
   cfg.nb = B.ncols;
   cfg.nulls_a = any_null(A, A.ncols);
   cfg.nulls_b = job.self ? cfg.nulls_a : any_null(B, B.ncols);
-  detail::get_tile_config(job.float32, &cfg.threads, &cfg.rows);
-  // Join: tiles of at most 256 rows, so the smallest direct output buffer (one tile pair's
-  // pairs) stays at 1 MB.
-  if (job.kind == Kind::Join) cfg.rows = std::max(1, std::min(cfg.rows, 256 / cfg.threads));
   const HistPlan hp = hist_plan(job);
   cfg.table = job.kind == Kind::Histogram && job.float32 && g_table_on.load() &&
               job.nbuckets <= cuda_tuning::kExprTableMaxBuckets &&
               job.device_source.find("#define G2_INNER 1\n") != std::string::npos;
+  detail::get_tile_config(job.float32, &cfg.threads, &cfg.rows, cfg.table);
+  // Join: tiles of at most 256 rows, so the smallest direct output buffer (one tile pair's
+  // pairs) stays at 1 MB.
+  if (job.kind == Kind::Join) cfg.rows = std::max(1, std::min(cfg.rows, 256 / cfg.threads));
   cfg.edges = hp.use && !cfg.table;
   cfg.safe = cfg.table && safe_inputs(A) && (job.self || safe_inputs(B));
   // NVRTC's faster, less optimizing mode where the kernel is short next to the compile.
@@ -324,6 +324,7 @@ Result run(const Job& job, PairSink* sink, Control& ctl) {
       cfg.safe = false;
       cfg.edges = hp.use;
       cfg.compact = false;  // float32: the full-tile loop (above)
+      detail::get_tile_config(job.float32, &cfg.threads, &cfg.rows, false);
       double ms = 0;
       bool hit = false;
       mod = detail::module_for(assemble_source(cfg, job.device_source), arch, fast_compile, &ms, &hit);
@@ -388,19 +389,19 @@ Result run(const Job& job, PairSink* sink, Control& ctl) {
     g.nbd = double(job.nbuckets);
     g.nbuckets = job.nbuckets;
     if (cfg.table) {
-      // The thresholds of g and the cell guesses, by bisection with the module's own F and
+      // The thresholds of g and the cell entries, by bisection with the module's own F and
       // bucket function (g2_tables); they stay in shared memory in front of the histograms.
       const int nb = job.nbuckets, cells = cuda_tuning::kExprTableCells;
       float* ts = call.alloc<float>(size_t(nb) + 3, "histogram thresholds");
-      unsigned short* gs = call.alloc<unsigned short>(size_t(cells), "histogram cell guesses");
-      float* par = call.alloc<float>(4, "histogram cell map");
+      unsigned* ce = call.alloc<unsigned>(size_t(cells), "histogram cell entries");
+      float* par = call.alloc<float>(4, "histogram position map");
       g.tab_ts = ts;
-      g.tab_gs = gs;
+      g.tab_ce = ce;
       g.tab_par = par;
       g.tab_dec = res.table_dec ? 1 : 0;
-      g.tab_bytes = int((4 * (size_t(nb) + 3) + 2 * size_t(cells) + 15) / 16 * 16);
+      g.tab_bytes = int((4 * (size_t(nb) + 3) + 4 * size_t(cells) + 15) / 16 * 16);
       for (int phase = 0; phase < 2; ++phase) {
-        void* params[] = {&g, &phase, &ts, &gs, &par};
+        void* params[] = {&g, &phase, &ts, &ce, &par};
         const int n = phase == 0 ? nb + 1 : cells, et = 128;
         G2_CUDA(cudaLaunchKernel(reinterpret_cast<const void*>(tab->tables), dim3(unsigned((n + et - 1) / et)),
                                  dim3(et), params, 0, call.stream()));
@@ -433,9 +434,19 @@ Result run(const Job& job, PairSink* sink, Control& ctl) {
     G2_CUDA(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&regs_bps, fn, threads, 0));
     m.reg_blocks_per_sm = std::max(1, regs_bps);
     // With the table, a copy has a bin per class (nbuckets + 2, the two outer ones unread).
+    // The table's copies have their bins interleaved (kernel_text.h), so more copies also mean
+    // fewer bank conflicts, which the model does not weigh: kExprTableCopies where set, halved
+    // until the copies fit in a block's shared memory (else the model).
+    int forced_copies = ctl.overrides.sdh_copies;
+    if (forced_copies == 0 && cfg.table)
+      for (int c = cuda_tuning::kExprTableCopies; c >= 1 && forced_copies == 0; c /= 2) {
+        const size_t stride = c > 1 ? size_t((job.nbuckets + 2) | 1) : size_t(job.nbuckets + 2);
+        if (sb_bytes + size_t(g.tab_bytes) + size_t(c) * stride * 4 + 1024 <= facts.smem_per_block_optin)
+          forced_copies = c;
+      }
     const cuda::PrivChoice ch = cuda::choose_privatization(
         job.nbuckets + (cfg.table ? 2 : 0), threads, sb_bytes + size_t(g.tab_bytes), double(A.n) / cfg.rows, m,
-        ctl.overrides.sdh_copies);
+        forced_copies);
     g.copies = ch.global ? 0 : ch.copies;
     g.stride = ch.global ? 0 : ch.stride;
     smem = ch.smem_bytes;

@@ -29,8 +29,9 @@
 //     [lo, hi) are not counted, a NaN value raises G2_HIST_NAN (PostgreSQL raises for it).
 //     Counts go to `copies` private 32-bit histograms per block in shared memory (lane l uses
 //     copy l % copies: warp-level output privatization, copies chosen by the privatization
-//     model), merged into the global 64-bit histogram when the block ends; copies = 0: global
-//     64-bit atomics. The host takes the count of kept pairs as the histogram's sum. With
+//     model; with G2_TABLE the copies' bins interleaved, bin m of copy c at word m * copies + c),
+//     merged into the global 64-bit histogram when the block ends; copies = 0: global 64-bit
+//     atomics. The host takes the count of kept pairs as the histogram's sum. With
 //     G2_EDGES the bucket comes without the float64 division: a float guess within a proven
 //     rounding bound of the quotient, and for the pairs within that bound of an edge the
 //     table of edges that g2_edges computes with the kernel's own bucket function (g2_visit).
@@ -112,8 +113,8 @@ struct G2Args {
   double q_scale, q_off, q_tol;  // G2_EDGES, used rounded to real: |fl(v * q_scale + q_off) -
                                  // Q| <= q_tol for every counted v (g2_visit)
   const float* tab_ts;        // G2_TABLE: the nbuckets + 3 thresholds of g (g2_tables)
-  const unsigned short* tab_gs;  // G2_TABLE: the G2_CELLS per-cell guesses
-  const float* tab_par;       // G2_TABLE: the cell map's scale and offset (g2_cell), then the
+  const unsigned* tab_ce;     // G2_TABLE: the G2_CELLS cell entries (g2_tables)
+  const float* tab_par;       // G2_TABLE: the position map's scale and offset (g2_pos), then the
                               // NaN and NULL g's outcomes (int bits)
   int tab_dec;                // G2_TABLE: F is non-increasing (else non-decreasing)
   int tab_bytes;              // G2_TABLE: shared bytes of the tables (before the histograms)
@@ -206,15 +207,24 @@ static __device__ __forceinline__ void g2_block_nsum(double& s, double& c, doubl
   }
 }
 
+// G2_TABLE: where a thread counts its pairs, all in registers (the hot loop reads no G2Args).
+struct G2Bins {
+  unsigned sh;               // shared-memory address of the thread's copy (bin 0)
+  unsigned mul;              // the copies (bins interleaved); 0: the global histogram
+  unsigned long long* hist;  // the global histogram (copies = 0)
+  int nb, dec;               // nbuckets, F non-increasing
+};
+
 // Per-thread output state of one launch.
 struct G2Acc {
   unsigned cnt;
   double s, c;
-  unsigned hbase;
+  unsigned hbase;          // the first word of the thread's private histogram copy
+  G2Bins bins;             // G2_TABLE: the thread's bins
   float t_cs, t_co;       // G2_TABLE: the cell map
   int t_nan, t_null;      // G2_TABLE: the class offset (or -fault) of a NaN or NULL g
   const float* ts;        // G2_TABLE: the thresholds in shared memory
-  const unsigned short* gs;  // G2_TABLE: the guesses in shared memory
+  const unsigned* ce;     // G2_TABLE: the cell entries in shared memory
   real e_first, e_last;   // G2_EDGES: edges[0] and edges[nbuckets]
   real q_scale, q_off, q_tol;  // G2_EDGES: G2Args' as real
 };
@@ -292,10 +302,19 @@ extern "C" __global__ void g2_edges(const G2Args g, real* out) {
 // non-increasing: non-decreasing in g once g2_check has found F monotone over every float of
 // g's domain, free of faults, NULLs and NaN, and equal at -0 and +0. ts[j] is the smallest g
 // with m(g) >= j (ts[0] = -inf; NaN where there is none, and ts[nbuckets + 2]), so m(g) is the
-// largest j with ts[j] <= g; the pair is counted when 1 <= m <= nbuckets. The guess gs[c] is
-// 4 m of the smallest g that g2_cell maps to c or above: never above 4 m(g) for a g of cell c,
-// so the search only climbs. The shared histograms have a bin per class (0 .. nbuckets + 1),
-// at byte offset 4 m of the copy: the guess is the bin's offset.
+// largest j with ts[j] <= g; the pair is counted when 1 <= m <= nbuckets.
+// The position p(g) (g2_pos) is non-decreasing in g, in [0, G2_CELLS * G2_SUB): cell p / G2_SUB,
+// sub-position p % G2_SUB; the finite thresholds map into [1, G2_CELLS * G2_SUB - 2], so g
+// outside their range lands on sub-positions no threshold shares. The cell's entry (g2_tables)
+// holds 4 m0 in bits 16-31 (m0 the class of the smallest g of the cell: the byte offset of its
+// bin), q in bits 0-7, the sub-position of ts[m0 + 1] when that threshold lies in the cell (else
+// G2_SUB), and r in bits 8-15, that of ts[m0 + 2] when q is in the cell and so is that
+// threshold (else G2_SUB); q <= r. As p is non-decreasing, p(g) < p(t) implies g < t and
+// p(g) > p(t) implies g > t, so for g of sub-position s in the cell: s < q gives m0, q < s < r
+// gives m0 + 1, and only s = q or s >= r needs the thresholds themselves (a climb from that
+// class; the cells are fine enough that few pairs take it). One shared load per pair settles
+// the class. The shared histograms have a bin per class (0 .. nbuckets + 1), at byte offset
+// 4 m of the copy.
 // Keys: order-preserving unsigned patterns of the non-NaN floats.
 static __device__ __forceinline__ unsigned g2_key32(float v) {
   const unsigned u = __float_as_uint(v);
@@ -308,11 +327,19 @@ static __device__ __forceinline__ float g2_unkey32(unsigned k) {
 // The keys of g's domain: [-inf, +inf], or [+0, +inf] when g is never negative nor -0.
 #define G2_KLO (G2_INNER_NONNEG ? 0x80000000u : 0x007fffffu)
 #define G2_KHI 0xff800000u
-// The cell of g: fl(g * cs + co2) (co2 holds 1.5 * 2^23, so values in [2^23, 2^24) are integers
-// in the low word), clamped to [0, G2_CELLS - 1]: non-decreasing in g.
-static __device__ __forceinline__ int g2_cell(float x, float cs, float co2) {
-  const int c = __float_as_int(__fmaf_rn(x, cs, co2)) - 0x4B400000;
-  return min(max(c, 0), G2_CELLS - 1);
+// Sub-positions per cell (G2_SUB < 256, G2_CELLS * G2_SUB <= 2^22) and the entry's fields.
+#define G2_SUB_BITS 7
+#define G2_SUB (1 << G2_SUB_BITS)
+#define G2_POS (G2_CELLS * G2_SUB)
+#define G2_E_OFF(e) ((e) >> 16)
+#define G2_E_Q(e) ((e) & 255u)
+#define G2_E_R(e) (((e) >> 8) & 255u)
+// The position of g: fl(g * cs + co2) clamped to [1.5 * 2^23, 1.5 * 2^23 + G2_POS - 1] (co2
+// holds 1.5 * 2^23, so the value is an integer and its low word the position): non-decreasing
+// in g (also for g far outside the thresholds' range and for +-inf).
+static __device__ __forceinline__ int g2_pos(float x, float cs, float co2) {
+  const float f = fminf(fmaxf(__fmaf_rn(x, cs, co2), 12582912.0f), 12582912.0f + (float)(G2_POS - 1));
+  return __float_as_int(f) - 0x4B400000;
 }
 // The class m of g (above), from gpu2bs_outer and the kernel's own g2_bucket.
 static __device__ int g2_class(float x, const G2Args& g) {
@@ -357,9 +384,10 @@ extern "C" __global__ void g2_check(unsigned chunk, unsigned* flags) {
   if (bits) atomicOr(flags, bits);
 }
 // The tables: phase 0, thread j < nbuckets + 1 computes ts[j + 1] by bisection over the keys
-// (ts[0] and ts[nbuckets + 2] fixed); phase 1, the cell map from the finite thresholds (thread 0
-// stores it) and thread c < G2_CELLS computes gs[c], bisecting for the smallest key of cell c.
-extern "C" __global__ void g2_tables(const G2Args g, int phase, float* ts, unsigned short* gs,
+// (ts[0] and ts[nbuckets + 2] fixed); phase 1, the position map from the finite thresholds
+// (thread 0 stores it) and thread c < G2_CELLS computes the entry ce[c]: m0 by bisecting for
+// the smallest key of cell c, q and r from the positions of the next two thresholds.
+extern "C" __global__ void g2_tables(const G2Args g, int phase, float* ts, unsigned* ce,
                                      float* par) {
   const int j = blockIdx.x * blockDim.x + threadIdx.x;
   const int nb = g.nbuckets;
@@ -412,10 +440,10 @@ extern "C" __global__ void g2_tables(const G2Args g, int phase, float* ts, unsig
   }
   float cs = 1.f, co = 0.f;
   if (any && gb > ga) {
-    const double sc = (double)G2_CELLS / ((double)gb - (double)ga);
+    const double sc = (double)(G2_POS - 3) / ((double)gb - (double)ga);
     if (sc < 3.0e38) {
       cs = (float)sc;
-      co = (float)(-(double)ga * (double)cs);
+      co = (float)(1.0 - (double)ga * (double)cs);
     }
   }
   const float co2 = __fadd_rn(co, 12582912.0f);
@@ -426,31 +454,43 @@ extern "C" __global__ void g2_tables(const G2Args g, int phase, float* ts, unsig
   unsigned long long lo = G2_KLO, hi = (unsigned long long)G2_KHI + 1;
   while (lo < hi) {
     const unsigned long long mid = lo + (hi - lo) / 2;
-    if (g2_cell(g2_unkey32((unsigned)mid), cs, co2) >= j)
+    if (g2_pos(g2_unkey32((unsigned)mid), cs, co2) >= j * G2_SUB)
       hi = mid;
     else
       lo = mid + 1;
   }
-  gs[j] = (unsigned short)(4 * (lo > G2_KHI ? nb + 1 : g2_class(g2_unkey32((unsigned)lo), g)));
+  const int m0 = lo > G2_KHI ? nb + 1 : g2_class(g2_unkey32((unsigned)lo), g);
+  // The sub-position of threshold ts[w] when it lies in cell j (NaN: none; beyond the table:
+  // none), else G2_SUB.
+  auto sub_in_cell = [&](int w) -> unsigned {
+    if (w > nb + 2) return G2_SUB;
+    const float t = ts[w];
+    if (t != t) return G2_SUB;
+    const int p = g2_pos(t, cs, co2);
+    return (p >> G2_SUB_BITS) == j ? unsigned(p & (G2_SUB - 1)) : unsigned(G2_SUB);
+  };
+  const unsigned q = sub_in_cell(m0 + 1);
+  const unsigned r = q < G2_SUB ? sub_in_cell(m0 + 2) : unsigned(G2_SUB);
+  ce[j] = (unsigned(4 * m0) << 16) | (r << 8) | q;
 }
 #endif
-// Counts class m's pair: the shared bin at byte offset 4 m of the thread's copy, or the global
-// bucket (copies = 0: no padding bins, so only classes 1 .. nbuckets).
-static __device__ __forceinline__ void g2_count_class(const G2Args& g, const G2Acc& acc,
-                                                      unsigned* sh, unsigned off) {
-  if (g.copies > 0) {
-    atomicAdd(reinterpret_cast<unsigned*>(reinterpret_cast<char*>(sh + acc.hbase) + off), 1u);
+// Counts class m's pair (off = 4 m): a shared-memory reduction (no value returned) on the
+// thread's bin, word m * copies + copy (the copies' bins interleaved: lanes of different copies
+// never share a bank at 32 copies and rarely at fewer), or the global bucket (copies = 0: no
+// padding bins, so only classes 1 .. nbuckets).
+static __device__ __forceinline__ void g2_count_class(const G2Bins& b, unsigned off) {
+  if (b.mul != 0u) {
+    asm volatile("red.shared.add.u32 [%0], 1;" ::"r"(b.sh + off * b.mul) : "memory");
   } else {
     const int m = int(off >> 2);
-    if (m >= 1 && m <= g.nbuckets) atomicAdd(g.hist + (g.tab_dec ? g.nbuckets - m : m - 1), 1ull);
+    if (m >= 1 && m <= b.nb) atomicAdd(b.hist + (b.dec ? b.nb - m : m - 1), 1ull);
   }
 }
 // A pair whose g is NaN or NULL: `sp`, the class offset to count or minus the fault to raise
 // (out of line: rare, one copy instead of one per unrolled call).
-static __device__ __noinline__ void g2_visit_special(const G2Args& g, const G2Acc& acc,
-                                                     unsigned* sh, int sp) {
+static __device__ __noinline__ void g2_visit_special(G2Bins b, int sp) {
   if (sp >= 0)
-    g2_count_class(g, acc, sh, unsigned(sp));
+    g2_count_class(b, unsigned(sp));
   else
     gpu2bs_raise(-sp);
 }
@@ -512,18 +552,23 @@ static __device__ __forceinline__ void g2_visit(const G2Args& g, G2Acc& acc, con
     acc.cnt += 1u;
   }
 #elif G2_KIND == 2 && G2_TABLE
-  // The value is F(g): the class of g from the guess of its cell and the thresholds (exactly
-  // g2_bucket(F(g)), see g2_tables); g NaN or NULL: the outcome g2_tables derived for those.
+  // The value is F(g): the class of g from its cell's entry and, for few pairs, the thresholds
+  // (exactly g2_bucket(F(g)), see g2_tables); g NaN or NULL: the outcome g2_tables derived.
   (void)keep;
   if (ok) {
     float x = 0.f;
     const int s = gpu2bs_pair_inner(ra, rb, &x);
     if (s == 1) {
-      unsigned off = acc.gs[g2_cell(x, acc.t_cs, acc.t_co)];
-      while (x >= *reinterpret_cast<const float*>(reinterpret_cast<const char*>(acc.ts) + off + 4)) off += 4;
-      g2_count_class(g, acc, sh, off);
+      const int p = g2_pos(x, acc.t_cs, acc.t_co);
+      const unsigned e = acc.ce[p >> G2_SUB_BITS];
+      const unsigned sub = unsigned(p) & unsigned(G2_SUB - 1), q = G2_E_Q(e);
+      unsigned off = G2_E_OFF(e) + (sub > q ? 4u : 0u);
+      if (sub == q || sub >= G2_E_R(e)) {
+        while (x >= *reinterpret_cast<const float*>(reinterpret_cast<const char*>(acc.ts) + off + 4)) off += 4;
+      }
+      g2_count_class(acc.bins, off);
     } else if (s >= 2) {  // g NaN or NULL: F's outcome for those (g2_tables)
-      g2_visit_special(g, acc, sh, s == 2 ? acc.t_nan : acc.t_null);
+      g2_visit_special(acc.bins, s == 2 ? acc.t_nan : acc.t_null);
     }
   }
 #elif G2_KIND == 2
@@ -611,18 +656,27 @@ extern "C" __global__ void __launch_bounds__(G2_B) g2_kernel(const G2Args g) {
   }
 #if G2_KIND == 2
   if (g.copies > 0) {
+#if G2_TABLE
+    acc.hbase = unsigned((tid & 31) % g.copies);
+#else
     acc.hbase = unsigned((tid & 31) % g.copies) * unsigned(g.stride);
+#endif
     for (int k = tid; k < g.copies * g.stride; k += G2_B) sh[k] = 0u;
   }
 #endif
 #if G2_KIND == 2 && G2_TABLE
   {
     float* ts = reinterpret_cast<float*>(g2_smem + G2_SB_BYTES);
-    unsigned short* gs = reinterpret_cast<unsigned short*>(ts + g.nbuckets + 3);
+    unsigned* ce = reinterpret_cast<unsigned*>(ts + g.nbuckets + 3);
     for (int k = tid; k < g.nbuckets + 3; k += G2_B) ts[k] = g.tab_ts[k];
-    for (int k = tid; k < G2_CELLS; k += G2_B) gs[k] = g.tab_gs[k];
+    for (int k = tid; k < G2_CELLS; k += G2_B) ce[k] = g.tab_ce[k];
     acc.ts = ts;
-    acc.gs = gs;
+    acc.ce = ce;
+    acc.bins.sh = unsigned(__cvta_generic_to_shared(sh + acc.hbase));
+    acc.bins.mul = g.copies > 0 ? unsigned(g.copies) : 0u;
+    acc.bins.hist = g.hist;
+    acc.bins.nb = g.nbuckets;
+    acc.bins.dec = g.tab_dec;
     acc.t_cs = g.tab_par[0];
     acc.t_co = g.tab_par[1];
     acc.t_nan = __float_as_int(g.tab_par[2]);
@@ -785,11 +839,13 @@ extern "C" __global__ void __launch_bounds__(G2_B) g2_kernel(const G2Args g) {
     for (int k = tid; k < g.nbuckets; k += G2_B) {
 #if G2_TABLE
       const int bin = g.tab_dec ? g.nbuckets - k : k + 1;  // the class of bucket k
+      unsigned long long s = 0;
+      for (int c = 0; c < g.copies; ++c) s += sh[bin * g.copies + c];
 #else
       const int bin = k;
-#endif
       unsigned long long s = 0;
       for (int c = 0; c < g.copies; ++c) s += sh[c * g.stride + bin];
+#endif
       if (s) atomicAdd(g.hist + k, s);
     }
   }

@@ -340,9 +340,12 @@ std::string fast_compile_level(const std::string& wanted) {
   return g_fast_compile ? g_fast_compile : wanted;
 }
 
-void get_tile_config(bool float32, int* threads, int* rows_per_thread) {
-  *threads = g_tile_threads > 0 ? g_tile_threads : cuda_tuning::kExprThreads;
+void get_tile_config(bool float32, int* threads, int* rows_per_thread, bool table) {
+  *threads = g_tile_threads > 0 ? g_tile_threads
+             : table            ? cuda_tuning::kExprTableThreads
+                                : cuda_tuning::kExprThreads;
   *rows_per_thread = g_tile_rows > 0 ? g_tile_rows
+                     : table         ? cuda_tuning::kExprTableRegRows
                      : float32       ? cuda_tuning::kExprRegRows
                                      : cuda_tuning::kExprRegRowsF64;
 }

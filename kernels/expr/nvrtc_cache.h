@@ -52,7 +52,9 @@ size_t cached_modules();
 // Tile configuration override for benchmarks (threads per block, rows per thread; 0: the
 // default of each precision). Not used by the SQL layer.
 void set_tile_override(int threads, int rows_per_thread);
-void get_tile_config(bool float32, int* threads, int* rows_per_thread);
+// The tile configuration of a call: the override, else the default of its precision, or of a
+// threshold-table histogram (`table`).
+void get_tile_config(bool float32, int* threads, int* rows_per_thread, bool table = false);
 // NVRTC --Ofast-compile level override for benchmarks ("" none, "min", ...; null: the level
 // each call asks for, see expr_gpu.cu). Part of the module cache key.
 void set_fast_compile_override(const char* level);

@@ -13,6 +13,9 @@
 //              of 118,218 unit vectors (the Hipparcos catalogue's size): the hand-written source,
 //              and the code generator's (float32 with the threshold table and without, float64);
 //              G2_HIST_OUT=<prefix>: the generated float32 histograms to <prefix>-<name>.txt;
+//   histsweep  the generated float32 angular histogram through the threshold table (the stars of
+//              G2_STARS, else the synthetic unit vectors) over tile configurations and forced
+//              private copies per block: kernel times, the copies used, histograms compared;
 //   sum        pair energy sum 1/sqrt(d2) of 200,000 3-D points, full-tile and compact loop;
 //   programs   cold NVRTC compile + load of every program above (float32 and float64, each
 //              compile a new program: a constant differs), without and with --Ofast-compile=min;
@@ -52,6 +55,7 @@ int g_runs = 3;
 bool g_sweep = false;  // euclid: also the tile configurations
 double g_lane_cycles = 0;  // FP32 lanes x clock (Hz): the FP32 issue limit in lane-cycles/s
 double g_check_ms = 0;     // the threshold table's check time of the last warm-up call
+int g_copies = 0;          // histograms' private copies per block forced (0: the default)
 
 // Median of the values.
 double median(std::vector<double> v) {
@@ -71,6 +75,7 @@ Cols read_stars(const char* path);
 // Runs the job once to warm up (compile), then g_runs times: median kernel and wall times.
 Timing time_job(const Job& j) {
   Control warm;
+  warm.overrides.sdh_copies = g_copies;
   Timing t{};
   Result first = exprgpu::run(j, nullptr, warm);
   t.compile_ms = first.compile_ms;
@@ -79,6 +84,7 @@ Timing time_job(const Job& j) {
   std::vector<double> k, e;
   for (int i = 0; i < g_runs; ++i) {
     Control ctl;
+    ctl.overrides.sdh_copies = g_copies;
     auto t0 = Clock::now();
     t.r = exprgpu::run(j, nullptr, ctl);
     e.push_back(std::chrono::duration<double, std::milli>(Clock::now() - t0).count());
@@ -470,6 +476,36 @@ void bench_cold(int k) {
 
 // Pair energy sum: the kernel with the full-tile loop and with the compact loop (the default of
 // a float64 call of this size; float32 calls keep the full-tile loop), the same bits expected.
+// The threshold-table angular histogram (float32, 1000 buckets) over tile configurations
+// (threads x rows; 0 x 0: the default) and forced private copies (0: the default), each
+// histogram compared with the default configuration's.
+void bench_hist_sweep() {
+  const char* stars = std::getenv("G2_STARS");
+  const Cols s = stars ? read_stars(stars) : unit_vectors(118218, 5);
+  const double pairs = double(s.n) * double(s.n - 1) / 2;
+  Job j = job(Kind::Histogram, true, s, nullptr, angle_generated(true));
+  j.lo = 0;
+  j.hi = M_PI;
+  j.nbuckets = 1000;
+  std::vector<uint64_t> first;
+  const int cfg[][2] = {{0, 0}, {128, 2}, {256, 2}, {512, 1}, {512, 2}, {256, 4}, {128, 4}, {1024, 1}};
+  for (auto& c : cfg)
+    for (int copies : {0, 1, 2, 4, 8, 16, 32}) {
+      exprgpu::detail::set_tile_override(c[0], c[1]);
+      g_copies = copies;
+      const Timing t = time_job(j);
+      g_copies = 0;
+      exprgpu::detail::set_tile_override(0, 0);
+      if (first.empty()) first = t.r.hist;
+      char what[120];
+      snprintf(what, sizeof what, "angular table %s %dx%d copies %d (used %d)", stars ? "stars" : "synthetic", c[0],
+               c[1], copies, cuda::last_run().sdh_copies);
+      report(what, pairs, t);
+      if (!t.r.table || t.r.hist != first) printf("  table %d, histogram %s\n", int(t.r.table), t.r.hist == first ? "equal" : "DIFFERS");
+    }
+}
+
+// Pair energy sum.
 void bench_sum() {
   const Cols a = uniform_cols(200000, 3, 6);
   for (bool f32 : {true, false}) {
@@ -520,6 +556,7 @@ int main(int argc, char** argv) {
     if (mode == "all" || mode == "manhattan") bench_manhattan();
     if (mode == "all" || mode == "euclid") bench_euclid();
     if (mode == "all" || mode == "hist") bench_hist();
+    if (mode == "histsweep") bench_hist_sweep();
     if (mode == "all" || mode == "sum") bench_sum();
     if (mode == "programs") bench_programs();
     if (mode == "cold") bench_cold(argc > 2 ? atoi(argv[2]) : -1);

@@ -3,11 +3,15 @@
 # test_gpu and bench_expr (or takes PREBUILT=<dir> with both), runs the ExprGpu tests,
 # bench_expr hist (the Hipparcos stars of .devdata with G2_STARS; the generated float32
 # histograms to $OUT/hist-*.txt) and bench_expr programs (cold compiles), then TreeCorr's
+# bench_expr histsweep (the table histogram over tile configurations and private copies), the
+# instruction mix of the tile kernel's loops in the cubins of CUBINS=<dir> (*.cubin, compiled
+# from the generated sources by NVRTC elsewhere; cuobjdump + sass_loops.py), then TreeCorr's
 # NNCorrelation on the same stars (wheels from WHEELS=<dir>, installed without network) with
-# test/bench/angular_treecorr.py, compared with the GPU histogram. Logs under $OUT.
+# test/bench/angular_treecorr.py (metric Arc unless TC_METRIC says otherwise), compared with the
+# GPU histogram. Logs under $OUT.
 #   OUT=/tmp/o WHEELS=../.angular15-whl bash test/gpu/angular_device.sh
-# SKIP=<words>: leaves out steps (build tests hist programs treecorr slop0). Each step stops at
-# DEADLINE seconds after the start (default 570).
+# SKIP=<words>: leaves out steps (build tests hist histsweep sass programs treecorr slop0). Each
+# step stops at DEADLINE seconds after the start (default 570).
 set -uo pipefail
 OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
 T0=$(date +%s)
@@ -34,12 +38,22 @@ elif ! skip build; then
   step "build test_gpu bench_expr" 300 "$OUT/build.log" make -C test/gpu -j16 build/test_gpu build/bench_expr
 fi
 if ! skip tests; then
-  step "test_gpu ExprGpu.*" 200 "$OUT/test_expr.log" $B/test_gpu --gtest_filter='ExprGpu.*'
+  step "test_gpu Expr*:*Angular*" 200 "$OUT/test_expr.log" $B/test_gpu --gtest_filter='Expr*:*Angular*'
 fi
 STARS=.devdata/stars3d.csv.gz
 [ -f "$STARS" ] || STARS=../.devdata/stars3d.csv.gz
 if ! skip hist; then
   step "bench_expr hist 3" 200 "$OUT/bench_hist.log" env G2_STARS="$STARS" G2_HIST_OUT="$OUT/hist" $B/bench_expr hist 3
+fi
+if ! skip histsweep; then
+  step "bench_expr histsweep 3" 120 "$OUT/bench_histsweep.log" env G2_STARS="$STARS" $B/bench_expr histsweep 3
+fi
+if ! skip sass && [ -n "${CUBINS:-}" ]; then
+  for f in "$CUBINS"/*.cubin; do
+    n=$(basename "$f" .cubin)
+    { echo "== $n"; cuobjdump -sass "$f" | python3 test/gpu/sass_loops.py --match g2_kernel; } >"$OUT/sass-$n.txt" 2>&1
+  done
+  echo "sass: $(ls "$CUBINS"/*.cubin | wc -l) cubins" | tee -a "$OUT/steps.log"
 fi
 if ! skip programs; then
   step "bench_expr programs 3" 200 "$OUT/bench_programs.log" $B/bench_expr programs 3
@@ -48,8 +62,9 @@ if ! skip treecorr && [ -n "${WHEELS:-}" ]; then
   {
     python3 -c 'import numpy; print("numpy", numpy.__version__, "present")' ||
       pip install --no-index --no-deps --target=/tmp/tcpy "$WHEELS"/numpy-*.whl
-    pip install --no-index --no-deps --target=/tmp/tcpy "$WHEELS"/treecorr-*.whl "$WHEELS"/lsstdesc_coord-*.whl \
-      "$WHEELS"/pyyaml-*.whl "$WHEELS"/pybind11-*.whl
+    # TreeCorr and Coord are what process() imports; PyYAML and pybind11 where present.
+    pip install --no-index --no-deps --target=/tmp/tcpy $(ls "$WHEELS"/treecorr-*.whl "$WHEELS"/lsstdesc_coord-*.whl \
+      "$WHEELS"/pyyaml-*.whl "$WHEELS"/pybind11-*.whl 2>/dev/null)
   } >"$OUT/treecorr_install.log" 2>&1
   export PYTHONPATH=/tmp/tcpy${PYTHONPATH:+:$PYTHONPATH}
   step "treecorr bin_slop 1" 150 "$OUT/treecorr.log" python3 test/bench/angular_treecorr.py "$STARS" 1000 "$(nproc)" 1 "$OUT/hist-stars.txt"

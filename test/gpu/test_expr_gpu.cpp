@@ -749,6 +749,19 @@ TEST(ExprGpu, AngularTableMatchesDirectCpuAndReference) {
             EXPECT_FALSE(d.table);
             EXPECT_EQ(t.hist, d.hist) << "table vs direct, n=" << n << " nb=" << nb << (bp ? " a x b" : " self")
                                       << ": " << first_diff(t.hist, d.hist);
+            // Other tile configurations and private copies (bins interleaved): the same counts.
+            for (const std::pair<int, int>& tr : {std::make_pair(0, 0), std::make_pair(512, 1)})
+              for (int copies : {1, 8, 16, 32}) {
+                exprgpu::detail::set_tile_override(tr.first, tr.second);
+                forced().sdh_copies = copies;
+                const Result c = run_table(j, true);
+                forced().sdh_copies = 0;
+                exprgpu::detail::set_tile_override(0, 0);
+                ASSERT_EQ(c.error, 0);
+                EXPECT_TRUE(c.table);
+                EXPECT_EQ(c.hist, d.hist) << "tile " << tr.first << "x" << tr.second << ", copies " << copies
+                                          << ", n=" << n << " nb=" << nb << ": " << first_diff(c.hist, d.hist);
+              }
           }
           // The same-precision host values (the dot product is IEEE-exact on both sides) and
           // the float64 reference angles.
@@ -867,6 +880,9 @@ TEST(ExprGpu, TableThresholdLatticeExact) {
       if (group == 3) {
         for (double x : std::initializer_list<double>{0.0, -0.0, 1.0, -1.0, INFINITY, -INFINITY, 1.5, -1.5, 1e-40, -1e-40, 3.0, 1e-20})
           v.push_back(x);
+        // Far outside the thresholds' range on both sides (every power of two and 1.5 times it).
+        for (int p = -8; p < 64; ++p)
+          for (double m : {1.0, 1.5, -1.0, -1.5}) v.push_back(std::ldexp(m, p));
         if (fm.dec) v.push_back(NAN);  // acos(least(1, greatest(-1, NaN))) = acos(1)
         std::mt19937_64 rng(11);
         std::uniform_real_distribution<double> u(-1.1, 1.1);
