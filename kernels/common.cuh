@@ -190,8 +190,10 @@ template <typename T>
 void upload_points(Call& call, const PointsView& v, T* const* dst);
 
 // Copies `bytes` from host memory to the device through the call's pinned staging buffer
-// (double-buffered); the time goes to stats.transfer_s.
-void upload_bytes(Call& call, void* dev, const void* host, size_t bytes);
+// (double-buffered; from `parallel_from` bytes on, by up to `workers` of the engine's threads);
+// the time goes to stats.transfer_s.
+void upload_bytes(Call& call, void* dev, const void* host, size_t bytes, int workers = cuda_tuning::kUploadWorkers,
+                  size_t parallel_from = cuda_tuning::kParallelUploadBytes);
 
 // Copies `bytes` from the device to `host` (pageable) through pinned staging; counted as
 // transfer time.

@@ -23,6 +23,7 @@
 
 #include "common.cuh"
 #include "core/admission.h"
+#include "core/parallel.h"
 #include "core/split.h"
 #include "expr/expr_gpu.h"
 #include "core/pair_expr.h"
@@ -457,55 +458,62 @@ void upload_points(Call& call, const PointsView& v, T* const* dst) {
 template void upload_points<float>(Call&, const PointsView&, float* const*);
 template void upload_points<double>(Call&, const PointsView&, double* const*);
 
-// Copies `bytes` from host memory to the device through the pinned staging halves in turn.
-// Copies `cnt` bytes from pageable `src` into the pinned staging buffer `dst` with `nt` threads
-// (the calling one included): one thread moves about 5-6 GB/s out of pageable memory, less than
-// half of what the copy engine takes from pinned memory. Helper threads start with every signal
-// blocked; where none can be started the calling thread copies alone.
-static void staging_copy(char* dst, const char* src, size_t cnt, int nt) {
-  if (nt <= 1) {
-    std::memcpy(dst, src, cnt);
-    return;
-  }
-  const size_t part = (cnt / size_t(nt) + 63) & ~size_t(63);
-  std::vector<std::thread> helpers;
-  sigset_t all, old;
-  sigfillset(&all);
-  pthread_sigmask(SIG_BLOCK, &all, &old);
-  size_t mine = 0;
-  try {
-    for (int t = 1; t < nt && size_t(t) * part < cnt; ++t) {
-      const size_t off = size_t(t) * part, len = std::min(part, cnt - off);
-      helpers.emplace_back([=] { std::memcpy(dst + off, src + off, len); });
-    }
-    mine = std::min(part, cnt);
-  } catch (...) {
-    mine = 0;  // copied below by this thread: the parts of helpers that started are copied twice
-  }
-  pthread_sigmask(SIG_SETMASK, &old, nullptr);
-  if (mine == 0) {
-    for (auto& h : helpers) h.join();
-    std::memcpy(dst, src, cnt);
-    return;
-  }
-  std::memcpy(dst, src, mine);
-  for (auto& h : helpers) h.join();
-}
-
-void upload_bytes(Call& call, void* dev, const void* host, size_t bytes) {
+// Copies `bytes` from host memory to the device through the pinned staging buffer. Copies of at
+// least `parallel_from` bytes go through up to `workers` of the engine's threads, each copying
+// slices into its own part of the two staging halves in turn and queueing their transfers on
+// the call's stream (one thread's copy out of pageable memory, 5-6 GB/s, is slower than the
+// PCIe link); smaller ones through the halves in turn on this thread.
+void upload_bytes(Call& call, void* dev, const void* host, size_t bytes, int workers, size_t parallel_from) {
   if (!bytes) return;
   auto t0 = Clock::now();
+  workers = std::min(call.ctl.threads, workers);
+  if (bytes >= parallel_from && workers >= 2) {
+    char* const halves[2] = {call.staging(0, cuda_tuning::kStagingBytes / 2),
+                             call.staging(1, cuda_tuning::kStagingBytes / 2)};
+    const size_t piece = std::max<size_t>(4096, call.half_bytes() / size_t(workers) / 4096 * 4096);
+    const int parts = int(std::min<size_t>(size_t(workers), call.half_bytes() / piece));
+    call.wait(call.staging_event(0));  // earlier transfers from the staging are done
+    call.wait(call.staging_event(1));
+    std::vector<cudaEvent_t> ev(2 * size_t(parts));
+    for (auto& e : ev) e = call.event();
+    std::vector<int> turn(size_t(parts), 0);
+    std::vector<char> bound(size_t(parts), 0);
+    int dev_id = 0;
+    G2_CUDA(cudaGetDevice(&dev_id));
+    const cudaStream_t st = call.stream();
+    const size_t slices = (bytes + piece - 1) / piece;
+    // Worker w copies slices into part w of the halves in turn; slice `item` covers
+    // [item * piece, min(bytes, (item + 1) * piece)), so the slices cover every byte once.
+    parallel_for(
+        call.ctl, slices,
+        [&](size_t item, int w) {
+          if (!bound[size_t(w)]) {
+            G2_CUDA(cudaSetDevice(dev_id));
+            bound[size_t(w)] = 1;
+          }
+          const int h = turn[size_t(w)];
+          turn[size_t(w)] ^= 1;
+          const cudaEvent_t e = ev[2 * size_t(w) + size_t(h)];
+          G2_CUDA(cudaEventSynchronize(e));  // the transfer that last read this part is done
+          char* s = halves[h] + size_t(w) * piece;
+          const size_t off = item * piece, cnt = std::min(piece, bytes - off);
+          std::memcpy(s, static_cast<const char*>(host) + off, cnt);
+          G2_CUDA(cudaMemcpyAsync(static_cast<char*>(dev) + off, s, cnt, cudaMemcpyHostToDevice, st));
+          G2_CUDA(cudaEventRecord(e, st));
+        },
+        parts);
+    call.sync();
+    call.ctl.stats.transfer_s += seconds_since(t0);
+    return;
+  }
   const size_t per = std::min(bytes, cuda_tuning::kStagingBytes / 2);
-  // Several copying threads for uploads of many staging halves (a few ms of thread starts per
-  // gigabyte against about 100 ms saved).
-  const int nt = bytes >= size_t(64) << 20 ? std::max(1, std::min(call.ctl.threads, 8)) : 1;
   int h = 0;
   call.staging(0, per);
   for (size_t off = 0; off < bytes; off += per) {
     const size_t cnt = std::min(per, bytes - off);
     call.wait(call.staging_event(h));
     char* s = call.staging(h, per);
-    staging_copy(s, static_cast<const char*>(host) + off, cnt, nt);
+    std::memcpy(s, static_cast<const char*>(host) + off, cnt);
     G2_CUDA(cudaMemcpyAsync(static_cast<char*>(dev) + off, s, cnt, cudaMemcpyHostToDevice,
                             call.stream()));
     G2_CUDA(cudaEventRecord(call.staging_event(h), call.stream()));
@@ -682,11 +690,17 @@ void run_shares(Control& ctl, const std::vector<int>& devs, size_t budget, size_
     sigset_t all, old;
     sigfillset(&all);
     pthread_sigmask(SIG_BLOCK, &all, &old);
+    // Restores the caller's mask when the threads are started or a start throws (a guard on
+    // the stack: nothing between the block and it can throw).
     struct Restore {
       sigset_t* m;
-      ~Restore() { pthread_sigmask(SIG_SETMASK, m, nullptr); }
-    };
-    std::unique_ptr<Restore> restore(new Restore{&old});
+      bool active = true;
+      void reset() {
+        if (active) pthread_sigmask(SIG_SETMASK, m, nullptr);
+        active = false;
+      }
+      ~Restore() { reset(); }
+    } restore{&old};
     for (int k = 0; k < D; ++k) {
       Control* c = cs[size_t(k)].get();
       LastRun* run = runs.data() + k;

@@ -361,6 +361,12 @@ constexpr float kDbscanLaunchMs = 100.0f;
 // life of the process after first use (each cudaHostAlloc of it costs several ms: bench_kernels
 // quick, simjoin N=1e4 spent 8 ms in transfer_s for 2 MB of pairs).
 constexpr size_t kStagingBytes = size_t(16) << 20;
+// Uploads of kParallelUploadBytes or more: up to kUploadWorkers of the engine's threads copy
+// slices into their own parts of the staging halves and queue each slice's transfer (one
+// thread's memcpy out of pageable memory is slower than the PCIe link). H100 host, 307 MB of
+// vectors (n = 100,000, d = 768): 39.1 ms with one thread, 12.1 ms with 4, 7.8 ms with 8.
+constexpr size_t kParallelUploadBytes = size_t(32) << 20;
+constexpr int kUploadWorkers = 8;
 
 // --- all-pairs vectors (gpu_pairwise) -----------------------------------------------------------
 // "bench_pairwise sweep FILE 100000 768 10 3" (test/gpu/bench_pairwise.sh step 1b): self kNN l2,
@@ -412,13 +418,10 @@ constexpr size_t kPairwiseFastChunkBytes = size_t(4) << 30;
 // column's norm and scale after the GEMM value, one dependent load per offer), so 137.0 ms end
 // to end against 127.1 ms: TF32 by default.
 constexpr bool kPairwiseFp16Gemm = false;
-// Host to device copy of the vectors: above kPairwiseParallelUploadBytes, up to
-// kPairwiseUploadWorkers worker threads copy slices into their own parts of the pinned staging
-// buffer and queue each slice's transfer (one thread's memcpy into pinned memory is slower than
-// the PCIe link). 307 MB (n = 100,000, d = 768): 39.1 ms with one thread, 12.1 ms with 4, 7.8 ms
-// with 8.
-constexpr size_t kPairwiseParallelUploadBytes = size_t(32) << 20;
-constexpr int kPairwiseUploadWorkers = 8;
+// Host to device copy of the vectors: upload_bytes with kParallelUploadBytes and kUploadWorkers
+// (the engine's values, below), which tests and benchmarks vary through pairwise_tuning().
+constexpr size_t kPairwiseParallelUploadBytes = kParallelUploadBytes;
+constexpr int kPairwiseUploadWorkers = kUploadWorkers;
 constexpr double kPairwiseCertifiedMaxRedoSelf = 0.25;
 constexpr double kPairwiseCertifiedMaxRedoTwo = 0.5;
 }  // namespace cuda_tuning

@@ -1020,9 +1020,9 @@ bool fast_knn(Call& call, const PairwiseProblem& p, const float* dA, const float
   if (!bl) return false;
   const size_t na = p.a->n, nb = p.b->n, row_k = pairwise_row_k(p);
   const int d = p.d;
-  const bool half = bl->gemm_ex && pairwise_tuning().fp16_gemm;
-  const size_t es = half ? sizeof(__half) : sizeof(float);  // bytes per GEMM output element
-  const size_t ld = half ? (nb + 7) / 8 * 8 : nb;            // leading dimension of the output
+  bool half = bl->gemm_ex && pairwise_tuning().fp16_gemm;
+  size_t es = half ? sizeof(__half) : sizeof(float);  // bytes per GEMM output element
+  size_t ld = half ? (nb + 7) / 8 * 8 : nb;            // leading dimension of the output
   if (call.budget_left() / 4 < size_t(64) * ld * es) return false;
   pairwise_last_run().fp16 = half;
   const int kc = int(std::min<size_t>(std::min<size_t>(kFastCap, p.self ? nb - 1 : nb),
@@ -1045,6 +1045,20 @@ bool fast_knn(Call& call, const PairwiseProblem& p, const float* dA, const float
   for (float v : bnr) bmax2 = std::max(bmax2, double(v));
   const double gam = 1.01 * double(d + 4) * std::ldexp(1.0, -24);  // float32 chain, relative
   const double bmax = std::sqrt(bmax2 * (1 + gam));
+  // FP16 only where every row's scaling exponent stays below its clamp (max |x_k| sqrt(d) <
+  // 2^100, implied by |x| sqrt(d) < 2^99 with some margin for the norm's rounding; an overflowed
+  // squared norm is infinite and fails it): a larger row would overflow FP16, so TF32 runs.
+  if (half) {
+    double amax2 = bmax2;
+    for (float v : an) amax2 = std::max(amax2, double(v));
+    if (!(std::sqrt(amax2) * std::sqrt(double(d)) < std::ldexp(1.0, 99))) {
+      half = false;
+      es = sizeof(float);
+      ld = nb;
+      pairwise_last_run().fp16 = false;
+      if (call.budget_left() / 4 < size_t(64) * ld * es) return false;
+    }
+  }
   // FP16: the scaled rows, their exponents (host: for the error bound) and scales.
   __half *dAh = nullptr, *dBh = nullptr;
   int *d_ea = nullptr, *d_eb = nullptr;
@@ -1348,51 +1362,10 @@ void threshold_pairs(Call& call, const PairwiseProblem& p, const float* dA, cons
   call.ctl.stats.pairs_emitted += emitted;
 }
 
-// Copies `bytes` of vectors to the device. Large copies go through several worker threads, each
-// copying slices into its own two parts of the pinned staging buffer and queueing their
-// transfers on the call's stream (one thread's copy into pinned memory is slower than the PCIe
-// link); small ones through upload_bytes.
+// Copies `bytes` of vectors to the device: upload_bytes with the pairwise tuning's worker
+// count and threshold.
 void upload_vectors(Call& call, void* dev, const void* host, size_t bytes) {
-  const int workers = std::min(call.ctl.threads, pairwise_tuning().upload_workers);
-  if (bytes < pairwise_tuning().upload_parallel_bytes || workers < 2) {
-    upload_bytes(call, dev, host, bytes);
-    return;
-  }
-  const auto t0 = Clock::now();
-  char* const halves[2] = {call.staging(0, cuda_tuning::kStagingBytes / 2),
-                           call.staging(1, cuda_tuning::kStagingBytes / 2)};
-  const size_t piece = std::max<size_t>(4096, call.half_bytes() / size_t(workers) / 4096 * 4096);
-  const int parts = int(std::min<size_t>(size_t(workers), call.half_bytes() / piece));
-  call.wait(call.staging_event(0));  // earlier transfers from the staging are done
-  call.wait(call.staging_event(1));
-  std::vector<cudaEvent_t> ev(2 * size_t(parts));
-  for (auto& e : ev) e = call.event();
-  std::vector<int> turn(size_t(parts), 0);
-  std::vector<char> bound(size_t(parts), 0);
-  int dev_id = 0;
-  G2_CUDA(cudaGetDevice(&dev_id));
-  const cudaStream_t st = call.stream();
-  const size_t slices = (bytes + piece - 1) / piece;
-  parallel_for(
-      call.ctl, slices,
-      [&](size_t item, int w) {
-        if (!bound[size_t(w)]) {
-          G2_CUDA(cudaSetDevice(dev_id));
-          bound[size_t(w)] = 1;
-        }
-        const int h = turn[size_t(w)];
-        turn[size_t(w)] ^= 1;
-        const cudaEvent_t e = ev[2 * size_t(w) + size_t(h)];
-        G2_CUDA(cudaEventSynchronize(e));  // the transfer that last read this part is done
-        char* s = halves[h] + size_t(w) * piece;
-        const size_t off = item * piece, cnt = std::min(piece, bytes - off);
-        std::memcpy(s, static_cast<const char*>(host) + off, cnt);
-        G2_CUDA(cudaMemcpyAsync(static_cast<char*>(dev) + off, s, cnt, cudaMemcpyHostToDevice, st));
-        G2_CUDA(cudaEventRecord(e, st));
-      },
-      parts);
-  call.sync();
-  call.ctl.stats.transfer_s += seconds_since(t0);
+  upload_bytes(call, dev, host, bytes, pairwise_tuning().upload_workers, pairwise_tuning().upload_parallel_bytes);
 }
 
 }  // namespace

@@ -550,9 +550,17 @@ void direct_read_points(RelPoints* out, MemoryContext ctx, DirectBadRow* bad) {
       // became a point: scratch room for the chunk's visible tuples, of which those with a
       // NULL or NaN coordinate drop out below, so only the rows kept are held to the limit.
       ensure(n + nvis_total, n);
-      if (parsers)
-        parsers->parse(&L, pages, np, offs, ids, coord);
-      else
+      if (parsers) {
+        // A C++ exception (the task's allocation) must not leave the PG_TRY block: it becomes
+        // an ereport outside the handler.
+        bool failed = false;
+        try {
+          parsers->parse(&L, pages, np, offs, ids, coord);
+        } catch (...) {
+          failed = true;
+        }
+        if (failed) ereport(ERROR, (errcode(ERRCODE_OUT_OF_MEMORY), errmsg("out of memory")));
+      } else
         for (int p = 0; p < np; ++p) parse_page_fixed(L, pages[p], offs, ids, coord);
       // In page order: close the gaps left by skipped rows and read slow pages tuple by tuple.
       for (int p = 0; p < np && !bad->bad; ++p) {
@@ -787,14 +795,17 @@ bool floats_finite(const float* v, int len) {
 // Reads the relation's vectors from its heap pages and its TOAST relation's (heap_read.h).
 //
 // Matching toast chunks by value id gives the values the snapshot sees: a value is reached only
-// through a main tuple the snapshot sees, whose toast pointer names the value id; a value id is
-// given to a new value only when no chunk with that id exists in the TOAST relation, dead ones
-// included (GetNewOidWithIndex checks with SnapshotAny), and chunks are never updated, only
-// inserted with their value and deleted with it, and they cannot be removed while a snapshot
-// that sees the main tuple exists. So every chunk found with an awaited value id belongs to
-// that value, whatever its own visibility, as PostgreSQL's toast fetch also reads chunks with
-// a non-MVCC toast snapshot. A value whose chunks do not all arrive as expected is read again
-// through detoast_attr, which raises PostgreSQL's own error for a damaged value.
+// through a main tuple the snapshot sees, whose toast pointer names the value id; chunks are
+// never updated, only inserted with their value and deleted with it, and they cannot be removed
+// while a snapshot that sees the main tuple exists; a new value gets a value id that no indexed
+// chunk carries (GetNewOidWithIndex; index entries already marked dead are skipped, so after an
+// OID wraparound dead, unpruned chunks may share a live value's id). The guarantee is therefore
+// the chunk check: a value whose chunks do not arrive exactly once each, with the sizes its
+// toast pointer implies (a duplicate sequence number, one out of range, a wrong size), is read
+// again through detoast_attr after the workers end, which overwrites whatever was copied and
+// raises PostgreSQL's own error for a damaged value; otherwise every chunk with the value's id
+// is the value's, whatever its own visibility, as PostgreSQL's toast fetch also reads chunks
+// with a non-MVCC toast snapshot.
 void direct_read_vectors(const DirectVectors& dv, const char* relname, MemoryContext ctx, DirectVectorRows* out) {
   Relation rel = relation_open(dv.relid, NoLock);  // locked by open_locked
   TupleDesc td = RelationGetDescr(rel);
@@ -1034,10 +1045,19 @@ void direct_read_vectors(const DirectVectors& dv, const char* relname, MemoryCon
             cp.nvis = noffs - cp.first_vis;
             LockBuffer(cp.buf, BUFFER_LOCK_UNLOCK);
           }
-          if (parsers)
-            parsers->run(np, [&](int p) { assemble_toast_page(A, pages[p], offs); });
-          else
+          if (parsers) {
+            // A C++ exception (the task's allocation) must not leave the PG_TRY block: it
+            // becomes an ereport outside the handler.
+            bool failed = false;
+            try {
+              parsers->run(np, [&](int p) { assemble_toast_page(A, pages[p], offs); });
+            } catch (...) {
+              failed = true;
+            }
+            if (failed) ereport(ERROR, (errcode(ERRCODE_OUT_OF_MEMORY), errmsg("out of memory")));
+          } else {
             for (int p = 0; p < np; ++p) assemble_toast_page(A, pages[p], offs);
+          }
           for (int p = 0; p < np; ++p) ReleaseBuffer(pages[p].buf);
         }
       }
@@ -1122,11 +1142,28 @@ void direct_read_vectors(const DirectVectors& dv, const char* relname, MemoryCon
           checkers = nullptr;
         }
       }
-      for (int64 b0 = 0; b0 < nblk; b0 += 65535) {
-        const int nb = int(Min(int64(65535), nblk - b0));
-        if (checkers)
-          checkers->run(nb, [&](int i) { check_block(int(b0 + i)); });
-        else
+      // Slices of 256 blocks (about a million entries), with a cancel check between them: the
+      // workers are stopped before PostgreSQL's error leaves this frame.
+      for (int64 b0 = 0; b0 < nblk; b0 += 256) {
+        if (INTERRUPTS_PENDING_CONDITION()) {
+          delete checkers;
+          checkers = nullptr;
+          CHECK_FOR_INTERRUPTS();
+        }
+        const int nb = int(Min(int64(256), nblk - b0));
+        bool failed = false;
+        if (checkers) {
+          try {
+            checkers->run(nb, [&](int i) { check_block(int(b0 + i)); });
+          } catch (...) {
+            failed = true;
+          }
+        }
+        if (failed) {
+          delete checkers;
+          ereport(ERROR, (errcode(ERRCODE_OUT_OF_MEMORY), errmsg("out of memory")));
+        }
+        if (!checkers)
           for (int i = 0; i < nb; ++i) check_block(int(b0 + i));
       }
       delete checkers;

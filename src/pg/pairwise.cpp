@@ -278,7 +278,18 @@ void order_by_key(RelVectors* r, MemoryContext ctx) {
   std::vector<std::pair<int64, uint32_t>> order(size_t(r->n));
   const int64* ids = r->ids;
   for (size_t t = 0; t < order.size(); ++t) order[t] = {ids[t], uint32_t(t)};
-  std::sort(order.begin(), order.end());
+  const size_t n = order.size();
+  const int nt = int(std::max<int64>(1, std::min<int64>({int64(PgControl().threads), 16, r->n / 4096 + 1})));
+  // Sorted in nt runs on the threads, then merged pairwise (the runs double each pass).
+  auto bound = [&](int t) { return order.begin() + ptrdiff_t(n * size_t(t) / size_t(nt)); };
+  run_shares(nt, [&](int t) { std::sort(bound(t), bound(t + 1)); });
+  for (int width = 1; width < nt; width *= 2) {
+    const int merges = (nt + 2 * width - 1) / (2 * width);
+    run_shares(merges, [&](int m) {
+      const int lo = m * 2 * width, mid = std::min(nt, lo + width), hi = std::min(nt, lo + 2 * width);
+      if (mid < hi) std::inplace_merge(bound(lo), bound(mid), bound(hi));
+    });
+  }
   int64* nid = nullptr;
   float* nrows = nullptr;
   const Size d = Size(r->d);
@@ -286,9 +297,7 @@ void order_by_key(RelVectors* r, MemoryContext ctx) {
     nid = (int64*)alloc_big(ctx, Size(r->n) * sizeof(int64));
     nrows = (float*)alloc_big(ctx, Size(r->n) * d * sizeof(float));
   });
-  const size_t n = order.size();
   const float* rows = r->rows;
-  const int nt = int(std::max<int64>(1, std::min<int64>({int64(PgControl().threads), 16, r->n / 4096 + 1})));
   run_shares(nt, [&](int t) {
     const size_t lo = n * size_t(t) / size_t(nt), hi = n * size_t(t + 1) / size_t(nt);
     for (size_t i = lo; i < hi; ++i) {
