@@ -483,7 +483,10 @@ TEST(PairwiseGpu, Fp16CandidatesEqualCpu) {
             const cuda::PairwiseLastRun r = cuda::pairwise_last_run();
             if (blas_ok) {
               EXPECT_TRUE(r.fast);
-              EXPECT_EQ(r.fp16, fp16 && fp16_ok);
+              // FP16 runs where no row's scaling exponent reaches its clamp: not on the "huge"
+              // rows of l2, sqeuclidean and dot (squared norms overflow), which take TF32.
+              const bool clamped = kind == "huge" && std::string(metric) != "cosine";
+              EXPECT_EQ(r.fp16, fp16 && fp16_ok && !clamped);
               if (kind == "offset") EXPECT_GT(r.recomputed, n / 2);
               if (kind == "huge" && std::string(metric) != "cosine")
                 EXPECT_EQ(r.recomputed, n);
