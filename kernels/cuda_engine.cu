@@ -467,7 +467,8 @@ void upload_bytes(Call& call, void* dev, const void* host, size_t bytes, int wor
   if (!bytes) return;
   auto t0 = Clock::now();
   workers = std::min(call.ctl.threads, workers);
-  if (bytes >= parallel_from && workers >= 2) {
+  bool threaded = bytes >= parallel_from && workers >= 2;
+  if (threaded) {
     char* const halves[2] = {call.staging(0, cuda_tuning::kStagingBytes / 2),
                              call.staging(1, cuda_tuning::kStagingBytes / 2)};
     const size_t piece = std::max<size_t>(4096, call.half_bytes() / size_t(workers) / 4096 * 4096);
@@ -484,27 +485,36 @@ void upload_bytes(Call& call, void* dev, const void* host, size_t bytes, int wor
     const size_t slices = (bytes + piece - 1) / piece;
     // Worker w copies slices into part w of the halves in turn; slice `item` covers
     // [item * piece, min(bytes, (item + 1) * piece)), so the slices cover every byte once.
-    parallel_for(
-        call.ctl, slices,
-        [&](size_t item, int w) {
-          if (!bound[size_t(w)]) {
-            G2_CUDA(cudaSetDevice(dev_id));
-            bound[size_t(w)] = 1;
-          }
-          const int h = turn[size_t(w)];
-          turn[size_t(w)] ^= 1;
-          const cudaEvent_t e = ev[2 * size_t(w) + size_t(h)];
-          G2_CUDA(cudaEventSynchronize(e));  // the transfer that last read this part is done
-          char* s = halves[h] + size_t(w) * piece;
-          const size_t off = item * piece, cnt = std::min(piece, bytes - off);
-          std::memcpy(s, static_cast<const char*>(host) + off, cnt);
-          G2_CUDA(cudaMemcpyAsync(static_cast<char*>(dev) + off, s, cnt, cudaMemcpyHostToDevice, st));
-          G2_CUDA(cudaEventRecord(e, st));
-        },
-        parts);
+    // Where the worker threads cannot start, the transfers queued by those that did are
+    // awaited and this thread copies everything (bytes copied twice are the same bytes).
+    try {
+      parallel_for(
+          call.ctl, slices,
+          [&](size_t item, int w) {
+            if (!bound[size_t(w)]) {
+              G2_CUDA(cudaSetDevice(dev_id));
+              bound[size_t(w)] = 1;
+            }
+            const int h = turn[size_t(w)];
+            turn[size_t(w)] ^= 1;
+            const cudaEvent_t e = ev[2 * size_t(w) + size_t(h)];
+            G2_CUDA(cudaEventSynchronize(e));  // the transfer that last read this part is done
+            char* s = halves[h] + size_t(w) * piece;
+            const size_t off = item * piece, cnt = std::min(piece, bytes - off);
+            std::memcpy(s, static_cast<const char*>(host) + off, cnt);
+            G2_CUDA(cudaMemcpyAsync(static_cast<char*>(dev) + off, s, cnt, cudaMemcpyHostToDevice, st));
+            G2_CUDA(cudaEventRecord(e, st));
+          },
+          parts);
+    } catch (const Error& err) {
+      if (err.code() != ErrorCode::OutOfMemory) throw;
+      threaded = false;
+    }
     call.sync();
-    call.ctl.stats.transfer_s += seconds_since(t0);
-    return;
+    if (threaded) {
+      call.ctl.stats.transfer_s += seconds_since(t0);
+      return;
+    }
   }
   const size_t per = std::min(bytes, cuda_tuning::kStagingBytes / 2);
   int h = 0;

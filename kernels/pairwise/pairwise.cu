@@ -1056,7 +1056,11 @@ bool fast_knn(Call& call, const PairwiseProblem& p, const float* dA, const float
       es = sizeof(float);
       ld = nb;
       pairwise_last_run().fp16 = false;
-      if (call.budget_left() / 4 < size_t(64) * ld * es) return false;
+      if (call.budget_left() / 4 < size_t(64) * ld * es) {
+        call.free(d_an);  // the exact kernel then runs in this call with the whole budget
+        if (!p.self) call.free(d_bn);
+        return false;
+      }
     }
   }
   // FP16: the scaled rows, their exponents (host: for the error bound) and scales.

@@ -1146,9 +1146,18 @@ void direct_read_vectors(const DirectVectors& dv, const char* relname, MemoryCon
       // workers are stopped before PostgreSQL's error leaves this frame.
       for (int64 b0 = 0; b0 < nblk; b0 += 256) {
         if (INTERRUPTS_PENDING_CONDITION()) {
+          const bool had = checkers != nullptr;
           delete checkers;
           checkers = nullptr;
           CHECK_FOR_INTERRUPTS();
+          // An interrupt that raised nothing (a barrier, a held-off cancel): workers again.
+          if (had) {
+            try {
+              checkers = new PageParsers(workers);
+            } catch (...) {
+              checkers = nullptr;
+            }
+          }
         }
         const int nb = int(Min(int64(256), nblk - b0));
         bool failed = false;

@@ -251,6 +251,8 @@ void report_bad_vector(const RelVectors* out, const char* vec) {
 void run_shares(int nt, const std::function<void(int)>& fn) {
   std::vector<std::thread> helpers;
   std::vector<int> left;
+  helpers.reserve(size_t(nt));
+  left.reserve(size_t(nt));  // no allocation while the signals are blocked
   sigset_t all, old;
   sigfillset(&all);
   pthread_sigmask(SIG_BLOCK, &all, &old);
