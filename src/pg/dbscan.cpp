@@ -346,19 +346,7 @@ void pathlist_hook(PlannerInfo* root, RelOptInfo* rel, Index rti, RangeTblEntry*
     Node* e = (Node*)lfirst(lc);
     if (!IsA(e, Var) || ((Var*)e)->varattno < 1 || ((Var*)e)->varattno > 2) return;
   }
-  Path* fs = (Path*)linitial(rel->pathlist);
-  CustomPath* cp = makeNode(CustomPath);
-  cp->path.pathtype = T_CustomScan;
-  cp->path.parent = rel;
-  cp->path.pathtarget = rel->reltarget;
-  cp->path.param_info = nullptr;
-  cp->path.rows = fs->rows;
-  // No tuplestore: each row costs a fraction of the function scan's per-row cost.
-  cp->path.startup_cost = fs->startup_cost;
-  cp->path.total_cost = fs->startup_cost + (fs->total_cost - fs->startup_cost) * 0.5;
-  cp->flags = 0;
-  cp->methods = &path_methods;
-  add_path(rel, &cp->path);
+  add_path(rel, &function_scan_custom_path(rel, &path_methods)->path);
 }
 
 }  // namespace

@@ -232,6 +232,16 @@ class PageParsers {
   }
   // Stops and joins the workers.
   ~PageParsers() { stop(); }
+  // `n` workers, or null when n < 1 or none could be started (the backend thread then works
+  // alone).
+  static PageParsers* start(int n) {
+    if (n < 1) return nullptr;
+    try {
+      return new PageParsers(n);
+    } catch (...) {
+      return nullptr;
+    }
+  }
   // Stops and joins the workers (idle between chunks: a chunk is always finished first).
   void stop() {
     {
@@ -482,14 +492,7 @@ void direct_read_points(RelPoints* out, MemoryContext ctx, DirectBadRow* bad) {
   for (int p = 0; p < chunk; ++p) new (&pages[p]) ChunkPage();
   OffsetNumber* offs = (OffsetNumber*)palloc(sizeof(OffsetNumber) * chunk * MaxHeapTuplesPerPage);
   // Without threads (none could be started) the backend thread parses alone.
-  PageParsers* volatile parsers = nullptr;
-  if (workers > 0) {
-    try {
-      parsers = new PageParsers(workers);
-    } catch (...) {
-      parsers = nullptr;
-    }
-  }
+  PageParsers* volatile parsers = PageParsers::start(workers);
   PG_TRY();
   {
     for (BlockNumber b0 = 0; b0 < nblocks && !bad->bad; b0 += chunk) {
@@ -1011,14 +1014,7 @@ void direct_read_vectors(const DirectVectors& dv, const char* relname, MemoryCon
       for (int p = 0; p < chunk; ++p) new (&pages[p]) ChunkPage();
       OffsetNumber* offs = (OffsetNumber*)palloc(sizeof(OffsetNumber) * chunk * MaxHeapTuplesPerPage);
       const int workers = tblocks >= kParallelMinPages ? Min(PgControl().threads, 64) - 1 : 0;
-      PageParsers* volatile parsers = nullptr;
-      if (workers > 0) {
-        try {
-          parsers = new PageParsers(workers);
-        } catch (...) {
-          parsers = nullptr;
-        }
-      }
+      PageParsers* volatile parsers = PageParsers::start(workers);
       PG_TRY();
       {
         for (BlockNumber b0 = 0; b0 < tblocks; b0 += chunk) {
@@ -1029,7 +1025,7 @@ void direct_read_vectors(const DirectVectors& dv, const char* relname, MemoryCon
             ChunkPage& cp = pages[p];
             cp.buf = ReadBufferExtended(trel, MAIN_FORKNUM, b0 + p, RBM_NORMAL, strat);
             const char* head = (const char*)BufferGetPage(cp.buf);
-            for (int line = 0; line < 128; line += 64) __builtin_prefetch(head + line);
+            for (int line = 0; line < 128; line += 64) __builtin_prefetch(head + line);  // 4 line pointers
           }
           // Every normal line pointer, visible or not: the value ids decide (see above).
           for (int p = 0; p < np; ++p) {
@@ -1133,15 +1129,8 @@ void direct_read_vectors(const DirectVectors& dv, const char* relname, MemoryCon
           }
         }
       };
-      PageParsers* volatile checkers = nullptr;
       const int workers = nrefs >= 4 * kBlock ? Min(PgControl().threads, 64) - 1 : 0;
-      if (workers > 0) {
-        try {
-          checkers = new PageParsers(workers);
-        } catch (...) {
-          checkers = nullptr;
-        }
-      }
+      PageParsers* checkers = PageParsers::start(workers);
       // Slices of 256 blocks (about a million entries), with a cancel check between them: the
       // workers are stopped before PostgreSQL's error leaves this frame.
       for (int64 b0 = 0; b0 < nblk; b0 += 256) {
@@ -1151,13 +1140,7 @@ void direct_read_vectors(const DirectVectors& dv, const char* relname, MemoryCon
           checkers = nullptr;
           CHECK_FOR_INTERRUPTS();
           // An interrupt that raised nothing (a barrier, a held-off cancel): workers again.
-          if (had) {
-            try {
-              checkers = new PageParsers(workers);
-            } catch (...) {
-              checkers = nullptr;
-            }
-          }
+          if (had) checkers = PageParsers::start(workers);
         }
         const int nb = int(Min(int64(256), nblk - b0));
         bool failed = false;

@@ -6,6 +6,8 @@
 
 extern "C" {
 #include "executor/spi.h"
+#include "nodes/extensible.h"
+#include "nodes/pathnodes.h"
 #include "utils/array.h"
 #include "utils/rel.h"
 }
@@ -165,6 +167,10 @@ const char* gpu2bs_symbol(Oid funcid);
 void register_simjoin_scan();
 // gpu2bs.enable_customscan: gpu_simjoin and gpu_dbscan in FROM run as custom scans.
 bool customscan_enabled();
+// A custom scan path of `rel` (a function in FROM) beside its function scan path, the first of
+// rel->pathlist: the same rows, without the tuplestore (each row costs half the function
+// scan's per-row cost), with `methods`. Not yet added to rel.
+CustomPath* function_scan_custom_path(RelOptInfo* rel, const CustomPathMethods* methods);
 // Registers the planner hook of gpu_dbscan's custom scan (_PG_init).
 void register_dbscan_scan();
 // Registers the planner's join path for pair-expression joins (planner/join_path.cpp).

@@ -844,17 +844,7 @@ void pathlist_hook(PlannerInfo* root, RelOptInfo* rel, Index rti, RangeTblEntry*
   FuncExpr* fe = nullptr;
   int form = simjoin_rte(root, rti, &fe);
   if (form == 0) return;
-  Path* fs = (Path*)linitial(rel->pathlist);
-  CustomPath* cp = makeNode(CustomPath);
-  cp->path.pathtype = T_CustomScan;
-  cp->path.parent = rel;
-  cp->path.pathtarget = rel->reltarget;
-  cp->path.param_info = nullptr;
-  cp->path.rows = fs->rows;
-  // No tuplestore: each row costs a fraction of the function scan's per-row cost.
-  cp->path.startup_cost = fs->startup_cost;
-  cp->path.total_cost = fs->startup_cost + (fs->total_cost - fs->startup_cost) * 0.5;
-  cp->flags = 0;
+  CustomPath* cp = function_scan_custom_path(rel, &path_methods);
   PathInfo info;
   info.form = form;
   info.rti = rti;
@@ -863,10 +853,9 @@ void pathlist_hook(PlannerInfo* root, RelOptInfo* rel, Index rti, RangeTblEntry*
   if (enable_pushdown && root->tuple_fraction > 0 && bms_membership(root->all_baserels) == BMS_SINGLETON &&
       only_takes_rows(root) && root->parse->rowMarks == NIL && root->parse->commandType == CMD_SELECT) {
     info.mode = MODE_PIPELINED;
-    cp->path.startup_cost = fs->startup_cost * 0.2;
+    cp->path.startup_cost *= 0.2;
   }
   cp->custom_private = info_to_list(info);
-  cp->methods = &path_methods;
   add_path(rel, &cp->path);
 }
 
@@ -1108,6 +1097,21 @@ namespace gpu2bs {
 namespace pg {
 
 bool customscan_enabled() { return enable_customscan; }
+
+CustomPath* function_scan_custom_path(RelOptInfo* rel, const CustomPathMethods* methods) {
+  Path* fs = (Path*)linitial(rel->pathlist);
+  CustomPath* cp = makeNode(CustomPath);
+  cp->path.pathtype = T_CustomScan;
+  cp->path.parent = rel;
+  cp->path.pathtarget = rel->reltarget;
+  cp->path.param_info = nullptr;
+  cp->path.rows = fs->rows;
+  cp->path.startup_cost = fs->startup_cost;
+  cp->path.total_cost = fs->startup_cost + (fs->total_cost - fs->startup_cost) * 0.5;
+  cp->flags = 0;
+  cp->methods = methods;
+  return cp;
+}
 
 void register_simjoin_scan() {
   DefineCustomBoolVariable("gpu2bs.enable_customscan",
