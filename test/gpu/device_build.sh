@@ -7,13 +7,7 @@
 # Also builds test/gpu (test_gpu, bench_kernels) unless EXT_ONLY=1. Logs under $OUT.
 set -uo pipefail
 OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
-if [ ! -x /opt/pg/usr/lib/postgresql/15/bin/postgres ]; then
-  mkdir -p /opt/pg && tar -C /opt/pg -xJf .device/pg15.tar.xz && chmod 755 /opt/pg || exit 1
-fi
-[ -f /opt/pg/usr/include/postgresql/15/server/postgres.h ] || tar -C /opt/pg -xJf .device/pginc.tar.xz || exit 1
-export LD_LIBRARY_PATH=/opt/pg/libs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
-export PG_CONFIG=/opt/pg/usr/lib/postgresql/15/bin/pg_config
-export PATH=/usr/local/cuda/bin:$PATH
+source test/gpu/device_env.sh || exit 1
 t0=$(date +%s)
 make -j16 PG_CONFIG="$PG_CONFIG" CUDA_ARCH="-gencode=arch=compute_90,code=sm_90" >"$OUT/build-ext.log" 2>&1 &&
   make PG_CONFIG="$PG_CONFIG" install >>"$OUT/build-ext.log" 2>&1

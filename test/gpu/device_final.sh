@@ -56,10 +56,8 @@ else
   fi
   # peers on the GPU engine: freud from the carried wheels (numpy and scipy are on the machine)
   python3 -m pip install -q --no-index --no-deps --target /tmp/site .whl/*.whl >/dev/null 2>&1
-  if [ -f /tmp/pgdata/postmaster.pid ]; then
-    kill -INT "$(head -1 /tmp/pgdata/postmaster.pid)" 2>/dev/null
-    for _ in $(seq 50); do [ -f /tmp/pgdata/postmaster.pid ] || break; sleep 0.2; done
-  fi
+  source test/gpu/device_env.sh || exit 1
+  pg_stop_left
   # the shares (test/gpu/share_device.sh) need the server too: both run before it stops
   ( source .device/pg-up.sh >/dev/null && psql -X -q -c "CREATE EXTENSION IF NOT EXISTS gpu2bs" &&
     PYTHONPATH=/tmp/site GPU2BS_TEST_DEVICE=gpu timeout 120 python3 -m pytest -q -rs -p no:cacheprovider \

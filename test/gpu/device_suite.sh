@@ -37,10 +37,8 @@ if [[ $steps == *sliding* ]]; then
 fi
 export PG_OPTS="-c shared_buffers=4GB -c work_mem=256MB -c max_parallel_workers_per_gather=8"
 # a server left by an earlier call on a warm machine is stopped first
-if [ -f /tmp/pgdata/postmaster.pid ]; then
-  kill -INT "$(head -1 /tmp/pgdata/postmaster.pid)" 2>/dev/null
-  for _ in $(seq 50); do [ -f /tmp/pgdata/postmaster.pid ] || break; sleep 0.2; done
-fi
+source test/gpu/device_env.sh || exit 1
+pg_stop_left
 source .device/pg-up.sh || exit 1
 rm -rf /tmp/src; cp -r . /tmp/src 2>/dev/null; chmod -R a+rX /tmp/src; cd /tmp/src
 psql -X -q -c "CREATE EXTENSION IF NOT EXISTS gpu2bs" -c "CREATE EXTENSION IF NOT EXISTS postgis"

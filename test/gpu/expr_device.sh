@@ -25,13 +25,7 @@ step() {
   local rc=$?
   echo "$name rc=$rc in $(( $(date +%s) - t )) s $(grep -E '^\[  (PASSED|FAILED)' "$log" | tr '\n' ' ')" | tee -a "$OUT/steps.log"
 }
-if [ ! -x /opt/pg/usr/lib/postgresql/15/bin/postgres ]; then
-  mkdir -p /opt/pg && tar -C /opt/pg -xJf .device/pg15.tar.xz && chmod 755 /opt/pg || exit 1
-fi
-[ -f /opt/pg/usr/include/postgresql/15/server/postgres.h ] || tar -C /opt/pg -xJf .device/pginc.tar.xz || exit 1
-export LD_LIBRARY_PATH=/opt/pg/libs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
-export PG_CONFIG=/opt/pg/usr/lib/postgresql/15/bin/pg_config
-export PATH=/usr/local/cuda/bin:$PATH
+source test/gpu/device_env.sh || exit 1
 { nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv; nproc; cat COMMIT 2>/dev/null || git log -1 --oneline 2>/dev/null; } >"$OUT/steps.log" 2>&1
 # The extension and the test binaries build side by side (16 cores).
 ( make -j8 PG_CONFIG="$PG_CONFIG" CUDA_ARCH="-gencode=arch=compute_90,code=sm_90" >"$OUT/build.log" 2>&1

@@ -28,10 +28,8 @@ nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | 
 # lag; no parallel workers: the join runs in one backend, whose RSS is measured.
 export PG_OPTS="-c shared_buffers=1GB -c work_mem=$WORK_MEM -c max_parallel_workers_per_gather=0 -c log_temp_files=0 -c temp_file_limit=-1"
 # a server left by an earlier call on a warm machine is stopped first
-if [ -f /tmp/pgdata/postmaster.pid ]; then
-  kill -INT "$(head -1 /tmp/pgdata/postmaster.pid)" 2>/dev/null
-  for _ in $(seq 50); do [ -f /tmp/pgdata/postmaster.pid ] || break; sleep 0.2; done
-fi
+source test/gpu/device_env.sh || exit 1
+pg_stop_left
 # shellcheck disable=SC1091
 source .device/pg-up.sh || exit 1
 df -h /tmp | tail -1 | awk '{print "disk free on /tmp: " $4}' | tee -a "$REPORT"

@@ -13,10 +13,8 @@ NS=${N_STORED:-1000000}; D=768; K=10
 EXT_ONLY=1 bash test/gpu/device_build.sh || exit 1
 export PG_OPTS="-c shared_buffers=24GB -c work_mem=256MB -c max_parallel_workers_per_gather=0 -c fsync=off -c synchronous_commit=off -c max_wal_size=8GB -c autovacuum=off"
 # a server left by an earlier call on a warm machine is stopped first
-if [ -f /tmp/pgdata/postmaster.pid ]; then
-  kill -INT "$(head -1 /tmp/pgdata/postmaster.pid)" 2>/dev/null
-  for _ in $(seq 50); do [ -f /tmp/pgdata/postmaster.pid ] || break; sleep 0.2; done
-fi
+source test/gpu/device_env.sh || exit 1
+pg_stop_left
 source .device/pg-up.sh > "$OUT/pg-up.log" 2>&1 || { cat "$OUT/pg-up.log"; exit 1; }
 rm -rf /tmp/src; cp -r . /tmp/src 2>/dev/null; chmod -R a+rX /tmp/src; cd /tmp/src
 t0=$(date +%s)

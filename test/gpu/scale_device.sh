@@ -15,26 +15,12 @@ set -uo pipefail
 OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
 R="$OUT/scale.md"
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | tee "$OUT/gpu.txt"
-if [ ! -x /opt/pg/usr/lib/postgresql/15/bin/postgres ]; then
-  mkdir -p /opt/pg && tar -C /opt/pg -xJf .device/pg15.tar.xz && chmod 755 /opt/pg || exit 1
-fi
-[ -f /opt/pg/usr/include/postgresql/15/server/postgres.h ] || tar -C /opt/pg -xJf .device/pginc.tar.xz || exit 1
-export LD_LIBRARY_PATH=/opt/pg/libs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
-export PG_CONFIG=/opt/pg/usr/lib/postgresql/15/bin/pg_config
-export PATH=/usr/local/cuda/bin:$PATH
-t0=$(date +%s)
-make -j16 PG_CONFIG="$PG_CONFIG" CUDA_ARCH="-gencode=arch=compute_90,code=sm_90" >"$OUT/build-ext.log" 2>&1 &&
-  make PG_CONFIG="$PG_CONFIG" install >>"$OUT/build-ext.log" 2>&1
-rc=$?
-echo "extension build+install rc=$rc in $(( $(date +%s) - t0 )) s" | tee "$OUT/steps.log"
-[ $rc = 0 ] || { grep -E "error" "$OUT/build-ext.log" | head -20; tail -20 "$OUT/build-ext.log"; exit 1; }
+EXT_ONLY=1 bash test/gpu/device_build.sh || exit 1
 export PG_OPTS="-c shared_buffers=4GB -c work_mem=256MB -c max_parallel_workers_per_gather=0 -c shared_preload_libraries=gpu2bs"
 # a fresh cluster: a server or data left by an earlier call on a warm machine would keep its
 # tables, functions and server-wide settings
-if [ -f /tmp/pgdata/postmaster.pid ]; then
-  kill -INT "$(head -1 /tmp/pgdata/postmaster.pid)" 2>/dev/null
-  for _ in $(seq 50); do [ -f /tmp/pgdata/postmaster.pid ] || break; sleep 0.2; done
-fi
+source test/gpu/device_env.sh || exit 1
+pg_stop_left
 rm -rf /tmp/pgdata
 source .device/pg-up.sh || exit 1
 export PGOPTIONS="-c gpu2bs.device=gpu"

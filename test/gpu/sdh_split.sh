@@ -6,10 +6,8 @@
 set -uo pipefail
 OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
 export PG_OPTS="-c shared_buffers=4GB -c work_mem=256MB -c max_parallel_workers_per_gather=8 -c max_worker_processes=32 -c max_parallel_workers=16"
-if [ -f /tmp/pgdata/postmaster.pid ]; then  # a server left by an earlier call on a warm machine
-  kill -INT "$(head -1 /tmp/pgdata/postmaster.pid)" 2>/dev/null
-  for _ in $(seq 50); do [ -f /tmp/pgdata/postmaster.pid ] || break; sleep 0.2; done
-fi
+source test/gpu/device_env.sh || exit 1
+pg_stop_left
 source .device/pg-up.sh >/dev/null || exit 1
 psql -X -q -c "CREATE EXTENSION IF NOT EXISTS gpu2bs" \
   -c "DROP TABLE IF EXISTS s1m" -c "SELECT setseed(0.1)" \

@@ -8,10 +8,8 @@
 set -uo pipefail
 OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
 clients=${1:-32}; secs=${2:-60}
-if [ -f /tmp/pgdata/postmaster.pid ]; then
-  kill -INT "$(head -1 /tmp/pgdata/postmaster.pid)" 2>/dev/null
-  for _ in $(seq 50); do [ -f /tmp/pgdata/postmaster.pid ] || break; sleep 0.2; done
-fi
+source test/gpu/device_env.sh || exit 1
+pg_stop_left
 rm -rf /tmp/pgdata
 export PG_OPTS="-c shared_buffers=4GB -c work_mem=256MB -c max_connections=100 -c shared_preload_libraries=gpu2bs"
 source .device/pg-up.sh >/dev/null || exit 1
