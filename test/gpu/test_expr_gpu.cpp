@@ -1025,7 +1025,9 @@ TEST(ExprGpu, TableFaultBinsAndClimbFallback) {
       ASSERT_EQ(t.error, 0);
       EXPECT_EQ(t.hist, d.hist) << "variant " << variant << ": " << first_diff(t.hist, d.hist);
       EXPECT_EQ(c.hist, d.hist) << "variant " << variant;
-      if (variant == 0) EXPECT_EQ(t.hist, cpu_hist(e, Precision::Float32, v, &one, 0, 2, 999));
+      if (variant == 0) {
+        EXPECT_EQ(t.hist, cpu_hist(e, Precision::Float32, v, &one, 0, 2, 999));
+      }
     }
   }
   {
