@@ -61,10 +61,6 @@ bool safe_inputs(const Side& s) {
 
 // set_histogram_table's switch.
 std::atomic<bool> g_table_on{true};
-// Most cells of the threshold table's folded map (kernel_text.h, g2_cell: 2 bytes each); the
-// host picks the coarsest shift whose cells hold at most one threshold each (the stars'
-// angular histogram, 1000 buckets over [0, pi), takes about 9,000).
-constexpr int kExprTableMapCells = 16384;
 // set_table_climb's switch.
 std::atomic<bool> g_table_climb{false};
 
@@ -480,7 +476,7 @@ Result run(const Job& job, PairSink* sink, Control& ctl) {
       const int nb = job.nbuckets, cells = cuda_tuning::kExprTableCells;
       float* ts = call.alloc<float>(size_t(nb) + 3, "histogram thresholds");
       unsigned* ce = call.alloc<unsigned>(
-          size_t(std::max(cells, kExprTableMapCells / 2)), "histogram cell entries");
+          size_t(std::max(cells, cuda_tuning::kExprTableMapCells / 2)), "histogram cell entries");
       float* par = call.alloc<float>(5, "histogram position map");
       G2_CUDA(cudaMemsetAsync(par, 0, 5 * sizeof(float), call.stream()));
       g.tab_ts = ts;
@@ -499,7 +495,7 @@ Result run(const Job& job, PairSink* sink, Control& ctl) {
         std::vector<float> tsv(size_t(nb) + 3);
         cuda::download(call, tsv.data(), ts, sizeof(float) * tsv.size());
         FoldMap fm;
-        if (choose_fold_map(tsv, kExprTableMapCells, &fm)) {
+        if (choose_fold_map(tsv, cuda_tuning::kExprTableMapCells, &fm)) {
           g.tab_cells = fm.cells;
           g.tm_c = fm.c;
           g.tm_w = fm.w;
