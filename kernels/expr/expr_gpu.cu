@@ -483,6 +483,7 @@ Result run(const Job& job, PairSink* sink, Control& ctl) {
       g.tab_ce = ce;
       g.tab_par = par;
       g.tab_dec = res.table_dec ? 1 : 0;
+      // Launches g2_tables' phase over n threads.
       auto tables = [&](int phase, int n) {
         void* params[] = {&g, &phase, &ts, &ce, &par};
         const int et = 128;
@@ -538,25 +539,26 @@ Result run(const Job& job, PairSink* sink, Control& ctl) {
     m.smem_reserved = facts.smem_reserved;
     m.max_threads_per_sm = facts.prop.maxThreadsPerMultiProcessor;
     m.max_blocks_per_sm = facts.prop.maxBlocksPerMultiProcessor;
+    // The privatization choice for the current kernel `fn` and table size.
     auto choose = [&] {
-    int regs_bps = 0;
-    G2_CUDA(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&regs_bps, fn, threads, 0));
-    m.reg_blocks_per_sm = std::max(1, regs_bps);
-    // With the table, a copy has a bin per class (nbuckets + 2, the two outer ones unread) and
-    // two fault bins (a NaN or NULL g that raises; read without the climb).
-    // The table's copies have their bins interleaved (kernel_text.h), so more copies also mean
-    // fewer bank conflicts, which the model does not weigh: kExprTableCopies where set, halved
-    // until the copies fit in a block's shared memory (else the model).
-    int forced_copies = ctl.overrides.sdh_copies;
-    if (forced_copies == 0 && cfg.table)
-      for (int c = cuda_tuning::kExprTableCopies; c >= 1 && forced_copies == 0; c /= 2) {
-        const size_t stride = c > 1 ? size_t((job.nbuckets + 4) | 1) : size_t(job.nbuckets + 4);
-        if (sb_bytes + size_t(g.tab_bytes) + size_t(c) * stride * 4 + 1024 <= facts.smem_per_block_optin)
-          forced_copies = c;
-      }
-    return cuda::choose_privatization(job.nbuckets + (cfg.table ? 4 : 0), threads,
-                                      sb_bytes + size_t(g.tab_bytes), double(A.n) / cfg.rows, m,
-                                      forced_copies);
+      int regs_bps = 0;
+      G2_CUDA(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&regs_bps, fn, threads, 0));
+      m.reg_blocks_per_sm = std::max(1, regs_bps);
+      // With the table, a copy has a bin per class (nbuckets + 2, the two outer ones unread) and
+      // two fault bins (a NaN or NULL g that raises; read without the climb).
+      // The table's copies have their bins interleaved (kernel_text.h), so more copies also mean
+      // fewer bank conflicts, which the model does not weigh: kExprTableCopies where set, halved
+      // until the copies fit in a block's shared memory (else the model).
+      int forced_copies = ctl.overrides.sdh_copies;
+      if (forced_copies == 0 && cfg.table)
+        for (int c = cuda_tuning::kExprTableCopies; c >= 1 && forced_copies == 0; c /= 2) {
+          const size_t stride = c > 1 ? size_t((job.nbuckets + 4) | 1) : size_t(job.nbuckets + 4);
+          if (sb_bytes + size_t(g.tab_bytes) + size_t(c) * stride * 4 + 1024 <= facts.smem_per_block_optin)
+            forced_copies = c;
+        }
+      return cuda::choose_privatization(job.nbuckets + (cfg.table ? 4 : 0), threads,
+                                        sb_bytes + size_t(g.tab_bytes), double(A.n) / cfg.rows, m,
+                                        forced_copies);
     };
     cuda::PrivChoice ch = choose();
     if (cfg.table && !cfg.climb && ch.global) {

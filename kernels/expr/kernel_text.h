@@ -37,8 +37,10 @@
 //     table of edges that g2_edges computes with the kernel's own bucket function (g2_visit).
 //     With G2_TABLE (float32, value = F(g), the source defines gpu2bs_pair_inner and
 //     gpu2bs_outer) the kernel buckets g against the thresholds that g2_tables derives from F
-//     (see "Threshold table" below); that program (G2_PART 1) has no g2_check / g2_tables, which
-//     form a second program (G2_PART 2).
+//     (see "Threshold table" below): without G2_CLIMB through the folded cell map (g2_cell,
+//     at most one threshold per cell, no branch per pair, shared copies only), with G2_CLIMB
+//     through the linear cells and a climb; that program (G2_PART 1) has no g2_check /
+//     g2_tables, which form a second program (G2_PART 2).
 //   3 Join (Type-III): the kept pairs to a direct output buffer: per warp and step one atomic
 //     reservation on the global counter, the lanes' records at consecutive positions; records
 //     past `cap` are not written, but counted, so the host sees the buffer overflow and runs
@@ -339,8 +341,9 @@ extern "C" __global__ void g2_edges(const G2Args g, real* out) {
 // p(g) > p(t) implies g > t, so for g of sub-position s in the cell: s < q gives m0, q < s < r
 // gives m0 + 1, and only s = q or s >= r needs the thresholds themselves (a climb from that
 // class; the cells are fine enough that few pairs take it). One shared load per pair settles
-// the class. The shared histograms have a bin per class (0 .. nbuckets + 1), at byte offset
-// 4 m of the copy.
+// the class (G2_CLIMB; without it the folded map of g2_cell and g2_tables phase 2 replace the
+// position, the cells and the climb). The shared histograms have a bin per class (0 ..
+// nbuckets + 1), at byte offset 4 m of the copy, then two fault bins (without G2_CLIMB).
 // Keys: order-preserving unsigned patterns of the non-NaN floats.
 static __device__ __forceinline__ unsigned g2_key32(float v) {
   const unsigned u = __float_as_uint(v);
