@@ -270,20 +270,26 @@ constexpr long long kExprSumMaxItems = 1LL << 18;
 constexpr int kExprHistEdgesMaxBuckets = 1 << 20;
 // Float32 histograms of a value F(g) whose F passes the device's monotonicity check (expr_gpu.cu,
 // "threshold table"): buckets up to this many (the cell entries hold the byte offset 4 m of a
-// class m in 0 .. nbuckets + 1 in 16 bits), and the cells over the range of g's thresholds
-// (32-bit entries in shared memory, each cell 128 sub-positions: kernel_text.h, G2_SUB; cells x
-// 128 <= 2^22).
-// bench_expr hist (H100, 117,955 stars, 1000 buckets): 13.5 ms kernel with the table against
-// 37.7 ms evaluating acos per pair.
+// class m in 0 .. nbuckets + 1, or 4 (m0 + 1) of the folded map, in 16 bits), and the linear
+// cells of the kernel with the climb over the range of g's thresholds (32-bit entries in shared
+// memory, each cell 128 sub-positions: kernel_text.h, G2_SUB; cells x 128 <= 2^22).
+// bench_expr hist (H100, 117,955 stars, 1000 buckets, 128 x 2): 9.2 ms kernel through the folded
+// map, 13.5 ms with the climb, 38.0 ms evaluating acos per pair.
 constexpr int kExprTableMaxBuckets = 16380;
 constexpr int kExprTableCells = 4096;
+// Most cells of the threshold table's folded map (kernel_text.h, g2_cell: 16-bit entries in
+// shared memory); the host picks the coarsest shift whose cells hold at most one threshold each.
+// The angular histogram of 1000 buckets over [0, pi) takes 12,288 (shift 15), of 100 buckets
+// 1,536.
+constexpr int kExprTableMapCells = 16384;
 // The threshold-table histogram's tile configuration (threads per block, rows per thread) and
 // private copies per block (0: the privatization model's choice). bench_expr histsweep (H100,
-// stars, kernel ms): 128 x 2 with the model's copies 13.57 (1 copy 13.48, 8 copies 22.00, 32
-// copies 64.79: occupancy), 512 x 1 13.25-13.58 up to 16 copies, 1024 x 1 13.18-13.25 with 1
-// to 32 copies, 256 x 2 14.55, 128 x 4 16.44, 256 x 4 17.52.
-constexpr int kExprTableThreads = 128;
-constexpr int kExprTableRegRows = 2;
+// stars, kernel ms, the kernel without the climb): 1024 x 1 with the model's copies (32) 8.01,
+// with 1-16 copies 8.71-9.78; 512 x 2 8.27 (16 copies); 256 x 2 8.87-9.20 up to 16 copies;
+// 128 x 2 9.19 (1-2 copies), 11.47 with 8, 29.55 with 32 (occupancy); 128 x 4 and 256 x 4
+// 9.1-9.3. The kernel with the climb: 1024 x 1 13.18-13.25, 128 x 2 13.57.
+constexpr int kExprTableThreads = 1024;
+constexpr int kExprTableRegRows = 1;
 constexpr int kExprTableCopies = 0;
 // Join: capacity of the direct output buffer in pairs (16 bytes each), at most, and at most
 // this fraction of the call's device memory budget left after the inputs.

@@ -43,6 +43,7 @@ struct Config {
   bool table = false;           // Histogram: value = F(g) through the threshold table of g
   bool safe = false;            // G2_SAFE: every input value within safe_inputs' bounds
   bool compact = false;         // G2_COMPACT: one tile loop (no full-tile specialization)
+  bool climb = false;           // G2_CLIMB: the table's linear cells with the climb
 };
 
 // True when every value of the side, rounded to float32, is 0, NaN or of magnitude within
@@ -60,6 +61,65 @@ bool safe_inputs(const Side& s) {
 
 // set_histogram_table's switch.
 std::atomic<bool> g_table_on{true};
+// set_table_climb's switch.
+std::atomic<bool> g_table_climb{false};
+
+// The folded cell map of kernel_text.h (g2_cell) for the thresholds of a table, and its cells.
+struct FoldMap {
+  float c = 0, w = 0;
+  int s = 0, kb = 0, cells = 0;
+};
+
+// g2_cell on the host (the same float operations, rounded to nearest).
+int fold_cell(float x, const FoldMap& m) {
+  const float d = x - m.c;
+  const float h = std::fmax(m.w - std::fabs(d), std::numeric_limits<float>::denorm_min());
+  int bits;
+  std::memcpy(&bits, &h, 4);
+  const int q = std::max(bits >> m.s, m.kb);
+  return d < 0.f ? q - m.kb : m.cells - 1 + m.kb - q;
+}
+
+// The coarsest folded map (fewest cells, at most max_cells) whose cells each hold at most one
+// of the finite thresholds ts[1 .. nb + 1], centred on their range; false when none does (the
+// device checks the chosen map again while it builds the entries).
+bool choose_fold_map(const std::vector<float>& ts, int max_cells, FoldMap* out) {
+  std::vector<float> fin;
+  for (size_t k = 1; k + 1 < ts.size(); ++k)
+    if (std::isfinite(ts[k])) fin.push_back(ts[k]);
+  if (fin.empty()) return false;
+  const float ga = fin.front(), gb = fin.back();
+  FoldMap m;
+  m.c = float(0.5 * (double(ga) + double(gb)));
+  m.w = std::nextafter(float(std::max(double(gb) - double(m.c), double(m.c) - double(ga))), INFINITY);
+  if (!std::isfinite(m.w)) return false;
+  int top;
+  std::memcpy(&top, &m.w, 4);
+  for (int s = 23; s >= 0; --s) {
+    m.s = s;
+    int lo = top >> s;
+    for (float t : fin) {
+      const float h = std::fmax(m.w - std::fabs(t - m.c), std::numeric_limits<float>::denorm_min());
+      int bits;
+      std::memcpy(&bits, &h, 4);
+      lo = std::min(lo, bits >> s);
+    }
+    m.kb = std::max(lo, (top >> s) - max_cells / 2 + 1);
+    m.cells = 2 * ((top >> s) - m.kb + 1);
+    bool ok = true;
+    int prev = -1;
+    for (size_t k = 0; k < fin.size() && ok; ++k) {
+      const int p = fold_cell(fin[k], m);
+      ok = p > prev;
+      prev = p;
+    }
+    if (ok) {
+      *out = m;
+      return true;
+    }
+  }
+  return false;
+}
 
 // The histogram's bucket computation without the float64 division (kernel_text.h, g2_visit):
 // q_scale = nbuckets / (hi - lo) and q_off = -lo * q_scale as real, and the bound q_tol on
@@ -121,6 +181,7 @@ std::string assemble_source(const Config& c, const std::string& device_source, i
   def("G2_PART", part);
   def("G2_COMPACT", c.compact ? 1 : 0);
   def("G2_CELLS", cuda_tuning::kExprTableCells);
+  def("G2_CLIMB", c.climb ? 1 : 0);
   s += text::kPrelude;
   s += "#line 1 \"gpu2bs_pair\"\n";
   s += device_source;
@@ -154,6 +215,9 @@ struct Args {
   const float* tab_par;
   int tab_dec;
   int tab_bytes;
+  int tab_cells;
+  float tm_c, tm_w;
+  int tm_s, tm_kb;
 };
 
 // (s, c) += x, Neumaier's compensated summation (the device's g2_nadd).
@@ -238,6 +302,7 @@ int table_check(Call& call, const detail::Module& mod, bool nonneg) {
 
 namespace detail {
 void set_histogram_table(bool on) { g_table_on.store(on); }
+void set_table_climb(bool on) { g_table_climb.store(on); }
 }  // namespace detail
 
 Result run(const Job& job, PairSink* sink, Control& ctl) {
@@ -337,6 +402,7 @@ Result run(const Job& job, PairSink* sink, Control& ctl) {
   }
   ctl.stats.prepare_s += seconds_since(tc);
   const void* fn = reinterpret_cast<const void*>(mod->kernel);
+  const std::string fast_compile_kept = fast_compile;
 
   cuda::LastRun& lr = cuda::last_run();
   lr = cuda::LastRun();
@@ -380,6 +446,19 @@ Result run(const Job& job, PairSink* sink, Control& ctl) {
   G2_CUDA(cudaMemsetAsync(d_counter, 0, 8, call.stream()));
   g.error = d_err;
   g.counter = d_counter;
+  // The threshold table's kernel with the climb (G2_CLIMB), compiled where the folded map does
+  // not fit the thresholds or the counts must go to the global histogram.
+  auto to_climb = [&] {
+    if (cfg.climb) return;
+    cfg.climb = true;
+    res.table_climb = true;
+    double ms = 0;
+    bool hit = false;
+    mod = detail::module_for(assemble_source(cfg, job.device_source, 1), arch, fast_compile_kept, &ms, &hit);
+    res.compile_ms += ms;
+    res.cache_hit = res.cache_hit && hit;
+    fn = reinterpret_cast<const void*>(mod->kernel);
+  };
   if (job.kind == Kind::Histogram) {
     g.hist = call.alloc<unsigned long long>(size_t(job.nbuckets), "histogram");
     G2_CUDA(cudaMemsetAsync(g.hist, 0, 8 * size_t(job.nbuckets), call.stream()));
@@ -391,20 +470,50 @@ Result run(const Job& job, PairSink* sink, Control& ctl) {
     if (cfg.table) {
       // The thresholds of g and the cell entries, by bisection with the module's own F and
       // bucket function (g2_tables); they stay in shared memory in front of the histograms.
+      // Phase 0 the thresholds; then, where every cell of the folded map (chosen here from
+      // them) holds at most one, phase 2 its entries for the kernel without the climb, else
+      // phase 1 the linear cells and the kernel with the climb (compiled now).
       const int nb = job.nbuckets, cells = cuda_tuning::kExprTableCells;
       float* ts = call.alloc<float>(size_t(nb) + 3, "histogram thresholds");
-      unsigned* ce = call.alloc<unsigned>(size_t(cells), "histogram cell entries");
-      float* par = call.alloc<float>(4, "histogram position map");
+      unsigned* ce = call.alloc<unsigned>(
+          size_t(std::max(cells, cuda_tuning::kExprTableMapCells / 2)), "histogram cell entries");
+      float* par = call.alloc<float>(5, "histogram position map");
+      G2_CUDA(cudaMemsetAsync(par, 0, 5 * sizeof(float), call.stream()));
       g.tab_ts = ts;
       g.tab_ce = ce;
       g.tab_par = par;
       g.tab_dec = res.table_dec ? 1 : 0;
-      g.tab_bytes = int((4 * (size_t(nb) + 3) + 4 * size_t(cells) + 15) / 16 * 16);
-      for (int phase = 0; phase < 2; ++phase) {
+      // Launches g2_tables' phase over n threads.
+      auto tables = [&](int phase, int n) {
         void* params[] = {&g, &phase, &ts, &ce, &par};
-        const int n = phase == 0 ? nb + 1 : cells, et = 128;
+        const int et = 128;
         G2_CUDA(cudaLaunchKernel(reinterpret_cast<const void*>(tab->tables), dim3(unsigned((n + et - 1) / et)),
                                  dim3(et), params, 0, call.stream()));
+      };
+      tables(0, nb + 1);
+      bool one = false;
+      if (!g_table_climb.load()) {
+        std::vector<float> tsv(size_t(nb) + 3);
+        cuda::download(call, tsv.data(), ts, sizeof(float) * tsv.size());
+        FoldMap fm;
+        if (choose_fold_map(tsv, cuda_tuning::kExprTableMapCells, &fm)) {
+          g.tab_cells = fm.cells;
+          g.tm_c = fm.c;
+          g.tm_w = fm.w;
+          g.tm_s = fm.s;
+          g.tm_kb = fm.kb;
+          tables(2, fm.cells);
+          unsigned two = 0;
+          cuda::download(call, &two, par + 4, sizeof two);
+          one = two == 0;
+        }
+      }
+      if (one) {
+        g.tab_bytes = int((4 * (size_t(nb) + 3) + 2 * size_t(g.tab_cells) + 15) / 16 * 16);
+      } else {
+        tables(1, cells);
+        g.tab_bytes = int((4 * (size_t(nb) + 3) + 4 * size_t(cells) + 15) / 16 * 16);
+        to_climb();
       }
     }
     if (cfg.edges) {
@@ -430,23 +539,41 @@ Result run(const Job& job, PairSink* sink, Control& ctl) {
     m.smem_reserved = facts.smem_reserved;
     m.max_threads_per_sm = facts.prop.maxThreadsPerMultiProcessor;
     m.max_blocks_per_sm = facts.prop.maxBlocksPerMultiProcessor;
-    int regs_bps = 0;
-    G2_CUDA(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&regs_bps, fn, threads, 0));
-    m.reg_blocks_per_sm = std::max(1, regs_bps);
-    // With the table, a copy has a bin per class (nbuckets + 2, the two outer ones unread).
-    // The table's copies have their bins interleaved (kernel_text.h), so more copies also mean
-    // fewer bank conflicts, which the model does not weigh: kExprTableCopies where set, halved
-    // until the copies fit in a block's shared memory (else the model).
-    int forced_copies = ctl.overrides.sdh_copies;
-    if (forced_copies == 0 && cfg.table)
-      for (int c = cuda_tuning::kExprTableCopies; c >= 1 && forced_copies == 0; c /= 2) {
-        const size_t stride = c > 1 ? size_t((job.nbuckets + 2) | 1) : size_t(job.nbuckets + 2);
-        if (sb_bytes + size_t(g.tab_bytes) + size_t(c) * stride * 4 + 1024 <= facts.smem_per_block_optin)
-          forced_copies = c;
-      }
-    const cuda::PrivChoice ch = cuda::choose_privatization(
-        job.nbuckets + (cfg.table ? 2 : 0), threads, sb_bytes + size_t(g.tab_bytes), double(A.n) / cfg.rows, m,
-        forced_copies);
+    // The privatization choice for the current kernel `fn` and table size.
+    auto choose = [&] {
+      int regs_bps = 0;
+      G2_CUDA(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&regs_bps, fn, threads, 0));
+      m.reg_blocks_per_sm = std::max(1, regs_bps);
+      // With the table, a copy has a bin per class (nbuckets + 2, the two outer ones unread) and
+      // two fault bins (a NaN or NULL g that raises; read without the climb).
+      // The table's copies have their bins interleaved (kernel_text.h), so more copies also mean
+      // fewer bank conflicts, which the model does not weigh: kExprTableCopies where set, halved
+      // until the copies fit in a block's shared memory (else the model).
+      int forced_copies = ctl.overrides.sdh_copies;
+      if (forced_copies == 0 && cfg.table)
+        for (int c = cuda_tuning::kExprTableCopies; c >= 1 && forced_copies == 0; c /= 2) {
+          const size_t stride = c > 1 ? size_t((job.nbuckets + 4) | 1) : size_t(job.nbuckets + 4);
+          if (sb_bytes + size_t(g.tab_bytes) + size_t(c) * stride * 4 + 1024 <= facts.smem_per_block_optin)
+            forced_copies = c;
+        }
+      return cuda::choose_privatization(job.nbuckets + (cfg.table ? 4 : 0), threads,
+                                        sb_bytes + size_t(g.tab_bytes), double(A.n) / cfg.rows, m,
+                                        forced_copies);
+    };
+    cuda::PrivChoice ch = choose();
+    if (cfg.table && !cfg.climb && ch.global) {
+      // Without the climb the kernel counts only in shared memory.
+      int phase = 1, cells = cuda_tuning::kExprTableCells;
+      float* ts = const_cast<float*>(g.tab_ts);
+      unsigned* ce = const_cast<unsigned*>(g.tab_ce);
+      float* par = const_cast<float*>(g.tab_par);
+      void* params[] = {&g, &phase, &ts, &ce, &par};
+      G2_CUDA(cudaLaunchKernel(reinterpret_cast<const void*>(tab->tables), dim3(unsigned((cells + 127) / 128)),
+                               dim3(128), params, 0, call.stream()));
+      g.tab_bytes = int((4 * (size_t(job.nbuckets) + 3) + 4 * size_t(cells) + 15) / 16 * 16);
+      to_climb();
+      ch = choose();
+    }
     g.copies = ch.global ? 0 : ch.copies;
     g.stride = ch.global ? 0 : ch.stride;
     smem = ch.smem_bytes;

@@ -113,6 +113,8 @@ struct Result {
   bool table = false;              // Histogram: buckets through the threshold table of g
                                    // (value = F(g), F checked monotone on the device)
   bool table_dec = false;          // with `table`: F is non-increasing
+  bool table_climb = false;        // with `table`: the kernel with the climb ran (some cell of
+                                   // the folded map held two thresholds, or no shared copy fit)
   std::vector<float> thresholds;   // with `table`: ts[0 .. nbuckets + 2] of kernel_text.h (tests)
   double check_ms = 0;             // time of the module's monotonicity check (0: known already)
 };

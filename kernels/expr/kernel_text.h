@@ -37,8 +37,10 @@
 //     table of edges that g2_edges computes with the kernel's own bucket function (g2_visit).
 //     With G2_TABLE (float32, value = F(g), the source defines gpu2bs_pair_inner and
 //     gpu2bs_outer) the kernel buckets g against the thresholds that g2_tables derives from F
-//     (see "Threshold table" below); that program (G2_PART 1) has no g2_check / g2_tables, which
-//     form a second program (G2_PART 2).
+//     (see "Threshold table" below): without G2_CLIMB through the folded cell map (g2_cell,
+//     at most one threshold per cell, no branch per pair, shared copies only), with G2_CLIMB
+//     through the linear cells and a climb; that program (G2_PART 1) has no g2_check /
+//     g2_tables, which form a second program (G2_PART 2).
 //   3 Join (Type-III): the kept pairs to a direct output buffer: per warp and step one atomic
 //     reservation on the global counter, the lanes' records at consecutive positions; records
 //     past `cap` are not written, but counted, so the host sees the buffer overflow and runs
@@ -118,6 +120,9 @@ struct G2Args {
                               // NaN and NULL g's outcomes (int bits)
   int tab_dec;                // G2_TABLE: F is non-increasing (else non-decreasing)
   int tab_bytes;              // G2_TABLE: shared bytes of the tables (before the histograms)
+  int tab_cells;              // G2_TABLE without G2_CLIMB: the cells of the folded map (g2_cell)
+  float tm_c, tm_w;           // the folded map's centre and half-width
+  int tm_s, tm_kb;            // its shift of the bits of h and the smallest kept h >> shift
 };
 
 // The bucket of v, minus one, as PostgreSQL 15's width_bucket_float8 computes it in float64
@@ -207,6 +212,26 @@ static __device__ __forceinline__ void g2_block_nsum(double& s, double& c, doubl
   }
 }
 
+// G2_TABLE without G2_CLIMB: the folded cell map of g (g2_cell), in registers.
+struct G2Map {
+  float c, w;  // centre and half-width
+  int s, kb;   // shift of the bits of h, smallest kept h >> s
+  int k2;      // 2 cells - 1 + kb: the right half's cells count down from it
+};
+
+// G2_TABLE without G2_CLIMB: the cell of g in [0, 2 H), non-decreasing in g (also for +-inf;
+// NaN lands in some cell, its class is replaced). With d = g - c and h = max(w - |d|, the
+// smallest subnormal) (both rounded, so non-increasing in |d|), q = max(bits(h) >> s, kb) - kb
+// is in [0, H) and grows as g approaches c from either side: the left half (d < 0) counts up
+// (q), the right half counts down (2 H - 1 - q). The cells are narrow where h is small, i.e.
+// near c - w and c + w, in proportion to h (the bits of a float are its binade and mantissa).
+static __device__ __forceinline__ int g2_cell(float x, const G2Map& m) {
+  const float d = __fsub_rn(x, m.c);
+  const float h = fmaxf(__fsub_rn(m.w, fabsf(d)), 1.401298464e-45f);
+  const int q = max(__float_as_int(h) >> m.s, m.kb);
+  return d < 0.f ? q - m.kb : m.k2 - q;
+}
+
 // G2_TABLE: where a thread counts its pairs, all in registers (the hot loop reads no G2Args).
 struct G2Bins {
   unsigned sh;               // shared-memory address of the thread's copy (bin 0)
@@ -225,6 +250,9 @@ struct G2Acc {
   int t_nan, t_null;      // G2_TABLE: the class offset (or -fault) of a NaN or NULL g
   const float* ts;        // G2_TABLE: the thresholds in shared memory
   const unsigned* ce;     // G2_TABLE: the cell entries in shared memory
+  const unsigned short* ce1;  // G2_TABLE without G2_CLIMB: 4 (m0 + 1) per cell (g2_tables)
+  G2Map map;              // G2_TABLE without G2_CLIMB: the cell map
+  unsigned o_nan, o_null; // G2_TABLE without G2_CLIMB: the bin offset of a NaN or NULL g
   real e_first, e_last;   // G2_EDGES: edges[0] and edges[nbuckets]
   real q_scale, q_off, q_tol;  // G2_EDGES: G2Args' as real
 };
@@ -313,8 +341,9 @@ extern "C" __global__ void g2_edges(const G2Args g, real* out) {
 // p(g) > p(t) implies g > t, so for g of sub-position s in the cell: s < q gives m0, q < s < r
 // gives m0 + 1, and only s = q or s >= r needs the thresholds themselves (a climb from that
 // class; the cells are fine enough that few pairs take it). One shared load per pair settles
-// the class. The shared histograms have a bin per class (0 .. nbuckets + 1), at byte offset
-// 4 m of the copy.
+// the class (G2_CLIMB; without it the folded map of g2_cell and g2_tables phase 2 replace the
+// position, the cells and the climb). The shared histograms have a bin per class (0 ..
+// nbuckets + 1), at byte offset 4 m of the copy, then two fault bins (without G2_CLIMB).
 // Keys: order-preserving unsigned patterns of the non-NaN floats.
 static __device__ __forceinline__ unsigned g2_key32(float v) {
   const unsigned u = __float_as_uint(v);
@@ -424,6 +453,41 @@ extern "C" __global__ void g2_tables(const G2Args g, int phase, float* ts, unsig
         lo = mid + 1;
     }
     ts[want] = lo > G2_KHI ? nan : g2_unkey32((unsigned)lo);
+    return;
+  }
+  if (phase == 2) {
+    // The folded map's cells (g2_cell, parameters in g from the host): the entry of cell j is
+    // 4 (m0 + 1), m0 the number of thresholds ts[1 ..] in cells before j (-inf ones in none:
+    // they are below every g), so a g of cell j has class m0 + (g >= ts[m0 + 1]) when at most
+    // one threshold lies in the cell; par[4] gets 1 where a cell holds two (the kernel with the
+    // climb then runs instead).
+    const int cells = g.tab_cells;
+    if (j >= cells) return;
+    G2Map m;
+    m.c = g.tm_c;
+    m.w = g.tm_w;
+    m.s = g.tm_s;
+    m.kb = g.tm_kb;
+    m.k2 = cells - 1 + g.tm_kb;
+    // The cell of threshold k (ts[k] non-NaN); -1 for -inf.
+    auto tcell = [&](int k) -> int {
+      const float t = ts[k];
+      return t == -__int_as_float(0x7f800000) ? -1 : g2_cell(t, m);
+    };
+    int lo = 1, hi = nb + 2;  // the first k in [1, nb + 2] with ts[k] NaN or in cell >= j
+    while (lo < hi) {
+      const int mid = (lo + hi) / 2;
+      const float t = ts[mid];
+      if (t == t && tcell(mid) < j)
+        lo = mid + 1;
+      else
+        hi = mid;
+    }
+    const int m0 = lo - 1;
+    reinterpret_cast<unsigned short*>(ce)[j] = (unsigned short)(4 * (m0 + 1));
+    const int k1 = m0 + 1, k2 = m0 + 2;
+    if (k2 <= nb + 2 && ts[k1] == ts[k1] && ts[k2] == ts[k2] && tcell(k1) == j && tcell(k2) == j)
+      atomicOr(reinterpret_cast<unsigned*>(par + 4), 1u);
     return;
   }
   if (j >= G2_CELLS) return;
@@ -551,6 +615,22 @@ static __device__ __forceinline__ void g2_visit(const G2Args& g, G2Acc& acc, con
     g2_nadd(acc.s, acc.c, (double)v);
     acc.cnt += 1u;
   }
+#elif G2_KIND == 2 && G2_TABLE && !G2_CLIMB
+  // The value is F(g): at most one threshold per cell (g2_tables phase 2), so the class is the
+  // cell's m0 plus (g >= ts[m0 + 1]), and a g that is NaN or NULL (s = 2, 3) or a pair not
+  // kept (s = 0: class 0, not counted) takes its bin by selection: no branch per pair. The
+  // count is a shared-memory reduction on the thread's copy (always shared here); the
+  // reduction has no memory clobber, so the table loads of the step's pairs interleave.
+  (void)keep;
+  if (ok) {
+    float x = 0.f;
+    const int s = gpu2bs_pair_inner(ra, rb, &x);
+    const unsigned e = acc.ce1[g2_cell(x, acc.map)];
+    const float t = *reinterpret_cast<const float*>(reinterpret_cast<const char*>(acc.ts) + e);
+    unsigned off = e - (x >= t ? 0u : 4u);
+    off = s == 1 ? off : (s == 2 ? acc.o_nan : (s == 3 ? acc.o_null : 0u));
+    asm volatile("red.shared.add.u32 [%0], 1;" ::"r"(acc.bins.sh + off * acc.bins.mul));
+  }
 #elif G2_KIND == 2 && G2_TABLE
   // The value is F(g): the class of g from its cell's entry and, for few pairs, the thresholds
   // (exactly g2_bucket(F(g)), see g2_tables); g NaN or NULL: the outcome g2_tables derived.
@@ -669,7 +749,26 @@ extern "C" __global__ void __launch_bounds__(G2_B) g2_kernel(const G2Args g) {
     float* ts = reinterpret_cast<float*>(g2_smem + G2_SB_BYTES);
     unsigned* ce = reinterpret_cast<unsigned*>(ts + g.nbuckets + 3);
     for (int k = tid; k < g.nbuckets + 3; k += G2_B) ts[k] = g.tab_ts[k];
+#if G2_CLIMB
     for (int k = tid; k < G2_CELLS; k += G2_B) ce[k] = g.tab_ce[k];
+#else
+    {
+      unsigned short* c1 = reinterpret_cast<unsigned short*>(ce);
+      const unsigned short* src = reinterpret_cast<const unsigned short*>(g.tab_ce);
+      for (int k = tid; k < g.tab_cells; k += G2_B) c1[k] = src[k];
+      acc.ce1 = c1;
+      acc.map.c = g.tm_c;
+      acc.map.w = g.tm_w;
+      acc.map.s = g.tm_s;
+      acc.map.kb = g.tm_kb;
+      acc.map.k2 = g.tab_cells - 1 + g.tm_kb;
+      // A NaN or NULL g: its class's bin, or the fault bins nbuckets + 2 and + 3 (raised when
+      // the block ends).
+      const int tn = __float_as_int(g.tab_par[2]), tl = __float_as_int(g.tab_par[3]);
+      acc.o_nan = tn >= 0 ? unsigned(tn) : 4u * unsigned(g.nbuckets + 2);
+      acc.o_null = tl >= 0 ? unsigned(tl) : 4u * unsigned(g.nbuckets + 3);
+    }
+#endif
     acc.ts = ts;
     acc.ce = ce;
     acc.bins.sh = unsigned(__cvta_generic_to_shared(sh + acc.hbase));
@@ -848,6 +947,14 @@ extern "C" __global__ void __launch_bounds__(G2_B) g2_kernel(const G2Args g) {
 #endif
       if (s) atomicAdd(g.hist + k, s);
     }
+#if G2_TABLE && !G2_CLIMB
+    // The fault bins: a NaN or NULL g whose F raises.
+    if (tid < 2) {
+      unsigned s = 0;
+      for (int c = 0; c < g.copies; ++c) s += sh[(g.nbuckets + 2 + tid) * g.copies + c];
+      if (s) gpu2bs_raise(-__float_as_int(g.tab_par[2 + tid]));
+    }
+#endif
   }
 #endif
 #if G2_KIND != 3

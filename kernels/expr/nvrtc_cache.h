@@ -67,6 +67,9 @@ int compact_override();
 // Test and benchmark hook: false turns the histogram threshold table off (every pair evaluates
 // gpu2bs_pair and its bucket), true (the default) lets calls use it where it applies.
 void set_histogram_table(bool on);
+// Tests: true makes threshold-table histograms use the kernel with the climb (the cell entries
+// of kExprTableCells linear cells) even where every folded cell holds at most one threshold.
+void set_table_climb(bool on);
 
 }  // namespace detail
 }  // namespace exprgpu

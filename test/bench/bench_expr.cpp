@@ -276,7 +276,8 @@ void bench_hist_generated(const Cols& s, const char* name) {
     report(what, pairs, t);
     if (mode == 0) {
       with_table = t.r.hist;
-      printf("  table %d (dec %d), check %.2f ms (warm-up call)\n", int(t.r.table), int(t.r.table_dec), g_check_ms);
+      printf("  table %d (dec %d, climb %d), check %.2f ms (warm-up call)\n", int(t.r.table), int(t.r.table_dec),
+             int(t.r.table_climb), g_check_ms);
     }
     if (mode == 1)
       printf("  f32 table vs direct histograms: %s\n", with_table == t.r.hist ? "equal" : "DIFFER");

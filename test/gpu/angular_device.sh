@@ -3,14 +3,15 @@
 # test_gpu and bench_expr (or takes PREBUILT=<dir> with both), runs the ExprGpu tests,
 # bench_expr hist (the Hipparcos stars of .devdata with G2_STARS; the generated float32
 # histograms to $OUT/hist-*.txt) and bench_expr programs (cold compiles), then TreeCorr's
-# bench_expr histsweep (the table histogram over tile configurations and private copies), the
+# bench_expr histsweep (the table histogram over tile configurations and private copies),
+# bench_expr cold <k> for every program shape k, three fresh processes each (cold compiles), the
 # instruction mix of the tile kernel's loops in the cubins of CUBINS=<dir> (*.cubin, compiled
 # from the generated sources by NVRTC elsewhere; cuobjdump + sass_loops.py), then TreeCorr's
 # NNCorrelation on the same stars (wheels from WHEELS=<dir>, installed without network) with
 # test/bench/angular_treecorr.py (metric Arc unless TC_METRIC says otherwise), compared with the
 # GPU histogram. Logs under $OUT.
 #   OUT=/tmp/o WHEELS=../.angular15-whl bash test/gpu/angular_device.sh
-# SKIP=<words>: leaves out steps (build tests hist histsweep sass programs treecorr slop0). Each
+# SKIP=<words>: leaves out steps (build tests hist histsweep sass programs cold treecorr slop0). Each
 # step stops at DEADLINE seconds after the start (default 570).
 set -uo pipefail
 OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
@@ -57,6 +58,15 @@ if ! skip sass && [ -n "${CUBINS:-}" ]; then
 fi
 if ! skip programs; then
   step "bench_expr programs 3" 200 "$OUT/bench_programs.log" $B/bench_expr programs 3
+fi
+if ! skip cold; then
+  t=$(date +%s)
+  for r in 1 2 3; do
+    for k in $(seq 0 13); do
+      [ "$(left)" -gt 5 ] && timeout 20 $B/bench_expr cold $k >>"$OUT/cold.log" 2>&1
+    done
+  done
+  echo "cold: $(grep -c '^cold' "$OUT/cold.log") lines in $(( $(date +%s) - t )) s" | tee -a "$OUT/steps.log"
 fi
 if ! skip treecorr && [ -n "${WHEELS:-}" ]; then
   {

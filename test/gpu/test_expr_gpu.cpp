@@ -744,6 +744,15 @@ TEST(ExprGpu, AngularTableMatchesDirectCpuAndReference) {
           EXPECT_EQ(t.table, f32);
           if (f32) {
             EXPECT_TRUE(t.table_dec);
+            // The angular thresholds fit the folded map (one per cell): no climb; the kernel
+            // with the climb gives the same counts.
+            EXPECT_FALSE(t.table_climb);
+            exprgpu::detail::set_table_climb(true);
+            const Result tc = run_table(j, true);
+            exprgpu::detail::set_table_climb(false);
+            ASSERT_EQ(tc.error, 0);
+            EXPECT_TRUE(tc.table_climb);
+            EXPECT_EQ(t.hist, tc.hist) << "one threshold per cell vs climb: " << first_diff(t.hist, tc.hist);
             const Result d = run_table(j, false);
             ASSERT_EQ(d.error, 0);
             EXPECT_FALSE(d.table);
@@ -968,6 +977,81 @@ TEST(ExprGpu, TableCheckFallsBack) {
       jo.nbuckets = 100;
       EXPECT_EQ(run_table(jo, true).error, int(ExprFault::InputOutOfRange));
     }
+  }
+}
+
+// (h) The kernel without the climb: a NaN g whose F raises (sqrt(greatest(0, NaN)) is NaN,
+// width_bucket raises) raises through the fault bins as the direct kernel and the kernel with
+// the climb do; NULL g are not counted. Thresholds that no folded map separates (atan over
+// [-pi/2, pi/2) in 1000 buckets: dense near 0, the map's coarse middle) take the kernel with
+// the climb, with the direct kernel's counts; the CPU engine agrees where no pair is near an
+// edge of the float32 atan.
+TEST(ExprGpu, TableFaultBinsAndClimbFallback) {
+  REQUIRE_NVRTC();
+  Cols one;
+  one.ncols = 1;
+  one.n = 1;
+  one.data = {1.0};
+  {
+    const PairExpr e = unary_of_product([](PairExpr& x, int g) {
+      return ir_op(x, ExprOp::Sqrt, {ir_op(x, ExprOp::Greatest, {ir_const(x, 0), g})});
+    });
+    const std::string src = generate_pair_source(e, PairExprKind::Histogram, Precision::Float32);
+    Cols a = uniform_cols(5000, 1, 91, -1, 2);
+    for (int variant = 0; variant < 3; ++variant) {
+      Cols v = a;
+      if (variant == 1) v.data[1234] = NAN;
+      if (variant == 2) {
+        v.nulls.assign(v.data.size(), 0);
+        for (size_t k = 0; k < v.nulls.size(); k += 5) v.nulls[k] = 1;
+      }
+      Job j = make_job(Kind::Histogram, true, v, &one, src);
+      j.lo = 0;
+      j.hi = 2;
+      j.nbuckets = 999;
+      const Result t = run_table(j, true), d = run_table(j, false);
+      exprgpu::detail::set_table_climb(true);
+      const Result c = run_table(j, true);
+      exprgpu::detail::set_table_climb(false);
+      EXPECT_TRUE(t.table);
+      EXPECT_FALSE(t.table_climb);
+      EXPECT_TRUE(c.table_climb);
+      EXPECT_EQ(t.error, d.error) << "variant " << variant;
+      EXPECT_EQ(c.error, d.error) << "variant " << variant;
+      if (variant == 1) {
+        EXPECT_EQ(t.error, int(exprgpu::kHistogramNaN));
+        continue;
+      }
+      ASSERT_EQ(t.error, 0);
+      EXPECT_EQ(t.hist, d.hist) << "variant " << variant << ": " << first_diff(t.hist, d.hist);
+      EXPECT_EQ(c.hist, d.hist) << "variant " << variant;
+      if (variant == 0) {
+        EXPECT_EQ(t.hist, cpu_hist(e, Precision::Float32, v, &one, 0, 2, 999));
+      }
+    }
+  }
+  {
+    const PairExpr e = unary_of_product([](PairExpr& x, int g) { return ir_op(x, ExprOp::Atan, {g}); });
+    const std::string src = generate_pair_source(e, PairExprKind::Histogram, Precision::Float32);
+    const Cols a = uniform_cols(20000, 1, 93, -400, 400);
+    Job j = make_job(Kind::Histogram, true, a, &one, src);
+    j.lo = -M_PI / 2;
+    j.hi = M_PI / 2;
+    j.nbuckets = 1000;
+    const Result t = run_table(j, true), d = run_table(j, false);
+    ASSERT_EQ(t.error, 0);
+    ASSERT_EQ(d.error, 0);
+    EXPECT_TRUE(t.table);
+    EXPECT_TRUE(t.table_climb);
+    EXPECT_EQ(t.hist, d.hist) << first_diff(t.hist, d.hist);
+    const std::vector<uint64_t> c = cpu_hist(e, Precision::Float32, a, &one, -M_PI / 2, M_PI / 2, 1000);
+    uint64_t near = 0;
+    for (int64_t i = 0; i < a.n; ++i) {
+      const float g = float(a.data[size_t(i)]);
+      const double v = double(std::atan(g)), ulp = std::ldexp(1.0, std::ilogb(float(v)) - 23);
+      if (pg_bucket(v - 8 * ulp, -M_PI / 2, M_PI / 2, 1000) != pg_bucket(v + 8 * ulp, -M_PI / 2, M_PI / 2, 1000)) ++near;
+    }
+    EXPECT_LE(moves(t.hist, c), 2 * near) << "CPU engine vs GPU";
   }
 }
 
