@@ -31,6 +31,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <memory>
 #include <mutex>
 
 #include <cublas_v2.h>
@@ -622,11 +623,13 @@ __global__ void __launch_bounds__(kThreads)
 }
 
 // FP16 selection by column groups: a lane reads kSelGroup consecutive columns of its row with
-// two 16-byte loads, kSelGroupUnroll groups in flight. A group of scores is offered only when
-// its lower bound does not exceed the row's kept kc-th score (or the list is not full):
-// every score of group g is at least fma(-(rscale 2^gmax_g), max(0, max_j s'_j), bmin_g), with
-// (bmin_g, gmax_g) = (min |b_j|^2 over the group (0 for dot, cosine), max cscale_j), since the
-// products by powers of two are exact and rounding is monotone. A NaN value offers its group.
+// two 16-byte loads, kSelGroupUnroll groups in flight, and filters them twice before any warp
+// offer. First by a bound without loads: every score of group g is at least
+// fma(-(rscale 2^gmax_g), max(0, max_j s'_j), bmin_g), with (bmin_g, gmax_g) = (min |b_j|^2 over
+// the group (0 for dot, cosine), max cscale_j), since the products by powers of two are exact
+// and rounding is monotone; a group whose bound exceeds the row's kept kc-th score is done.
+// Else (or with a NaN value, or while the list has room) the lane computes the group's scores
+// as select_kernel does and only the columns at or below the kept kc-th score are offered.
 constexpr int kSelGroup = 16;
 constexpr int kSelGroupUnroll = 4;
 
@@ -658,7 +661,7 @@ __global__ void group_bounds_kernel(const float* __restrict__ bnorm2,
 
 // The FP16 selection with group bounds (select_kernel<true>'s contract: same candidates, since
 // a row's kc best under (score, column) are unique whatever the order of the offers).
-__global__ void __launch_bounds__(kThreads)
+__global__ void __launch_bounds__(kThreads, 2)
     select_half_kernel(const __half* __restrict__ S, size_t rows, size_t row_base, size_t nb,
                        size_t ld, const float* __restrict__ bnorm2, const int* __restrict__ rexp,
                        const float* __restrict__ cscale, const float2* __restrict__ gb,
@@ -699,19 +702,52 @@ __global__ void __launch_bounds__(kThreads)
         m = (v > m || v != v) ? v : m;
       }
       const float lb = fmaf(-(rs * g[u].y), m > 0.0f ? m : 0.0f, g[u].x);
-      const bool need = !(m == m && lb > thr);
-      if (!__any_sync(0xffffffffu, need)) continue;
+      // Second filter, by the lanes whose group bound does not reject: the exact scores of the
+      // group's columns (their norms and scales read with 16-byte loads), a bit per column at
+      // or below the kept kc-th score; the offers compute those few scores again.
+      unsigned cm = 0;
+      if (!(m == m && lb > thr)) {
+        const bool whole = jb + kSelGroup <= nb;
+#pragma unroll
+        for (int q = 0; q < kSelGroup / 4; ++q) {
+          float4 x = make_float4(0.0f, 0.0f, 0.0f, 0.0f), y = x;
+          if (whole) {
+            x = __ldg(reinterpret_cast<const float4*>(cscale + jb) + q);
+            if (l2form) y = __ldg(reinterpret_cast<const float4*>(bnorm2 + jb) + q);
+          } else {
+            const size_t j = jb + size_t(4 * q);
+            if (j < nb) x.x = __ldg(cscale + j), y.x = l2form ? __ldg(bnorm2 + j) : 0.0f;
+            if (j + 1 < nb) x.y = __ldg(cscale + j + 1), y.y = l2form ? __ldg(bnorm2 + j + 1) : 0.0f;
+            if (j + 2 < nb) x.z = __ldg(cscale + j + 2), y.z = l2form ? __ldg(bnorm2 + j + 2) : 0.0f;
+            if (j + 3 < nb) x.w = __ldg(cscale + j + 3), y.w = l2form ? __ldg(bnorm2 + j + 3) : 0.0f;
+          }
+          const float cs4[4] = {x.x, x.y, x.z, x.w}, bn4[4] = {y.x, y.y, y.z, y.w};
+#pragma unroll
+          for (int t = 0; t < 4; ++t) {
+            const int h = 4 * q + t;
+            const size_t j = jb + size_t(h);
+            if (j < nb && !(self && j == gi)) {
+              const float prod = half_at(raw[u], h) * cs4[t];  // exact: a power of two
+              float v = l2form ? op_fma(-rs, prod, bn4[t]) : -(rs * prod);
+              if (v != v) v = INFINITY;
+              if (v <= thr) cm |= 1u << h;
+            }
+          }
+        }
+      }
+      if (!__any_sync(0xffffffffu, cm != 0)) continue;
 #pragma unroll
       for (int h = 0; h < kSelGroup; ++h) {
+        const bool ok = (cm >> h) & 1u;
+        if (!__any_sync(0xffffffffu, ok)) continue;
         const size_t j = jb + size_t(h);
-        const bool ok = need && j < nb && !(self && j == gi);
-        float sc = INFINITY;
+        float v = INFINITY;
         if (ok) {
-          const float prod = half_at(raw[u], h) * __ldg(cscale + j);  // exact: a power of two
-          sc = l2form ? op_fma(-rs, prod, __ldg(bnorm2 + j)) : -(rs * prod);
+          const float prod = half_at(raw[u], h) * __ldg(cscale + j);
+          v = l2form ? op_fma(-rs, prod, __ldg(bnorm2 + j)) : -(rs * prod);
+          if (v != v) v = INFINITY;
         }
-        if (sc != sc) sc = INFINITY;
-        len = warp_offer<kFastCap>(L, len, kc, sc, uint32_t(j), ok);
+        len = warp_offer<kFastCap>(L, len, kc, v, uint32_t(j), ok);
       }
       thr = len == kc ? L[kc - 1].key : INFINITY;
     }
@@ -1431,6 +1467,7 @@ bool fast_knn(Call& call, const PairwiseProblem& p, const float* dA, const float
       release();
       return false;
     }
+    if (!overlap && queued < nchunks) queue(queued++);
   }
   call.ctl.stats.pairs_examined += uint64_t(na) * uint64_t(nb);
   pairwise_last_run().recomputed = redo.size();
@@ -1556,10 +1593,11 @@ void emit_knn_parallel(const PairwiseProblem& p, const KnnEntry* lists, const ui
   for (size_t i = 0; i < n; ++i) off[i + 1] = off[i] + count[i];
   const size_t total = off[n];
   if (total == 0) return;
-  // Blocks of whole pages (at most about 16 MB of records), so the pages are emit_knn's.
-  const size_t block = page * std::max<size_t>(1, (size_t(1) << 20) / page);
-  constexpr size_t kItem = 32768;  // records per work item
-  std::vector<PairRecord> buf(std::min(block, total));
+  // Blocks of whole pages (about 4 MB of records, reused block after block), so the pages are
+  // emit_knn's; the buffer is not zeroed (the workers touch its pages first).
+  const size_t block = page * std::max<size_t>(1, (size_t(1) << 18) / page);
+  constexpr size_t kItem = 16384;  // records per work item
+  std::unique_ptr<PairRecord[]> buf(new PairRecord[std::min(block, total)]);
   for (size_t r0 = 0; r0 < total; r0 += block) {
     const size_t r1 = std::min(total, r0 + block);
     parallel_for(ctl, (r1 - r0 + kItem - 1) / kItem, [&](size_t item, int) {
@@ -1573,7 +1611,7 @@ void emit_knn_parallel(const PairwiseProblem& p, const KnnEntry* lists, const ui
     });
     for (size_t at = r0; at < r1; at += page) {
       const size_t m = std::min(page, r1 - at);
-      sink.consume(buf.data() + (at - r0), m);
+      sink.consume(buf.get() + (at - r0), m);
       ctl.stats.pairs_emitted += m;
     }
   }
