@@ -30,8 +30,8 @@ struct PairwiseTuning {
   size_t fast_chunk_bytes = cuda_tuning::kPairwiseFastChunkBytes;  // fast path GEMM output
   bool certified_exact = true;  // exact precision through the certified tensor-core candidates
   bool fp16_gemm = cuda_tuning::kPairwiseFp16Gemm;  // candidates from FP16 (else TF32) GEMM
-  bool fp16_group_select = true;  // FP16 selection by column groups with score bounds
-  bool fast_overlap = true;  // host certification of a chunk beside the next chunk's kernels
+  bool fp16_group_select = cuda_tuning::kPairwiseFp16GroupSelect;  // FP16 selection by groups
+  bool fast_overlap = cuda_tuning::kPairwiseFastOverlap;  // certify beside the next chunk
   int upload_workers = cuda_tuning::kPairwiseUploadWorkers;  // threads copying the vectors up
   size_t upload_parallel_bytes = cuda_tuning::kPairwiseParallelUploadBytes;  // ... above this
   // Exact precision: abandon the certified path past this fraction of rows recomputed.

@@ -2,9 +2,9 @@
 // l1 threshold join, for test/gpu/bench_pairwise.sh (GPU) and the 2-core CPU comparison.
 //   bench_pairwise knn FILE N D K REPS OUT [cpu|gpu] [metric]
 //       self kNN over N x D float32 vectors (raw little-endian file); median of REPS runs of
-//       exact (on the GPU also exact through the SIMT kernel alone, fast, and tf32: fast with
-//       the TF32 GEMM); writes each run's lists as int32 (N x K) to OUT.exact.i32,
-//       OUT.simt.i32, OUT.fast.i32 and OUT.tf32.i32.
+//       exact (on the GPU also exact through the SIMT kernel alone, fast, and fp16: fast with
+//       the FP16 GEMM); writes each run's lists as int32 (N x K) to OUT.exact.i32,
+//       OUT.simt.i32, OUT.fast.i32 and OUT.fp16.i32.
 //   bench_pairwise sweep FILE N D K REPS [fast]
 //       GPU only: self kNN l2 under the launch parameters of kernels/tuning.h and alternatives
 //       (tile shape, rows per launch, blocks per SM, fast path GEMM chunk and type, upload
@@ -134,11 +134,14 @@ int sweep(int argc, char** argv) {
   add("exact 128x128 whole matrix, 8 blocks/SM wanted", E, [](T& t) { t.symmetric = false; t.blocks_per_sm = 8; });
   add("fast, GEMM chunk 1 GB", F, [](T& t) { t.fast_chunk_bytes = size_t(1) << 30; });
   add("fast, GEMM chunk 4 GB", F, [](T& t) { t.fast_chunk_bytes = size_t(4) << 30; });
-  add("fast, FP16 GEMM", F, [](T& t) { t.fp16_gemm = true; });
   add("fast, TF32 GEMM", F, [](T& t) { t.fp16_gemm = false; });
   add("fast, FP16 GEMM, selection offering every value", F, [](T& t) {
     t.fp16_gemm = true;
     t.fp16_group_select = false;
+  });
+  add("fast, FP16 GEMM, selection by column groups", F, [](T& t) {
+    t.fp16_gemm = true;
+    t.fp16_group_select = true;
   });
   add("fast, one chunk at a time (certification not overlapped)", F,
       [](T& t) { t.fast_overlap = false; });
@@ -200,15 +203,18 @@ int knn(int argc, char** argv) {
   printf("engine: %s, self kNN %s, n = %zu, d = %d, k = %d, %d runs\n", eng->name().c_str(),
          metric.c_str(), n, d, k, reps);
   // exact (certified tensor-core candidates where they apply), simt (exact through the SIMT
-  // kernel alone), fast, and tf32: fast with the TF32 GEMM.
+  // kernel alone), fast, and fp16: fast with the FP16 GEMM (its selection offering every value).
   for (int mode = 0; mode < 4; ++mode) {
     if (mode > 0 && !gpu) break;
     const PairwisePrecision prec = mode >= 2 ? PairwisePrecision::Fast : PairwisePrecision::Exact;
-    const char* name = mode == 0 ? "exact" : mode == 1 ? "simt" : mode == 2 ? "fast" : "tf32";
+    const char* name = mode == 0 ? "exact" : mode == 1 ? "simt" : mode == 2 ? "fast" : "fp16";
 #ifdef G2_BENCH_CUDA
     const cuda::PairwiseTuning saved = cuda::pairwise_tuning();
     if (mode == 1) cuda::pairwise_tuning().certified_exact = false;
-    if (mode == 3) cuda::pairwise_tuning().fp16_gemm = false;
+    if (mode == 3) {
+      cuda::pairwise_tuning().fp16_gemm = true;
+      cuda::pairwise_tuning().fp16_group_select = false;
+    }
 #endif
     PairwiseProblem p = make_pairwise(m, v, nullptr, k, true, 0, false, prec, 0);
     std::vector<double> wall, kern;

@@ -447,7 +447,7 @@ TEST(PairwiseGpu, Fp16CandidatesEqualCpu) {
   // overflow float4: no row can be certified) and near 1e-25 (every difference squared
   // underflows: all keys tie). The FP16 pass also copies the vectors through the parallel upload
   // (threshold 0, several slices at d = 768) and compares the FP16 selection by column groups
-  // with the selection that offers every value.
+  // with the selection that offers every value (the default).
   for (bool fp16 : {true, false}) {
     cuda::pairwise_tuning() = guard.saved;
     cuda::pairwise_tuning().fp16_gemm = fp16;
@@ -494,13 +494,14 @@ TEST(PairwiseGpu, Fp16CandidatesEqualCpu) {
                 EXPECT_EQ(r.recomputed, n);
             }
             if (fp16) {
-              // The selection by column groups against the selection that offers every value:
-              // the same candidates and worst scores, hence the same rows certified.
-              cuda::pairwise_tuning().fp16_group_select = false;
+              // The other FP16 selection (by column groups, or offering every value): the same
+              // candidates and worst scores, hence the same rows certified.
+              const bool groups = cuda::pairwise_tuning().fp16_group_select;
+              cuda::pairwise_tuning().fp16_group_select = !groups;
               expect_identical(cpu, run(gpu_pw(), c, 10, 0, PairwisePrecision::Fast), false);
               EXPECT_EQ(cuda::pairwise_last_run().recomputed, r.recomputed);
               EXPECT_EQ(cuda::pairwise_last_run().fp16, r.fp16);
-              cuda::pairwise_tuning().fp16_group_select = true;
+              cuda::pairwise_tuning().fp16_group_select = groups;
             }
             if (self && (d == 768 || kind == "scaled"))
               printf("  %s %-11s %-7s d=%-4d: fast: %zu of %zu rows recomputed\n",
