@@ -25,7 +25,8 @@
 // the best kc = max(2k, k + 16) approximate scores; those candidates are re-ranked with the exact
 // arithmetic; a row is accepted only when an a-priori bound on the TF32 error proves no other
 // column can enter its exact top k, else it is recomputed by the exact kernel. The result is the
-// exact kernel's. Exact precision gives way to the exact kernel when too many rows fail.
+// exact kernel's. Exact precision gives way to the exact kernel when too many rows fail. The
+// host certifies a chunk's candidates while the next chunk's kernels run.
 #include <dlfcn.h>
 
 #include <algorithm>
@@ -1161,7 +1162,9 @@ void exact_knn(Call& call, const PairwiseProblem& p, const float* dA, size_t row
 // The certified tensor-core path: GEMM (FP16 of the rows scaled by powers of two, FP32
 // accumulation, FP16 output, where cublasGemmEx is present and the tuning asks for it; else TF32
 // with FP32 output), candidates, exact re-rank, certification; uncertified rows are
-// recomputed exactly. Returns false (lists to be computed by the caller) when cuBLAS is
+// recomputed exactly; chunk c + 1 is queued before chunk c is certified (tuning fast_overlap),
+// its candidates coming down into the other half of the staging buffer. Returns false (lists
+// to be computed by the caller) when cuBLAS is
 // unavailable, when a chunk of 64 rows of the GEMM output does not fit a quarter of the memory
 // budget, or when the rows whose certificate failed exceed max_redo of the rows processed so far
 // (max_redo >= 1: never).
