@@ -419,11 +419,18 @@ constexpr size_t kPairwiseFastChunkBytes = size_t(4) << 30;
 // Candidates of the certified path from an FP16 GEMM (rows scaled by powers of two, FP32
 // accumulation, FP16 output: half the bytes of S written and read, twice the tensor rate of
 // TF32) where cublasGemmEx is present; false: the TF32 GEMM with FP32 output. Self kNN l2,
-// n = 100,000, d = 768, k = 10, fast (median of 3): FP16 GEMM 22.2 ms against TF32 43.3 ms, but
-// the selection over the FP16 output takes 67.7 ms against 32.0 ms over FP32 (it loads each
-// column's norm and scale after the GEMM value, one dependent load per offer), so 137.0 ms end
-// to end against 127.1 ms: TF32 by default.
+// n = 100,000, d = 768, k = 10, fast, H100 (median of 3, test/bench/results/
+// 2026-11-25-h100-knn-fast2.md): TF32 104.2 ms end to end (GEMM 41.7 ms, selection 33.0 ms);
+// FP16 119.1 ms (GEMM 21.7 ms, but its selection, which offers every value, 68.1 ms; the
+// selection by column groups, kPairwiseFp16GroupSelect, 215 ms): TF32 by default.
 constexpr bool kPairwiseFp16Gemm = false;
+// FP16 selection by column groups with score bounds (select_half_kernel) instead of offering
+// every value (select_kernel): the same candidates, but 215 ms against 68.1 ms in the run
+// above, so off.
+constexpr bool kPairwiseFp16GroupSelect = false;
+// Host merge and certificate of a chunk beside the next chunk's kernels (two pinned slots):
+// FP16 run above 264-265 ms against 273.7 ms one chunk at a time.
+constexpr bool kPairwiseFastOverlap = true;
 // Host to device copy of the vectors: upload_bytes with kParallelUploadBytes and kUploadWorkers
 // (the engine's values, below), which tests and benchmarks vary through pairwise_tuning().
 constexpr size_t kPairwiseParallelUploadBytes = kParallelUploadBytes;

@@ -25,12 +25,14 @@
 // the best kc = max(2k, k + 16) approximate scores; those candidates are re-ranked with the exact
 // arithmetic; a row is accepted only when an a-priori bound on the TF32 error proves no other
 // column can enter its exact top k, else it is recomputed by the exact kernel. The result is the
-// exact kernel's. Exact precision gives way to the exact kernel when too many rows fail.
+// exact kernel's. Exact precision gives way to the exact kernel when too many rows fail. The
+// host certifies a chunk's candidates while the next chunk's kernels run.
 #include <dlfcn.h>
 
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <memory>
 #include <mutex>
 
 #include <cublas_v2.h>
@@ -621,6 +623,143 @@ __global__ void __launch_bounds__(kThreads)
   }
 }
 
+// FP16 selection by column groups: a lane reads kSelGroup consecutive columns of its row with
+// two 16-byte loads, kSelGroupUnroll groups in flight, and filters them twice before any warp
+// offer. First by a bound without loads: every score of group g is at least
+// fma(-(rscale 2^gmax_g), max(0, max_j s'_j), bmin_g), with (bmin_g, gmax_g) = (min |b_j|^2 over
+// the group (0 for dot, cosine), max cscale_j), since the products by powers of two are exact
+// and rounding is monotone; a group whose bound exceeds the row's kept kc-th score is done.
+// Else (or with a NaN value, or while the list has room) the lane computes the group's scores
+// as select_kernel does and only the columns at or below the kept kc-th score are offered.
+constexpr int kSelGroup = 16;
+constexpr int kSelGroupUnroll = 4;
+
+// The half at position h (0 .. 15) of the 16 halves held in q[0], q[1].
+__device__ __forceinline__ float half_at(const uint4 (&q)[2], int h) {
+  const uint4 v = q[h >> 3];
+  const int w = (h & 7) >> 1;
+  const uint32_t word = w == 0 ? v.x : w == 1 ? v.y : w == 2 ? v.z : v.w;
+  const unsigned short bits = (h & 1) ? (unsigned short)(word >> 16) : (unsigned short)(word & 0xffffu);
+  return __half2float(__ushort_as_half(bits));
+}
+
+// Group bounds of the FP16 selection: gb[g] = (min |b_j|^2 (0 without the l2 form), max
+// cscale_j) over the columns j of group g below nb (floats of NaN norms are skipped: their
+// scores are treated as +Inf by the selection).
+__global__ void group_bounds_kernel(const float* __restrict__ bnorm2,
+                                    const float* __restrict__ cscale, size_t nb, bool l2form,
+                                    float2* __restrict__ gb) {
+  const size_t g = size_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (g >= (nb + kSelGroup - 1) / kSelGroup) return;
+  float mn = INFINITY, mx = 0.0f;
+  const size_t j_end = min(nb, (g + 1) * size_t(kSelGroup));
+  for (size_t j = g * size_t(kSelGroup); j < j_end; ++j) {
+    mn = fminf(mn, bnorm2[j]);
+    mx = fmaxf(mx, cscale[j]);
+  }
+  gb[g] = make_float2(l2form ? mn : 0.0f, mx);
+}
+
+// The FP16 selection with group bounds (select_kernel<true>'s contract: same candidates, since
+// a row's kc best under (score, column) are unique whatever the order of the offers).
+__global__ void __launch_bounds__(kThreads, 2)
+    select_half_kernel(const __half* __restrict__ S, size_t rows, size_t row_base, size_t nb,
+                       size_t ld, const float* __restrict__ bnorm2, const int* __restrict__ rexp,
+                       const float* __restrict__ cscale, const float2* __restrict__ gb,
+                       bool l2form, bool self, int kc, uint32_t* __restrict__ cand,
+                       uint32_t* __restrict__ ncand, float* __restrict__ worst) {
+  __shared__ KnnEntry lists[kThreads / 32][kFastCap];
+  const int lane = threadIdx.x & 31, warp = threadIdx.x / 32;
+  const size_t r = size_t(blockIdx.x) * (kThreads / 32) + size_t(warp);
+  if (r >= rows) return;  // warp-uniform; no block-wide barrier follows
+  KnnEntry* L = lists[warp];
+  const size_t gi = row_base + r;
+  int len = 0;
+  float thr = INFINITY;  // the kept kc-th score, +Inf while the list has room
+  // ld is a multiple of 8, so every row starts on a 16-byte boundary.
+  const uint4* s = reinterpret_cast<const uint4*>(S + r * ld);
+  const size_t nv = ld / 8;
+  const int e = rexp[gi] + (l2form ? 1 : 0);
+  const float rs = ldexpf(1.0f, e);
+  constexpr size_t kStep = size_t(32) * kSelGroup * kSelGroupUnroll;
+  for (size_t j0 = 0; j0 < nb; j0 += kStep) {
+    uint4 raw[kSelGroupUnroll][2];
+    float2 g[kSelGroupUnroll];
+#pragma unroll
+    for (int u = 0; u < kSelGroupUnroll; ++u) {
+      const size_t jb = j0 + size_t(kSelGroup) * size_t(lane + 32 * u);
+      const size_t v = jb / 8;
+      raw[u][0] = v < nv ? __ldcs(s + v) : make_uint4(0, 0, 0, 0);  // read once: streaming
+      raw[u][1] = v + 1 < nv ? __ldcs(s + v + 1) : make_uint4(0, 0, 0, 0);
+      g[u] = jb < nb ? __ldg(gb + jb / kSelGroup) : make_float2(INFINITY, 0.0f);
+    }
+#pragma unroll
+    for (int u = 0; u < kSelGroupUnroll; ++u) {
+      const size_t jb = j0 + size_t(kSelGroup) * size_t(lane + 32 * u);
+      float m = -INFINITY;  // the group's largest value; NaN when one is NaN
+#pragma unroll
+      for (int h = 0; h < kSelGroup; ++h) {
+        const float v = half_at(raw[u], h);
+        m = (v > m || v != v) ? v : m;
+      }
+      const float lb = fmaf(-(rs * g[u].y), m > 0.0f ? m : 0.0f, g[u].x);
+      // Second filter, by the lanes whose group bound does not reject: the exact scores of the
+      // group's columns (their norms and scales read with 16-byte loads), a bit per column at
+      // or below the kept kc-th score; the offers compute those few scores again.
+      unsigned cm = 0;
+      if (!(m == m && lb > thr)) {
+        const bool whole = jb + kSelGroup <= nb;
+#pragma unroll
+        for (int q = 0; q < kSelGroup / 4; ++q) {
+          float4 x = make_float4(0.0f, 0.0f, 0.0f, 0.0f), y = x;
+          if (whole) {
+            x = __ldg(reinterpret_cast<const float4*>(cscale + jb) + q);
+            if (l2form) y = __ldg(reinterpret_cast<const float4*>(bnorm2 + jb) + q);
+          } else {
+            const size_t j = jb + size_t(4 * q);
+            if (j < nb) x.x = __ldg(cscale + j), y.x = l2form ? __ldg(bnorm2 + j) : 0.0f;
+            if (j + 1 < nb) x.y = __ldg(cscale + j + 1), y.y = l2form ? __ldg(bnorm2 + j + 1) : 0.0f;
+            if (j + 2 < nb) x.z = __ldg(cscale + j + 2), y.z = l2form ? __ldg(bnorm2 + j + 2) : 0.0f;
+            if (j + 3 < nb) x.w = __ldg(cscale + j + 3), y.w = l2form ? __ldg(bnorm2 + j + 3) : 0.0f;
+          }
+          const float cs4[4] = {x.x, x.y, x.z, x.w}, bn4[4] = {y.x, y.y, y.z, y.w};
+#pragma unroll
+          for (int t = 0; t < 4; ++t) {
+            const int h = 4 * q + t;
+            const size_t j = jb + size_t(h);
+            if (j < nb && !(self && j == gi)) {
+              const float prod = half_at(raw[u], h) * cs4[t];  // exact: a power of two
+              float v = l2form ? op_fma(-rs, prod, bn4[t]) : -(rs * prod);
+              if (v != v) v = INFINITY;
+              if (v <= thr) cm |= 1u << h;
+            }
+          }
+        }
+      }
+      if (!__any_sync(0xffffffffu, cm != 0)) continue;
+#pragma unroll
+      for (int h = 0; h < kSelGroup; ++h) {
+        const bool ok = (cm >> h) & 1u;
+        if (!__any_sync(0xffffffffu, ok)) continue;
+        const size_t j = jb + size_t(h);
+        float v = INFINITY;
+        if (ok) {
+          const float prod = half_at(raw[u], h) * __ldg(cscale + j);
+          v = l2form ? op_fma(-rs, prod, __ldg(bnorm2 + j)) : -(rs * prod);
+          if (v != v) v = INFINITY;
+        }
+        len = warp_offer<kFastCap>(L, len, kc, v, uint32_t(j), ok);
+      }
+      thr = len == kc ? L[kc - 1].key : INFINITY;
+    }
+  }
+  for (int e2 = lane; e2 < len; e2 += 32) cand[r * size_t(kc) + size_t(e2)] = L[e2].j;
+  if (lane == 0) {
+    ncand[r] = uint32_t(len);
+    worst[r] = len > 0 ? L[len - 1].key : INFINITY;
+  }
+}
+
 // FP16 copy of the rows of X (n x d) for the tensor-core GEMM, one warp per row: the row is
 // scaled by 2^-e, e the smallest integer with max_k |x_k| sqrt(d) < 2^e (clamped to [-60, 100]),
 // so its norm is below 1 and no product or sum of the GEMM leaves the FP16 range; the scaling
@@ -664,7 +803,20 @@ __global__ void rerank_kernel(const float* __restrict__ A, size_t rows, size_t r
   const float* u = A + (row_base + r) * size_t(d);
   const float* v = B + size_t(cand[t]) * size_t(d);
   float acc = 0.0f;
-  for (int k = 0; k < d; ++k) acc = pw_step<M>(acc, u[k], v[k], p);
+  if ((d & 3) == 0) {
+    // Rows start on 16-byte boundaries: four dimensions per load, still in dimension order.
+    const float4* u4 = reinterpret_cast<const float4*>(u);
+    const float4* v4 = reinterpret_cast<const float4*>(v);
+    for (int k = 0; k < d / 4; ++k) {
+      const float4 x = __ldg(u4 + k), y = __ldg(v4 + k);
+      acc = pw_step<M>(acc, x.x, y.x, p);
+      acc = pw_step<M>(acc, x.y, y.y, p);
+      acc = pw_step<M>(acc, x.z, y.z, p);
+      acc = pw_step<M>(acc, x.w, y.w, p);
+    }
+  } else {
+    for (int k = 0; k < d; ++k) acc = pw_step<M>(acc, u[k], v[k], p);
+  }
   keys[t] = pw_key<M>(acc);
 }
 
@@ -1010,7 +1162,9 @@ void exact_knn(Call& call, const PairwiseProblem& p, const float* dA, size_t row
 // The certified tensor-core path: GEMM (FP16 of the rows scaled by powers of two, FP32
 // accumulation, FP16 output, where cublasGemmEx is present and the tuning asks for it; else TF32
 // with FP32 output), candidates, exact re-rank, certification; uncertified rows are
-// recomputed exactly. Returns false (lists to be computed by the caller) when cuBLAS is
+// recomputed exactly; chunk c + 1 is queued before chunk c is certified (tuning fast_overlap),
+// its candidates coming down into the other half of the staging buffer. Returns false (lists
+// to be computed by the caller) when cuBLAS is
 // unavailable, when a chunk of 64 rows of the GEMM output does not fit a quarter of the memory
 // budget, or when the rows whose certificate failed exceed max_redo of the rows processed so far
 // (max_redo >= 1: never).
@@ -1018,6 +1172,7 @@ bool fast_knn(Call& call, const PairwiseProblem& p, const float* dA, const float
               KnnEntry* lists, uint32_t* count, double max_redo) {
   Blas* bl = blas();
   if (!bl) return false;
+  const auto t_prep = Clock::now();
   const size_t na = p.a->n, nb = p.b->n, row_k = pairwise_row_k(p);
   const int d = p.d;
   bool half = bl->gemm_ex && pairwise_tuning().fp16_gemm;
@@ -1067,6 +1222,7 @@ bool fast_knn(Call& call, const PairwiseProblem& p, const float* dA, const float
   __half *dAh = nullptr, *dBh = nullptr;
   int *d_ea = nullptr, *d_eb = nullptr;
   float *d_sa = nullptr, *d_sb = nullptr;
+  float2* d_gb = nullptr;  // FP16 selection by column groups: the groups' score bounds
   std::vector<int> ea;
   int eb_max = 0;
   if (half) {
@@ -1092,10 +1248,21 @@ bool fast_knn(Call& call, const PairwiseProblem& p, const float* dA, const float
     }
     eb_max = -1000;
     for (int e : p.self ? ea : ebv) eb_max = std::max(eb_max, e);
+    if (pairwise_tuning().fp16_group_select) {
+      const size_t ng = (nb + kSelGroup - 1) / kSelGroup;
+      d_gb = call.alloc<float2>(ng, "pairwise column group bounds");
+      group_bounds_kernel<<<unsigned((ng + 255) / 256), 256, 0, call.stream()>>>(d_bn, d_sb, nb,
+                                                                                 l2form, d_gb);
+      G2_CUDA_LAUNCH("group_bounds_kernel");
+    }
   }
   // Chunk of rows whose GEMM output fits a quarter of the budget (at most fast_chunk_bytes).
   const size_t budget = std::min<size_t>(call.budget_left() / 4, pairwise_tuning().fast_chunk_bytes);
   size_t chunk = std::max<size_t>(64, budget / (ld * es) / 64 * 64);
+  // A chunk's candidates come down into one half of the pinned staging buffer (kept by the
+  // process): at most kStagingBytes / 2 of counts, worst scores, columns and keys.
+  const size_t host_row = sizeof(uint32_t) + sizeof(float) + size_t(kc) * (sizeof(uint32_t) + sizeof(float));
+  chunk = std::min(chunk, std::max<size_t>(64, cuda_tuning::kStagingBytes / 2 / host_row / 64 * 64));
   chunk = std::min(chunk, na);
   void* d_s = call.alloc_bytes(chunk * ld * es, "pairwise GEMM chunk");
   uint32_t* d_cand = call.alloc<uint32_t>(chunk * size_t(kc), "pairwise candidates");
@@ -1109,6 +1276,7 @@ bool fast_knn(Call& call, const PairwiseProblem& p, const float* dA, const float
                     static_cast<void*>(d_keys), static_cast<void*>(d_an)})
       call.free(q);
     if (!p.self) call.free(d_bn);
+    call.free(d_gb);
     if (half) {
       for (void* q : {static_cast<void*>(dAh), static_cast<void*>(d_ea), static_cast<void*>(d_sa)})
         call.free(q);
@@ -1120,16 +1288,42 @@ bool fast_knn(Call& call, const PairwiseProblem& p, const float* dA, const float
   G2_CUDA(cudaMemsetAsync(d_keys, 0, chunk * size_t(kc) * sizeof(float), call.stream()));
   if (bl->set_stream(bl->handle, call.stream()) != CUBLAS_STATUS_SUCCESS)
     throw Error(ErrorCode::DeviceError, "cublasSetStream failed");
-  std::vector<uint32_t> h_cand, h_ncand;
-  std::vector<float> h_worst, h_keys;
-  std::vector<uint32_t> redo;
-  std::vector<uint8_t> redo_flag;
+  // Two host slots (the halves of the staging buffer): while the host merges and certifies
+  // chunk c from one, chunk c + 1's GEMM, selection and re-rank run and its candidates come
+  // down into the other (pairwise_tuning().fast_overlap; else one chunk at a time).
+  struct Slot {
+    uint32_t* ncand;
+    float* worst;
+    uint32_t* cand;
+    float* keys;
+    cudaEvent_t start, gemm, sel, rr, done;
+    size_t r0, nr;
+  };
+  Slot slots[2];
+  for (int h = 0; h < 2; ++h) {
+    char* base = call.staging(h, chunk * host_row);
+    Slot& sl = slots[h];
+    sl.ncand = reinterpret_cast<uint32_t*>(base);
+    sl.worst = reinterpret_cast<float*>(base + chunk * sizeof(uint32_t));
+    sl.cand = reinterpret_cast<uint32_t*>(base + chunk * (sizeof(uint32_t) + sizeof(float)));
+    sl.keys = reinterpret_cast<float*>(base + chunk * (sizeof(uint32_t) + sizeof(float)) +
+                                       chunk * size_t(kc) * sizeof(uint32_t));
+    sl.start = call.event(true);
+    sl.gemm = call.event(true);
+    sl.sel = call.event(true);
+    sl.rr = call.event(true);
+    sl.done = call.event(false);
+    sl.r0 = sl.nr = 0;
+  }
   const float one = 1.0f, zero = 0.0f;
-  for (size_t r0 = 0; r0 < na; r0 += chunk) {
+  // Queues chunk c: GEMM, selection, re-rank, and the copies of its candidates to its slot.
+  auto queue = [&](size_t c) {
     call.poll();
-    const size_t nr = std::min(chunk, na - r0);
-    KernelTimer tm(call);
-    cudaEvent_t ev_gemm = call.event(true), ev_sel = call.event(true);
+    Slot& sl = slots[c % 2];
+    const size_t r0 = c * chunk, nr = std::min(chunk, na - r0);
+    sl.r0 = r0;
+    sl.nr = nr;
+    G2_CUDA(cudaEventRecord(sl.start, call.stream()));
     // Column-major view: C (nb x nr, leading dimension ld) = B^T (op T of the d x nb matrix) *
     // A_chunk (d x nr).
     const cublasStatus_t st =
@@ -1141,8 +1335,12 @@ bool fast_knn(Call& call, const PairwiseProblem& p, const float* dA, const float
     if (st != CUBLAS_STATUS_SUCCESS)
       throw Error(ErrorCode::DeviceError, std::string(half ? "cublasGemmEx" : "cublasSgemm") +
                                               " failed with status " + std::to_string(int(st)));
-    G2_CUDA(cudaEventRecord(ev_gemm, call.stream()));
-    if (half)
+    G2_CUDA(cudaEventRecord(sl.gemm, call.stream()));
+    if (half && d_gb)
+      select_half_kernel<<<unsigned((nr + 7) / 8), kThreads, 0, call.stream()>>>(
+          static_cast<const __half*>(d_s), nr, r0, nb, ld, d_bn, d_ea, d_sb, d_gb, l2form,
+          p.self, kc, d_cand, d_ncand, d_worst);
+    else if (half)
       select_kernel<true><<<unsigned((nr + 7) / 8), kThreads, 0, call.stream()>>>(
           d_s, nr, r0, nb, ld, d_bn, d_ea, d_sb, l2form, p.self, kc, d_cand, d_ncand, d_worst);
     else
@@ -1150,7 +1348,7 @@ bool fast_knn(Call& call, const PairwiseProblem& p, const float* dA, const float
           d_s, nr, r0, nb, ld, d_bn, nullptr, nullptr, l2form, p.self, kc, d_cand, d_ncand,
           d_worst);
     G2_CUDA_LAUNCH("select_kernel");
-    G2_CUDA(cudaEventRecord(ev_sel, call.stream()));
+    G2_CUDA(cudaEventRecord(sl.sel, call.stream()));
     const size_t threads = nr * size_t(kc);
     switch (p.metric.kind) {
 #define G2_RR(MM)                                                                          \
@@ -1166,27 +1364,49 @@ bool fast_knn(Call& call, const PairwiseProblem& p, const float* dA, const float
 #undef G2_RR
     }
     G2_CUDA_LAUNCH("rerank_kernel");
-    const double ms = tm.stop_ms();
-    call.ctl.stats.kernel_s += ms / 1e3;
-    last_run().kernel_ms += ms;
-    last_run().launches++;
+    G2_CUDA(cudaEventRecord(sl.rr, call.stream()));
+    // The next chunk's kernels overwrite these device arrays only after the copies (one stream).
+    G2_CUDA(cudaMemcpyAsync(sl.ncand, d_ncand, nr * sizeof(uint32_t), cudaMemcpyDeviceToHost,
+                            call.stream()));
+    G2_CUDA(cudaMemcpyAsync(sl.worst, d_worst, nr * sizeof(float), cudaMemcpyDeviceToHost,
+                            call.stream()));
+    G2_CUDA(cudaMemcpyAsync(sl.cand, d_cand, nr * size_t(kc) * sizeof(uint32_t),
+                            cudaMemcpyDeviceToHost, call.stream()));
+    G2_CUDA(cudaMemcpyAsync(sl.keys, d_keys, nr * size_t(kc) * sizeof(float),
+                            cudaMemcpyDeviceToHost, call.stream()));
+    G2_CUDA(cudaEventRecord(sl.done, call.stream()));
+  };
+  std::vector<uint32_t> redo;
+  std::vector<uint8_t> redo_flag;
+  const bool overlap = pairwise_tuning().fast_overlap;
+  const size_t nchunks = (na + chunk - 1) / chunk;
+  size_t queued = 0;
+  pairwise_last_run().prep_ms = seconds_since(t_prep) * 1e3;
+  queue(queued++);
+  for (size_t c = 0; c < nchunks; ++c) {
+    if (overlap && queued < nchunks) queue(queued++);
+    Slot& sl = slots[c % 2];
+    const auto t_wait = Clock::now();
+    call.wait(sl.done);
+    pairwise_last_run().wait_ms += seconds_since(t_wait) * 1e3;
+    const size_t r0 = sl.r0, nr = sl.nr;
     {
-      float g = 0, sl = 0;
-      G2_CUDA(cudaEventElapsedTime(&g, tm.a, ev_gemm));
-      G2_CUDA(cudaEventElapsedTime(&sl, ev_gemm, ev_sel));
+      float g = 0, sel = 0, all = 0;
+      G2_CUDA(cudaEventElapsedTime(&g, sl.start, sl.gemm));
+      G2_CUDA(cudaEventElapsedTime(&sel, sl.gemm, sl.sel));
+      G2_CUDA(cudaEventElapsedTime(&all, sl.start, sl.rr));
+      call.ctl.stats.kernel_s += double(all) / 1e3;
+      last_run().kernel_ms += double(all);
+      last_run().launches++;
       PairwiseLastRun& lr = pairwise_last_run();
       lr.gemm_ms += double(g);
-      lr.select_ms += double(sl);
-      lr.rerank_ms += ms - double(g) - double(sl);
+      lr.select_ms += double(sel);
+      lr.rerank_ms += double(all) - double(g) - double(sel);
     }
-    h_cand.resize(nr * size_t(kc));
-    h_keys.resize(nr * size_t(kc));
-    h_ncand.resize(nr);
-    h_worst.resize(nr);
-    download(call, h_ncand.data(), d_ncand, nr * sizeof(uint32_t));
-    download(call, h_worst.data(), d_worst, nr * sizeof(float));
-    download(call, h_cand.data(), d_cand, h_cand.size() * sizeof(uint32_t));
-    download(call, h_keys.data(), d_keys, h_keys.size() * sizeof(float));
+    const uint32_t* h_ncand = sl.ncand;
+    const float* h_worst = sl.worst;
+    const uint32_t* h_cand = sl.cand;
+    const float* h_keys = sl.keys;
     auto t0 = Clock::now();
     const size_t others = p.self ? nb - 1 : nb;
     // Merge and certify the rows on the engine's worker threads, kCertifyRows rows per item.
@@ -1250,6 +1470,7 @@ bool fast_knn(Call& call, const PairwiseProblem& p, const float* dA, const float
       release();
       return false;
     }
+    if (!overlap && queued < nchunks) queue(queued++);
   }
   call.ctl.stats.pairs_examined += uint64_t(na) * uint64_t(nb);
   pairwise_last_run().recomputed = redo.size();
@@ -1366,6 +1587,39 @@ void threshold_pairs(Call& call, const PairwiseProblem& p, const float* dA, cons
   call.ctl.stats.pairs_emitted += emitted;
 }
 
+// Hands the kNN lists to the sink in row order, in pages of `page` records as emit_knn does,
+// the records (column, value) computed on the engine's worker threads block by block.
+void emit_knn_parallel(const PairwiseProblem& p, const KnnEntry* lists, const uint32_t* count,
+                       size_t stride, PairSink& sink, size_t page, Control& ctl) {
+  const size_t n = p.a->n;
+  std::vector<size_t> off(n + 1, 0);
+  for (size_t i = 0; i < n; ++i) off[i + 1] = off[i] + count[i];
+  const size_t total = off[n];
+  if (total == 0) return;
+  // Blocks of whole pages (about 4 MB of records, reused block after block), so the pages are
+  // emit_knn's; the buffer is not zeroed (the workers touch its pages first).
+  const size_t block = page * std::max<size_t>(1, (size_t(1) << 18) / page);
+  constexpr size_t kItem = 16384;  // records per work item
+  std::unique_ptr<PairRecord[]> buf(new PairRecord[std::min(block, total)]);
+  for (size_t r0 = 0; r0 < total; r0 += block) {
+    const size_t r1 = std::min(total, r0 + block);
+    parallel_for(ctl, (r1 - r0 + kItem - 1) / kItem, [&](size_t item, int) {
+      const size_t a = r0 + item * kItem, b = std::min(r1, a + kItem);
+      size_t i = size_t(std::upper_bound(off.begin(), off.end(), a) - off.begin()) - 1;
+      for (size_t x = a; x < b; ++x) {
+        while (off[i + 1] <= x) ++i;
+        const KnnEntry& e = lists[i * stride + (x - off[i])];
+        buf[x - r0] = PairRecord{uint32_t(i), e.j, pairwise_value(p.metric, e.key)};
+      }
+    });
+    for (size_t at = r0; at < r1; at += page) {
+      const size_t m = std::min(page, r1 - at);
+      sink.consume(buf.get() + (at - r0), m);
+      ctl.stats.pairs_emitted += m;
+    }
+  }
+}
+
 // Copies `bytes` of vectors to the device: upload_bytes with the pairwise tuning's worker
 // count and threshold.
 void upload_vectors(Call& call, void* dev, const void* host, size_t bytes) {
@@ -1431,8 +1685,8 @@ void pairwise(const PairwiseProblem& p, PairSink& sink, Control& ctl) {
   }
   if (!done) exact_knn(call, p, dA, na, nullptr, 0, dB, lists.data(), count.data());
   auto t0 = Clock::now();
-  emit_knn(p, lists.data(), count.data(), row_k, sink, std::max<size_t>(ctl.page_pairs, 64),
-           ctl.stats);
+  emit_knn_parallel(p, lists.data(), count.data(), row_k, sink,
+                    std::max<size_t>(ctl.page_pairs, 64), ctl);
   ctl.stats.merge_s += seconds_since(t0);
   pairwise_last_run().emit_ms = seconds_since(t0) * 1e3;
 }

@@ -30,6 +30,8 @@ struct PairwiseTuning {
   size_t fast_chunk_bytes = cuda_tuning::kPairwiseFastChunkBytes;  // fast path GEMM output
   bool certified_exact = true;  // exact precision through the certified tensor-core candidates
   bool fp16_gemm = cuda_tuning::kPairwiseFp16Gemm;  // candidates from FP16 (else TF32) GEMM
+  bool fp16_group_select = cuda_tuning::kPairwiseFp16GroupSelect;  // FP16 selection by groups
+  bool fast_overlap = cuda_tuning::kPairwiseFastOverlap;  // certify beside the next chunk
   int upload_workers = cuda_tuning::kPairwiseUploadWorkers;  // threads copying the vectors up
   size_t upload_parallel_bytes = cuda_tuning::kPairwiseParallelUploadBytes;  // ... above this
   // Exact precision: abandon the certified path past this fraction of rows recomputed.
@@ -51,6 +53,8 @@ struct PairwiseLastRun {
   double gemm_ms = 0;       // fast path: FP16 or TF32 GEMM (events)
   double select_ms = 0;     // fast path: candidate selection on the GEMM output (events)
   double rerank_ms = 0;     // fast path: exact keys of the candidates (events)
+  double prep_ms = 0;       // fast path: norms, FP16 copies, allocations before the first GEMM
+  double wait_ms = 0;       // fast path: host waiting for a chunk's candidates
   double certify_ms = 0;    // fast path: host merge and certificate
   double exact_ms = 0;      // exact kNN kernels (events; the fast path's recomputed rows)
   double emit_ms = 0;       // kNN lists handed to the sink (values computed on the host)

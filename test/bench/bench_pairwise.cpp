@@ -82,9 +82,9 @@ void print_breakdown(PairwisePrecision prec) {
   else
     printf("      last run: upload %.1f ms, %s GEMM %.1f ms, selection %.1f ms, exact re-rank "
            "%.1f ms, host merge+certificate %.1f ms, exact recompute %.1f ms (%zu rows), result "
-           "sink %.1f ms\n",
+           "sink %.1f ms; host: before the first GEMM %.1f ms, waiting for chunks %.1f ms\n",
            r.upload_ms, r.fp16 ? "FP16" : "TF32", r.gemm_ms, r.select_ms, r.rerank_ms,
-           r.certify_ms, r.exact_ms, r.recomputed, r.emit_ms);
+           r.certify_ms, r.exact_ms, r.recomputed, r.emit_ms, r.prep_ms, r.wait_ms);
 }
 
 // Reads N x D float32 from a raw file into v; false when it cannot.
@@ -134,7 +134,17 @@ int sweep(int argc, char** argv) {
   add("exact 128x128 whole matrix, 8 blocks/SM wanted", E, [](T& t) { t.symmetric = false; t.blocks_per_sm = 8; });
   add("fast, GEMM chunk 1 GB", F, [](T& t) { t.fast_chunk_bytes = size_t(1) << 30; });
   add("fast, GEMM chunk 4 GB", F, [](T& t) { t.fast_chunk_bytes = size_t(4) << 30; });
-  add("fast, FP16 GEMM", F, [](T& t) { t.fp16_gemm = true; });
+  add("fast, TF32 GEMM", F, [](T& t) { t.fp16_gemm = false; });
+  add("fast, FP16 GEMM, selection offering every value", F, [](T& t) {
+    t.fp16_gemm = true;
+    t.fp16_group_select = false;
+  });
+  add("fast, FP16 GEMM, selection by column groups", F, [](T& t) {
+    t.fp16_gemm = true;
+    t.fp16_group_select = true;
+  });
+  add("fast, one chunk at a time (certification not overlapped)", F,
+      [](T& t) { t.fast_overlap = false; });
   add("fast, single-threaded upload", F, [](T& t) { t.upload_workers = 1; });
   add("fast, 4 upload threads", F, [](T& t) { t.upload_workers = 4; });
   add("fast, FP16 GEMM chunk 2 GB", F, [](T& t) {
@@ -193,7 +203,7 @@ int knn(int argc, char** argv) {
   printf("engine: %s, self kNN %s, n = %zu, d = %d, k = %d, %d runs\n", eng->name().c_str(),
          metric.c_str(), n, d, k, reps);
   // exact (certified tensor-core candidates where they apply), simt (exact through the SIMT
-  // kernel alone), fast, and fp16: fast with the FP16 GEMM.
+  // kernel alone), fast, and fp16: fast with the FP16 GEMM (its selection offering every value).
   for (int mode = 0; mode < 4; ++mode) {
     if (mode > 0 && !gpu) break;
     const PairwisePrecision prec = mode >= 2 ? PairwisePrecision::Fast : PairwisePrecision::Exact;
@@ -201,7 +211,10 @@ int knn(int argc, char** argv) {
 #ifdef G2_BENCH_CUDA
     const cuda::PairwiseTuning saved = cuda::pairwise_tuning();
     if (mode == 1) cuda::pairwise_tuning().certified_exact = false;
-    if (mode == 3) cuda::pairwise_tuning().fp16_gemm = true;
+    if (mode == 3) {
+      cuda::pairwise_tuning().fp16_gemm = true;
+      cuda::pairwise_tuning().fp16_group_select = false;
+    }
 #endif
     PairwiseProblem p = make_pairwise(m, v, nullptr, k, true, 0, false, prec, 0);
     std::vector<double> wall, kern;

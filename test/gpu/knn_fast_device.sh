@@ -3,9 +3,9 @@
 # test_gpu (PairwiseGpu tests only) and bench_pairwise, runs the PairwiseGpu tests, then the self
 # kNN l2 benchmark at n = 100,000, d = 768, k = 10 (exact, exact through the SIMT kernel alone,
 # fast, and fast with the FP16 GEMM; median of 3), the fast path's time split under alternatives
-# (GEMM type, upload threads, GEMM chunk), PyTorch beside, every
-# list compared with a float64 reference. Writes $OUT/build.log, $OUT/test_gpu-pairwise.log and
-# $OUT/bench.txt.
+# (GEMM type, selection, overlap, upload threads, GEMM chunk), PyTorch beside (PEERS=0: left
+# out), every list compared with a float64 reference. Writes $OUT/build.log,
+# $OUT/test_gpu-pairwise.log and $OUT/bench.txt.
 set -uo pipefail
 OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
 export PATH=/usr/local/cuda/bin:$PATH
@@ -32,10 +32,14 @@ wait $gen
   done
   echo "== fast path alternatives"
   timeout 120 test/gpu/build/bench_pairwise sweep "$W/x.f32" "$N" $D $K 3 fast
-  timeout 120 python3 test/gpu/bench_pairwise.py peers "$W/x.f32" "$N" $D $K
+  peers=()
+  if [ "${PEERS:-1}" = 1 ]; then
+    timeout 120 python3 test/gpu/bench_pairwise.py peers "$W/x.f32" "$N" $D $K
+    peers=("$W/x.f32.torch_cdist_fp32.i32" "$W/x.f32.torch_matmul_fp32.i32" \
+      "$W/x.f32.torch_matmul_tf32.i32")
+  fi
   timeout 120 python3 test/gpu/bench_pairwise.py compare "$W/x.f32" "$N" $D $K "$W/ours.exact.i32" \
-    "$W/ours.simt.i32" "$W/ours.fast.i32" "$W/ours.fp16.i32" "$W/x.f32.torch_cdist_fp32.i32" \
-    "$W/x.f32.torch_matmul_fp32.i32" "$W/x.f32.torch_matmul_tf32.i32"
+    "$W/ours.simt.i32" "$W/ours.fast.i32" "$W/ours.fp16.i32" "${peers[@]}"
 } > "$OUT/bench.txt" 2>&1
 echo "bench rc=$?"
 cat "$OUT/bench.txt"

@@ -3,7 +3,8 @@
 // both list capacities, column splits, ties and duplicates, k beyond the other side and beyond
 // the device capacity, threshold output with buffer overflow; the certified TF32 path (exact and
 // fast precision) returns the SIMT kernel's lists, with rows recomputed and with the cost guard,
-// and so does its FP16 variant (scaled rows), with the vectors uploaded by several threads;
+// and so does its FP16 variant (scaled rows, selection by column groups), with the vectors
+// uploaded by several threads, in chunks with the host certification overlapped or not;
 // values close to a float64 reference. Skips without a GPU.
 #include <gtest/gtest.h>
 
@@ -445,7 +446,8 @@ TEST(PairwiseGpu, Fp16CandidatesEqualCpu) {
   // by 2^-40 to 2^40 ("scaled": the per-row exponents); elements near 1e19 (squared norms
   // overflow float4: no row can be certified) and near 1e-25 (every difference squared
   // underflows: all keys tie). The FP16 pass also copies the vectors through the parallel upload
-  // (threshold 0, several slices at d = 768).
+  // (threshold 0, several slices at d = 768) and compares the FP16 selection by column groups
+  // with the selection that offers every value (the default).
   for (bool fp16 : {true, false}) {
     cuda::pairwise_tuning() = guard.saved;
     cuda::pairwise_tuning().fp16_gemm = fp16;
@@ -491,6 +493,16 @@ TEST(PairwiseGpu, Fp16CandidatesEqualCpu) {
               if (kind == "huge" && std::string(metric) != "cosine")
                 EXPECT_EQ(r.recomputed, n);
             }
+            if (fp16) {
+              // The other FP16 selection (by column groups, or offering every value): the same
+              // candidates and worst scores, hence the same rows certified.
+              const bool groups = cuda::pairwise_tuning().fp16_group_select;
+              cuda::pairwise_tuning().fp16_group_select = !groups;
+              expect_identical(cpu, run(gpu_pw(), c, 10, 0, PairwisePrecision::Fast), false);
+              EXPECT_EQ(cuda::pairwise_last_run().recomputed, r.recomputed);
+              EXPECT_EQ(cuda::pairwise_last_run().fp16, r.fp16);
+              cuda::pairwise_tuning().fp16_group_select = groups;
+            }
             if (self && (d == 768 || kind == "scaled"))
               printf("  %s %-11s %-7s d=%-4d: fast: %zu of %zu rows recomputed\n",
                      fp16 ? "fp16" : "tf32", metric, data, d, r.recomputed, n);
@@ -499,4 +511,64 @@ TEST(PairwiseGpu, Fp16CandidatesEqualCpu) {
       }
     }
   }
+}
+
+TEST(PairwiseGpu, FastChunksOverlapEqualCpu) {
+  REQUIRE_GPU_PW();
+  TuningGuard guard;
+  const std::string blas = cuda::pairwise_blas_status();
+  const bool blas_ok = blas.rfind("available", 0) == 0;
+  // The certified path in chunks of 64 rows (the GEMM chunk limited to 64 rows' output), the
+  // host certifying chunk c beside chunk c + 1's kernels or one chunk at a time, FP16 and TF32:
+  // the CPU engine's lists and the same rows recomputed either way; random vectors and "offset"
+  // ones (rows recomputed; in exact precision the cost guard gives way to the SIMT kernel while
+  // the next chunk is queued). Then an output of more than 2^20 records (the records computed
+  // in several blocks on the worker threads).
+  const int d = 768;
+  const size_t n = 1000, nb = 537;
+  for (const char* data : {"random", "offset"}) {
+    const bool offset = std::string(data) == "offset";
+    auto make = [&](size_t m, uint64_t seed) {
+      std::vector<double> v = normal(m, d, seed);
+      if (offset)
+        for (auto& e : v) e = 100.0 + 0.01 * e;
+      return v;
+    };
+    auto a = make(n, 91), b = make(nb, 92);
+    for (const char* metric : {"l2", "dot"}) {
+      for (bool self : {true, false}) {
+        for (bool fp16 : {true, false}) {
+          SCOPED_TRACE(std::string(fp16 ? "fp16 " : "tf32 ") + metric + " " + data +
+                       (self ? " self" : " two"));
+          Case c;
+          setup(c, metric, a, n, self ? nullptr : &b, nb, d);
+          const auto cpu = run(cpu_pw(), c, 10, 0);
+          size_t redo[2] = {0, 0};
+          for (bool overlap : {true, false}) {
+            cuda::pairwise_tuning() = guard.saved;
+            cuda::pairwise_tuning().fp16_gemm = fp16;
+            cuda::pairwise_tuning().fast_chunk_bytes = 1;  // 64 rows per chunk
+            cuda::pairwise_tuning().fast_overlap = overlap;
+            expect_identical(cpu, run(gpu_pw(), c, 10, 0, PairwisePrecision::Fast), false);
+            redo[overlap ? 1 : 0] = cuda::pairwise_last_run().recomputed;
+            if (blas_ok) EXPECT_TRUE(cuda::pairwise_last_run().fast);
+            expect_identical(cpu, run(gpu_pw(), c, 10, 0), false);  // exact, cost guard on
+            if (blas_ok && offset) EXPECT_TRUE(cuda::pairwise_last_run().abandoned);
+          }
+          EXPECT_EQ(redo[0], redo[1]);
+          if (blas_ok && offset) EXPECT_GT(redo[1], n / 2);
+        }
+      }
+    }
+  }
+  cuda::pairwise_tuning() = guard.saved;
+  const size_t m = 20000;
+  const int dd = 3, k = 64;
+  Case c;
+  setup(c, "l2", normal(m, dd, 93), m, nullptr, 0, dd);
+  const auto cpu = run(cpu_pw(), c, k, 0);
+  ASSERT_EQ(cpu.size(), m * size_t(k));
+  expect_identical(cpu, run(gpu_pw(), c, k, 0), false);
+  expect_identical(cpu, run(gpu_pw(), c, k, 0, PairwisePrecision::Fast), false);
+  if (blas_ok) EXPECT_TRUE(cuda::pairwise_last_run().fast);
 }
