@@ -10,8 +10,9 @@
 //   sweep      the Manhattan count and the generated Euclidean count over tile configurations
 //              (threads x rows per thread);
 //   hist       angular-separation histogram (acos of the clamped dot product, 1000 buckets)
-//              of 118,218 unit vectors (the Hipparcos catalogue's size): the hand-written source,
-//              and the code generator's (float32 with the threshold table and without, float64);
+//              of 118,218 unit vectors (the Hipparcos catalogue's size): the hand-written source
+//              (float32 through the threshold table: it defines the table's pair), and the code
+//              generator's (float32 with the threshold table and without, float64);
 //              G2_HIST_OUT=<prefix>: the generated float32 histograms to <prefix>-<name>.txt;
 //   histsweep  the generated float32 angular histogram through the threshold table (the stars of
 //              G2_STARS, else the synthetic unit vectors) over tile configurations and forced
