@@ -32,12 +32,15 @@
 // where gpu2bs_pair_key(a, b) <= G2_KEY_MAX exactly when gpu2bs_pair(a, b, ..) is true, raising
 // the same errors (e.g. the bit pattern of a float32 value that is never negative or -0, for a
 // predicate `value <= constant`): the kernel then counts full tiles with a carry chain on the
-// keys. A float32 Histogram source may also define (G2_INNER, from the code generator)
+// keys. A float32 Histogram source (the code generator's, or a hand-written one under
+// #if G2_F32) may also define (G2_INNER)
 //
 //   #define G2_INNER 1
 //   #define G2_INNER_NONNEG <1: g is never negative nor -0>
 //   __device__ int gpu2bs_pair_inner(const Row& a, const Row& b, real* x);   predicate and g:
 //                                   0 not kept, 1 kept with g in *x, 2 g NaN, 3 g NULL
+//                                   (g stored in *x on every outcome spares the kernel a
+//                                   select per pair)
 //   __device__ int gpu2bs_outer(real x, bool xnull, real* value);            value = F(x):
 //                                   0 with *value, -1 NULL, else the fault (not raised)
 //

@@ -604,9 +604,12 @@ std::string generate_pair_source(const PairExpr& e, PairExprKind kind, Precision
     }
     in.node(inner, 1);
     if (any_safe) in.out += "#endif\n";
+    // g is stored before the tests: the kernel then reads x as g on every outcome (the cell
+    // of a NaN or NULL g is computed and its class replaced), no select of x per pair.
+    in.out += "  *x = v" + G + ";\n";
     in.out += "  if (n" + G + ") return 3;\n";
     in.out += "  if (v" + G + " != v" + G + ") return 2;\n";
-    in.out += "  *x = v" + G + ";\n  return 1;\n}\n";
+    in.out += "  return 1;\n}\n";
     Gen out(e, f32);
     out.fail = "return f;";
     out.raise = "";

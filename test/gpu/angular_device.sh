@@ -6,12 +6,13 @@
 # bench_expr histsweep (the table histogram over tile configurations and private copies),
 # bench_expr cold <k> for every program shape k, three fresh processes each (cold compiles), the
 # instruction mix of the tile kernel's loops in the cubins of CUBINS=<dir> (*.cubin, compiled
-# from the generated sources by NVRTC elsewhere; cuobjdump + sass_loops.py), then TreeCorr's
+# from the generated sources by NVRTC elsewhere; cuobjdump + sass_loops.py), Nsight Compute's
+# counters of the default table kernel (bench_expr histone, where ncu is installed), then TreeCorr's
 # NNCorrelation on the same stars (wheels from WHEELS=<dir>, installed without network) with
 # test/bench/angular_treecorr.py (metric Arc unless TC_METRIC says otherwise), compared with the
 # GPU histogram. Logs under $OUT.
 #   OUT=/tmp/o WHEELS=../.angular15-whl bash test/gpu/angular_device.sh
-# SKIP=<words>: leaves out steps (build tests hist histsweep sass programs cold treecorr slop0). Each
+# SKIP=<words>: leaves out steps (build tests hist histsweep sass programs cold prof treecorr slop0). Each
 # step stops at DEADLINE seconds after the start (default 570).
 set -uo pipefail
 OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
@@ -67,6 +68,19 @@ if ! skip cold; then
     done
   done
   echo "cold: $(grep -c '^cold' "$OUT/cold.log") lines in $(( $(date +%s) - t )) s" | tee -a "$OUT/steps.log"
+fi
+if ! skip prof; then
+  # Nsight Compute's counters of the default table kernel on the stars (bench_expr histone: the
+  # warm-up call's second launch, the bulk of its pairs): instructions, issue rate, occupancy and
+  # the shared-memory wavefronts and bank conflicts of the loads and atomics.
+  NCU=$(command -v ncu || ls /usr/local/cuda/bin/ncu /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -1)
+  if [ -n "$NCU" ]; then
+    step "ncu histone" 60 "$OUT/ncu.log" env G2_STARS="$STARS" "$NCU" -k g2_kernel --launch-skip 1 --launch-count 1 \
+      --metrics smsp__inst_executed.sum,sm__cycles_elapsed.max,smsp__issue_active.avg.per_cycle_active,sm__warps_active.avg.pct_of_peak_sustained_active,l1tex__data_pipe_lsu_wavefronts_mem_shared_op_ld.sum,l1tex__data_pipe_lsu_wavefronts_mem_shared_op_atom.sum,l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum,l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_atom.sum,smsp__inst_executed_op_shared_ld.sum,smsp__inst_executed_op_shared_atom.sum,launch__registers_per_thread,launch__occupancy_limit_shared_mem \
+      $B/bench_expr histone 1
+  else
+    echo "prof: no ncu on this machine" | tee -a "$OUT/steps.log"
+  fi
 fi
 if ! skip treecorr && [ -n "${WHEELS:-}" ]; then
   {

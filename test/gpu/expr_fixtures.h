@@ -158,13 +158,27 @@ inline bool energy_cpu(const Cols& a, int64_t i, const Cols& b, int64_t j, T* v)
 
 // Angular separation of unit vectors: acos of the dot product clamped to [-1, 1].
 // `scale` != 1 (compile-time benchmarks: a distinct program per scale): acos(d) * scale.
+// In float32 the source also defines the threshold table's pair (G2_INNER: g = the dot
+// product, F(g) = the clamped acos with the same code as gpu2bs_pair), so a float32
+// histogram buckets g through the table as the generated source's does.
 inline std::string angle_source(double scale = 1) {
+  const std::string f = "  x = x > (real)1 ? (real)1 : (x < (real)-1 ? (real)-1 : x);\n"
+                        "  *value = acos(x)" + (scale == 1 ? std::string() : " * " + lit(scale)) + ";\n";
+  const std::string dot = "gpu2bs_col(a, 0) * gpu2bs_col(b, 0) + gpu2bs_col(a, 1) * gpu2bs_col(b, 1) +\n"
+                          "           gpu2bs_col(a, 2) * gpu2bs_col(b, 2);\n";
   return "__device__ bool gpu2bs_pair(const Row& a, const Row& b, real* value) {\n"
-         "  real d = gpu2bs_col(a, 0) * gpu2bs_col(b, 0) + gpu2bs_col(a, 1) * gpu2bs_col(b, 1) +\n"
-         "           gpu2bs_col(a, 2) * gpu2bs_col(b, 2);\n"
-         "  d = d > (real)1 ? (real)1 : (d < (real)-1 ? (real)-1 : d);\n"
-         "  *value = acos(d)" + (scale == 1 ? std::string() : " * " + lit(scale)) + ";\n"
-         "  return true;\n}\n";
+         "  real x = " + dot + f +
+         "  return true;\n}\n"
+         "#if G2_F32\n"
+         "#define G2_INNER 1\n"
+         "#define G2_INNER_NONNEG 0\n"
+         "__device__ __forceinline__ int gpu2bs_pair_inner(const Row& a, const Row& b, real* x) {\n"
+         "  *x = " + dot +
+         "  return *x != *x ? 2 : 1;\n}\n"
+         "__device__ __forceinline__ int gpu2bs_outer(real x, bool xnull, real* value) {\n"
+         "  if (xnull) return -1;\n" + f +
+         "  return 0;\n}\n"
+         "#endif\n";
 }
 // The same angular separation as an analyzed pair expression, as the SQL layer builds it for
 // acos(least(1, greatest(-1, a.x * b.x + a.y * b.y + a.z * b.z))) [* scale]; the generated

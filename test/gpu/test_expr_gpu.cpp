@@ -343,7 +343,8 @@ TEST(ExprGpu, SumCompactLoopSameBits) {
 // (d) Histogram of angular separations (acos of the clamped dot product) in 100 buckets over
 // [0, pi): the dot product is IEEE-exact on both sides; acos differs by a few ulp between the
 // device and the host library, so only pairs whose angle lies within 8 ulp of a bucket edge
-// may land in another bucket.
+// may land in another bucket. The hand-written source defines the threshold table's pair in
+// float32: its table histogram equals, bucket for bucket, the same module's per-pair acos.
 TEST(ExprGpu, AngularHistogramMatchesReference) {
   REQUIRE_NVRTC();
   const int nb = 100;
@@ -357,6 +358,16 @@ TEST(ExprGpu, AngularHistogramMatchesReference) {
       j.nbuckets = nb;
       const Result got = run_job(j);
       ASSERT_EQ(got.error, 0);
+      EXPECT_EQ(got.table, f32);
+      if (f32) {
+        exprgpu::detail::set_histogram_table(false);
+        const Result direct = run_job(j);
+        exprgpu::detail::set_histogram_table(true);
+        ASSERT_EQ(direct.error, 0);
+        EXPECT_FALSE(direct.table);
+        EXPECT_EQ(got.hist, direct.hist) << "hand-written f32 table vs direct, n=" << n << ": "
+                                         << first_diff(got.hist, direct.hist);
+      }
       std::vector<uint64_t> want(nb, 0);
       uint64_t near = 0, counted = 0;
       for (int64_t i = 0; i < n; ++i)
@@ -759,7 +770,11 @@ TEST(ExprGpu, AngularTableMatchesDirectCpuAndReference) {
             EXPECT_EQ(t.hist, d.hist) << "table vs direct, n=" << n << " nb=" << nb << (bp ? " a x b" : " self")
                                       << ": " << first_diff(t.hist, d.hist);
             // Other tile configurations and private copies (bins interleaved): the same counts.
-            for (const std::pair<int, int>& tr : {std::make_pair(0, 0), std::make_pair(512, 1)})
+            // The default (0, 0: kExprTableThreads x kExprTableRegRows, 1024 x 1) also by
+            // name, and 128 x 2; n = 2500 and the a x b runs have full tiles at 1024 x 1.
+            for (const std::pair<int, int>& tr :
+                 {std::make_pair(0, 0), std::make_pair(cuda_tuning::kExprTableThreads, cuda_tuning::kExprTableRegRows),
+                  std::make_pair(128, 2), std::make_pair(512, 1)})
               for (int copies : {1, 8, 16, 32}) {
                 exprgpu::detail::set_tile_override(tr.first, tr.second);
                 forced().sdh_copies = copies;

@@ -344,6 +344,11 @@ TEST(PairExpr, GeneratedThresholdTableFunctions) {
   EXPECT_NE(s.find("v2 = G2X_MUL(v0, v1);"), std::string::npos) << s;  // unchecked under G2_SAFE
   EXPECT_NE(s.find("g2x_mul(v0, v1, f)"), std::string::npos);          // checked otherwise
   EXPECT_NE(s.find("g2x_acos("), std::string::npos);
+  // g is stored in *x before the NULL and NaN tests (the kernel reads x on every outcome).
+  const size_t inner_at = s.find("int gpu2bs_pair_inner(");
+  ASSERT_NE(s.find("*x = v", inner_at), std::string::npos);
+  EXPECT_LT(s.find("*x = v", inner_at), s.find(") return 3;", inner_at));
+  EXPECT_LT(s.find(") return 3;", inner_at), s.find(") return 2;", inner_at));
   EXPECT_EQ(s.find("a.c"), std::string::npos);
   EXPECT_EQ(generate_pair_source(e, PairExprKind::Histogram, Precision::Float64).find("G2_INNER"), std::string::npos);
   EXPECT_EQ(generate_pair_source(e, PairExprKind::Sum, Precision::Float32).find("G2_INNER"), std::string::npos);
