@@ -141,7 +141,7 @@ size_t run_cub(F f) {
 // / MB: the tuned one unless given).
 template <typename T, SlideSync SYNC, SlideIds IDS = slide_ids<T>(), int TH = slide_threads<T>(),
           int VE = slide_vecs<T>(), int MB = slide_min_blocks<T>(),
-          SlideOrder ORDER = SlideOrder::Release>
+          SlideOrder ORDER = SlideOrder::LoadFlags>
 void check_case(size_t n, uint32_t keep_below, bool runs, uint64_t seed, SlidingScratch& scr,
                 int ahead = -1) {
   const auto in = make_input<T>(n, 100, seed, runs);
@@ -152,7 +152,9 @@ void check_case(size_t n, uint32_t keep_below, bool runs, uint64_t seed, Sliding
                           (IDS == SlideIds::Counter ? " counter ids" : " blockIdx ids") +
                           " ahead=" + std::to_string(ahead) + " shape=" + std::to_string(TH) +
                           "x" + std::to_string(VE) + "/" + std::to_string(MB) +
-                          (ORDER == SlideOrder::Relaxed ? " relaxed" : "");
+                          (ORDER == SlideOrder::Relaxed   ? " relaxed"
+                           : ORDER == SlideOrder::Release ? " release"
+                                                          : "");
   Dev<T> src(n), d(n), out(n);
   src.put(in);
   cudaStream_t s = nullptr;
@@ -287,13 +289,13 @@ void check_shape(uint64_t seed) {
   }
 }
 
-// The tuned shape with relaxed tile flags (SlideOrder::Relaxed): sizes around the tile, many
-// tiles, 0-100 % kept, runs for unique, both tile-id sources and synchronizations.
-template <typename T>
-void check_relaxed(uint64_t seed) {
+// The tuned shape with the tile-flag ordering R (SlideOrder: relaxed flags, or release flags
+// with a fence after the look-back): sizes around the tile, many tiles, 0-100 % kept, runs for
+// unique, both tile-id sources and synchronizations.
+template <typename T, SlideOrder R>
+void check_order(uint64_t seed) {
   const size_t t = tile_elems<T>();
   constexpr int TH = slide_threads<T>(), VE = slide_vecs<T>(), MB = slide_min_blocks<T>();
-  constexpr SlideOrder R = SlideOrder::Relaxed;
   SlidingScratch scr;
   for (size_t n : {size_t(1), t - 1, t + 1, 3 * t + 17, size_t(1000003), size_t(9000011)}) {
     for (uint32_t keep : {0u, 10u, 50u, 90u, 100u})
@@ -310,9 +312,16 @@ void check_relaxed(uint64_t seed) {
 
 TEST(Sliding, RelaxedFlags) {
   REQUIRE_GPU();
-  check_relaxed<uint32_t>(51);
-  check_relaxed<unsigned long long>(52);
-  check_relaxed<PairRecord>(53);
+  check_order<uint32_t, SlideOrder::Relaxed>(51);
+  check_order<unsigned long long, SlideOrder::Relaxed>(52);
+  check_order<PairRecord, SlideOrder::Relaxed>(53);
+}
+
+TEST(Sliding, ReleaseFlags) {
+  REQUIRE_GPU();
+  check_order<uint32_t, SlideOrder::Release>(61);
+  check_order<unsigned long long, SlideOrder::Release>(62);
+  check_order<PairRecord, SlideOrder::Release>(63);
 }
 
 TEST(Sliding, LaunchShapes) {
