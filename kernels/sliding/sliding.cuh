@@ -28,7 +28,7 @@
 // a tile; partition backwards mirrors this: tiles >= its own in the array, all earlier in the
 // processing order). The stores of b must follow the loads of every tile they reach
 // (and, for unique, the load of tile q's last element by the block of tile q + 1).
-// Memory order (SlideOrder::LoadFlags, the default): the look-back flags carry only values and
+// Memory order (SlideOrder::LoadFlags): the look-back flags carry only values and
 // are written and read relaxed (st.relaxed.gpu / ld.relaxed.gpu, 64-bit single-copy atomic).
 // The ordering comes from a second flag per tile, "loaded": after the block barrier that follows
 // the tile's loads, one thread of the last warp (idle until the stage, so the look-back of warp
@@ -46,10 +46,12 @@
 // tile hazards need only the block's barriers. The loaded flags of far tiles are set long
 // before they are polled (at 10 % kept block b writes near tile b / 10), so the acquire rarely
 // waits, and the one release per tile costs the last warp, not the flag path every later tile's
-// look-back waits on. SlideOrder::Release (benchmarks and tests) keeps the older scheme: the
-// look-back flags written with st.release.gpu after the block barrier, one fence.acq_rel.gpu
-// after the look-back; then a P at tile k means (by induction over the look-backs) that every
-// tile <= k has loaded, and b's look-back read a status from every tile between its own and k.
+// look-back waits on. SlideOrder::Release is the other correct scheme: the look-back flags
+// written with st.release.gpu after the block barrier, one fence.acq_rel.gpu after the
+// look-back; then a P at tile k means (by induction over the look-backs) that every tile <= k
+// has loaded, and b's look-back read a status from every tile between its own and k. The tuned
+// kernel takes LoadFlags, except for 16-byte select and partition, where Release measures
+// faster (cuda_tuning::kSlideOrder); SlideOrder::Relaxed (benchmarks and tests) orders nothing.
 // Flags are 64-bit words (2 status bits, a 24-bit launch epoch, 38 bits of count or offset;
 // a loaded flag holds only the epoch). A flag of another epoch is
 // unset, so the flags are not zeroed before each launch (one memset launch less per call); the
@@ -170,9 +172,10 @@ enum class SlideOrder {
   LoadFlags,  // relaxed look-back flags; per tile a separate "loaded" flag, st.release.gpu by
               // one thread after the block barrier that follows the loads (off the look-back
               // path), acquired (ld.acquire.gpu) by a later block only for the one to three
-              // tiles its stores reach (default)
+              // tiles its stores reach
   Release,    // st.release.gpu look-back flags, one fence.acq_rel.gpu after the look-back
-              // (benchmarks and tests)
+              // (the tuned kernel uses one of these two by element size and mode:
+              // cuda_tuning::kSlideOrder)
   Relaxed     // relaxed flags, no fence (benchmarks and tests): relies on every loaded chunk
             // being consumed by the functor before the block barrier that precedes the flag,
             // and on the stores' addresses depending on the flags read, as CUB's in-place
@@ -188,6 +191,14 @@ enum class SlideSync {
 
 // What the pass does with the elements the functor selects.
 enum class SlideMode { Select, Unique, Partition };
+
+// The tile-flag ordering of the tuned kernel for elements of T in MODE
+// (cuda_tuning::kSlideOrder).
+template <typename T, SlideMode MODE>
+__host__ __device__ constexpr SlideOrder slide_order() {
+  return SlideOrder(cuda_tuning::kSlideOrder[sizeof(T) == 4 ? 0 : sizeof(T) == 8 ? 1 : 2]
+                                            [int(MODE)]);
+}
 
 // Words of the scratch flags before the tile flags: tile counter, count, partition's direction.
 constexpr size_t kFlagsHead = 3;
@@ -518,8 +529,8 @@ constexpr size_t stage_bytes() {
 // The sliding pass over d[0, n): see the top of this file. F: the predicate (Select,
 // Partition) or the equivalence (Unique). flags[0]: tile counter, flags[1]: unused here,
 // flags[2]: Partition's direction (partition_direction_kernel), flags[kFlagsHead + t]: tile t in
-// processing order, flags[kFlagsHead + tiles + t]: its loaded flag (SlideOrder::LoadFlags). aux: the part of Partition that does not stay in d. d_count: the kept count
-// (may be null).
+// processing order, flags[kFlagsHead + tiles + t]: its loaded flag (SlideOrder::LoadFlags).
+// aux: the part of Partition that does not stay in d. d_count: the kept count (may be null).
 // Partition runs in one of two directions, both stable: forwards (tiles in order) the kept
 // elements slide down in d and the rejected ones go to aux[rank among the rejected]; backwards
 // (tiles from the last, as a mirrored select) the rejected elements slide up to their final place
@@ -913,7 +924,7 @@ void check_args(const T* d, size_t n) {
 template <typename T, SlideMode MODE, SlideSync SYNC = SlideSync::Lookback,
           int THREADS = slide_threads<T>(), int VECS = slide_vecs<T>(),
           int MINB = slide_min_blocks<T>(), SlideIds IDS = slide_ids<T>(),
-          SlideOrder ORDER = SlideOrder::LoadFlags, typename F>
+          SlideOrder ORDER = slide_order<T, MODE>(), typename F>
 unsigned long long* slide_async(T* d, size_t n, F f, unsigned long long* d_count, cudaStream_t s,
                                 SlidingScratch& scratch, int ahead = -1) {
   detail::check_args(d, n);

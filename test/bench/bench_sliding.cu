@@ -14,13 +14,15 @@
 // timed region; every array is written once before the first timed call, so the first copy does
 // not pay for untouched memory) of:
 //   copy D2D        cudaMemcpyAsync of the array (device to device), same run
-//   select          sliding::select_inplace (decoupled look-back, SlideOrder::LoadFlags), in place
+//   select          sliding::select_inplace (decoupled look-back, the tuned SlideOrder), in place
 //   select adjacent the paper's adjacent (chained) synchronization, in place
 //   cub If          cub::DeviceSelect::If, out of place (d_in -> d_out)
 //   cub If inplace  cub::DeviceSelect::If, in-place overload
 //   unique          sliding::unique_inplace      | cub Unique: cub::DeviceSelect::Unique
 //   partition       sliding::partition_inplace   | cub Partition: cub::DevicePartition::If
 //   ... TxV/B       the same with launch shape T threads x V vectors / B blocks (Candidates)
+//   ... loadflags   the tuned pass with relaxed look-back flags and per-tile loaded flags
+//                   (SlideOrder::LoadFlags)
 //   ... release     the tuned pass with release tile flags and a fence after the look-back
 //                   (SlideOrder::Release)
 //   ... relaxed     the tuned pass with relaxed tile flags (SlideOrder::Relaxed)
@@ -218,26 +220,36 @@ double time_order(int runs, cudaStream_t s, const std::function<void()>& prep, T
   });
 }
 
-// Rows of the tuned sliding pass in MODE with the other tile-flag orderings ("select release",
-// "select relaxed"): bytes moved per call, the copy rate of the run, memory in MiB; each count
-// is checked against `want`.
-template <SlideMode MODE, typename T, typename F>
-void order_rows(const char* what, int pct, int runs, cudaStream_t s, const std::function<void()>& prep,
-                T* d, size_t n, F f, unsigned long long* cnt, SlidingScratch& scr,
-                unsigned long long want, double bytes, double copy_gbs, double mib) {
-  const double tr = time_order<MODE, SlideOrder::Release>(runs, s, prep, d, n, f, cnt, scr);
+// Name of a tile-flag ordering in row names.
+const char* order_tag(SlideOrder o) {
+  return o == SlideOrder::LoadFlags ? "loadflags"
+         : o == SlideOrder::Release ? "release"
+                                    : "relaxed";
+}
+
+// Row of the tuned sliding pass in MODE with the tile-flag ordering ORDER ("select release"):
+// bytes moved per call, the copy rate of the run, memory in MiB; the count is checked against
+// `want`.
+template <SlideMode MODE, SlideOrder ORDER, typename T, typename F>
+void order_row(const char* what, int pct, int runs, cudaStream_t s,
+               const std::function<void()>& prep, T* d, size_t n, F f, unsigned long long* cnt,
+               SlidingScratch& scr, unsigned long long want, double bytes, double copy_gbs,
+               double mib) {
+  const double t = time_order<MODE, ORDER>(runs, s, prep, d, n, f, cnt, scr);
   unsigned long long got = 0;
   CK(cudaMemcpy(&got, cnt, 8, cudaMemcpyDeviceToHost));
-  const double tx = time_order<MODE, SlideOrder::Relaxed>(runs, s, prep, d, n, f, cnt, scr);
-  unsigned long long got2 = 0;
-  CK(cudaMemcpy(&got2, cnt, 8, cudaMemcpyDeviceToHost));
   char name[64];
-  snprintf(name, sizeof name, "%s release", what);
+  snprintf(name, sizeof name, "%s %s", what, order_tag(ORDER));
   if (got != want) printf("MISMATCH %s\n", name);
-  row(name, n, int(sizeof(T)), pct, tr, bytes, copy_gbs, mib, got);
-  snprintf(name, sizeof name, "%s relaxed", what);
-  if (got2 != want) printf("MISMATCH %s\n", name);
-  row(name, n, int(sizeof(T)), pct, tx, bytes, copy_gbs, mib, got2);
+  row(name, n, int(sizeof(T)), pct, t, bytes, copy_gbs, mib, got);
+}
+
+// order_row for every tile-flag ordering (SlideOrder).
+template <SlideMode MODE, typename... A>
+void order_rows(A&&... a) {
+  order_row<MODE, SlideOrder::LoadFlags>(a...);
+  order_row<MODE, SlideOrder::Release>(a...);
+  order_row<MODE, SlideOrder::Relaxed>(a...);
 }
 
 // Median ms of the sliding pass in MODE with launch shape sh (after restore each time).

@@ -4,8 +4,8 @@ in place vs CUB out of place per case (GB/s, fraction of the copy of the same ru
 where in place >= CUB), the cases met, and the other tile-flag orderings against the default.
 
     python3 test/bench/sliding_table.py bench.txt [suffix]
-suffix: a row-name suffix to take as "in place" instead of the default rows ("release",
-"relaxed").
+suffix: a row-name suffix to take as "in place" instead of the tuned rows ("loadflags",
+"release", "relaxed").
 """
 import re
 import sys
@@ -49,7 +49,8 @@ def table(rows, suffix=""):
                         met += 1
                     else:
                         missed.append(f"{prim} {n}M {size} B {pct} % {r:.3f}")
-                    cells += [f"{ours:.0f} ({ours / copy:.2f})", f"{theirs:.0f} ({theirs / copy:.2f})",
+                    cells += [f"{ours:.0f} ({ours / copy:.2f})",
+                              f"{theirs:.0f} ({theirs / copy:.2f})",
                               f"**{r:.2f}**" if r >= 1.0 else f"{r:.2f}"]
                 out.append("| " + " | ".join(cells) + " |")
     out.append("")
@@ -63,7 +64,7 @@ def table(rows, suffix=""):
 def orders(rows):
     out = ["| size | ordering | select | unique | partition |", "|---|---|---|---|---|"]
     for size in (4, 8, 16):
-        for suffix in ("release", "relaxed"):
+        for suffix in ("loadflags", "release", "relaxed"):
             cells = [f"{size} B", suffix]
             for prim in ("select", "unique", "partition"):
                 rs = sorted(rows[(prim + " " + suffix, n, s, p)] / rows[(prim, n, s, p)]
@@ -81,5 +82,5 @@ if __name__ == "__main__":
     print(table(rows, suffix))
     if not suffix:
         print()
-        print("other ordering / default (GB/s ratio), per size over the cases: min-max (median)")
+        print("ordering / tuned (GB/s ratio), per size over the cases: min-max (median)")
         print(orders(rows))
