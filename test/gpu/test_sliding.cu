@@ -293,8 +293,8 @@ void check_shape(uint64_t seed) {
   }
 }
 
-// The tuned shape with the tile-flag ordering R (SlideOrder: relaxed flags, or release flags
-// with a fence after the look-back): sizes around the tile, many tiles, 0-100 % kept, runs for
+// The tuned shape with the tile-flag ordering R in every mode (SlideOrder: loaded flags,
+// release flags with a fence after the look-back, or relaxed flags): sizes around the tile, many tiles, 0-100 % kept, runs for
 // unique, both tile-id sources and synchronizations.
 template <typename T, SlideOrder R>
 void check_order(uint64_t seed) {
