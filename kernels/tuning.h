@@ -332,6 +332,14 @@ constexpr int kSlideMinBlocks[3] = {2, 2, 2};
 // blockIdx.x while the counter answers (reloading on a miss) lost to both (16M 4 B 1361 1686 /
 // 1219 1488, 256M 8 B 2024 2228 / 1858 2024).
 constexpr int kSlideTileIds[3] = {1, 1, 1};
+// Ordering of the tiles' loads before other blocks' stores (sliding::SlideOrder), by element
+// size (4, 8, 16 bytes) and mode (select, unique, partition): 0 LoadFlags (relaxed look-back
+// flags, a release-published loaded flag per tile), 1 Release (release look-back flags, a fence
+// after the look-back); both are correct under the PTX memory model. "bench_sliding 5" (two
+// runs, 16M and 256M at 10 / 50 / 90 %), Release / LoadFlags GB/s: 4 B select 0.84-0.95, unique
+// 0.86-0.95, partition 0.94-0.98; 8 B 0.85-0.95 / 0.85-0.94 / 0.95-0.98; 16 B select 1.01-1.15,
+// unique 0.85-0.94, partition 1.05-1.10.
+constexpr int kSlideOrder[3][3] = {{0, 0, 0}, {0, 0, 0}, {1, 0, 1}};
 // L2 prefetch distance of the sliding kernel in tiles (sliding::slide_prefetch): a block starts a
 // bulk prefetch (cp.async.bulk.prefetch.L2) of the tile this many places after its own, so that
 // tile's loads hit L2 when its block starts; 0: none. H100, "bench_sliding sweep 5", select /

@@ -31,7 +31,8 @@ void SlidingScratch::dev_free(void* p) {
 }
 
 SlideFlags SlidingScratch::flags_for(size_t tiles, bool counted, cudaStream_t s) {
-  const size_t bytes = (tiles + kFlagsHead) * sizeof(unsigned long long);
+  // the head words, then per tile its look-back flag and its loaded flag
+  const size_t bytes = (2 * tiles + kFlagsHead) * sizeof(unsigned long long);
   if (bytes > flags_bytes_) {
     const size_t want = std::max(bytes, flags_bytes_ * 2);
     dev_free(flags_);

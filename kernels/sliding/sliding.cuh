@@ -24,16 +24,39 @@
 // scan the paper cites as [14]). SlideSync::Adjacent is the paper's chain itself (benchmarks).
 // Why the look-back is safe in place: block b writes only to [offset_b, offset_b + kept_b) with
 // offset_b <= start_b (fewer elements are kept before tile b than there are) and offset_b +
-// kept_b <= start_{b+1}, so it writes into tiles <= b only; it writes after its look-back, which
-// read a status (A or P) from every tile j in (k, b) and a P from tile k. Every status is
-// published after its tile's loads, and tile k publishes P only after its own look-back saw
-// statuses of all tiles below it, so by induction a P at k means every tile <= k has loaded:
-// when b stores, every tile it can write into has been read. Its own tile it read itself.
-// Flags are 64-bit words (2 status bits, a 24-bit launch epoch, 38 bits of count or offset)
-// written with st.release.gpu after a block barrier and polled with relaxed loads, one acquire
-// fence after the look-back orders them before the block's stores. A flag of another epoch is
+// kept_b <= start_{b+1}, so it writes into tiles <= b only, into two at most (kept_b is at most
+// a tile; partition backwards mirrors this: tiles >= its own in the array, all earlier in the
+// processing order). The stores of b must follow the loads of every tile they reach
+// (and, for unique, the load of tile q's last element by the block of tile q + 1).
+// Memory order (SlideOrder::LoadFlags): the look-back flags carry only values and
+// are written and read relaxed (st.relaxed.gpu / ld.relaxed.gpu, 64-bit single-copy atomic).
+// The ordering comes from a second flag per tile, "loaded": after the block barrier that follows
+// the tile's loads, one thread of the last warp (idle until the stage, so the look-back of warp
+// 0 does not wait for it) writes it with st.release.gpu. After its look-back, block b knows
+// the range it writes and so the tiles q it reaches; lanes 0-2 of warp 0 each poll one of those
+// tiles' loaded flags (other than b's own) with ld.acquire.gpu, then the block barrier before
+// the stores. In the PTX memory model ("Memory Consistency Model" in the PTX ISA) this puts every
+// load of tile q before every store of block b in causality order: a load is in program order
+// before the barrier of its block, a CTA barrier synchronizes its participating threads
+// (bar.sync synchronizes with bar.sync on the same barrier), the st.release after that barrier
+// and the ld.acquire that reads it form a release and an acquire pattern that synchronize, and
+// block b's barrier passes the acquire on to its other threads; base causality order is
+// transitive over program order and synchronizes-with. The Causality axiom then forbids a load
+// that precedes an overlapping store in causality order from reading that store's value. Own-
+// tile hazards need only the block's barriers. The loaded flags of far tiles are set long
+// before they are polled (at 10 % kept block b writes near tile b / 10), so the acquire rarely
+// waits, and the one release per tile costs the last warp, not the flag path every later tile's
+// look-back waits on. SlideOrder::Release is the other correct scheme: the look-back flags
+// written with st.release.gpu after the block barrier, one fence.acq_rel.gpu after the
+// look-back; then a P at tile k means (by induction over the look-backs) that every tile <= k
+// has loaded, and b's look-back read a status from every tile between its own and k. The tuned
+// kernel takes LoadFlags, except for 16-byte select and partition, where Release measures
+// faster (cuda_tuning::kSlideOrder); SlideOrder::Relaxed (benchmarks and tests) orders nothing.
+// Flags are 64-bit words (2 status bits, a 24-bit launch epoch, 38 bits of count or offset;
+// a loaded flag holds only the epoch). A flag of another epoch is
 // unset, so the flags are not zeroed before each launch (one memset launch less per call); the
-// scratch zeroes them when the epochs wrap. A block waits only for tiles of smaller ids. With
+// scratch zeroes them when the epochs wrap. A block waits only for tiles of smaller ids (look-back
+// and loaded flags alike). With
 // SlideIds::Block (the default) the id is blockIdx.x, and blocks of smaller index have started
 // (blocks are dispatched in index order, which CUB's look-back relies on too); with
 // SlideIds::Counter ids come from an atomic counter in the order blocks start, so they have
@@ -144,10 +167,16 @@ __host__ __device__ constexpr size_t tile_elems() {
   return size_t(THREADS) * size_t(VECS) * (16 / sizeof(T));
 }
 
-// How the tile flags order the tiles' loads before other blocks' stores.
+// How the tiles' loads are ordered before other blocks' stores into them.
 enum class SlideOrder {
-  Release,  // st.release.gpu flags, one fence.acq_rel.gpu after the look-back (default)
-  Relaxed   // relaxed flags, no fence (benchmarks and tests): relies on every loaded chunk
+  LoadFlags,  // relaxed look-back flags; per tile a separate "loaded" flag, st.release.gpu by
+              // one thread after the block barrier that follows the loads (off the look-back
+              // path), acquired (ld.acquire.gpu) by a later block only for the one to three
+              // tiles its stores reach
+  Release,    // st.release.gpu look-back flags, one fence.acq_rel.gpu after the look-back
+              // (the tuned kernel uses one of these two by element size and mode:
+              // cuda_tuning::kSlideOrder)
+  Relaxed     // relaxed flags, no fence (benchmarks and tests): relies on every loaded chunk
             // being consumed by the functor before the block barrier that precedes the flag,
             // and on the stores' addresses depending on the flags read, as CUB's in-place
             // select does when its block load goes through shared memory; the PTX memory model
@@ -162,6 +191,14 @@ enum class SlideSync {
 
 // What the pass does with the elements the functor selects.
 enum class SlideMode { Select, Unique, Partition };
+
+// The tile-flag ordering of the tuned kernel for elements of T in MODE
+// (cuda_tuning::kSlideOrder).
+template <typename T, SlideMode MODE>
+__host__ __device__ constexpr SlideOrder slide_order() {
+  return SlideOrder(cuda_tuning::kSlideOrder[sizeof(T) == 4 ? 0 : sizeof(T) == 8 ? 1 : 2]
+                                            [int(MODE)]);
+}
 
 // Words of the scratch flags before the tile flags: tile counter, count, partition's direction.
 constexpr size_t kFlagsHead = 3;
@@ -190,9 +227,9 @@ class SlidingScratch {
 
   // Device bytes held now.
   size_t device_bytes() const { return flags_bytes_ + aux_bytes_; }
-  // Room for `tiles` tile flags (plus the counter and the device count) and a fresh epoch for
-  // one launch; `counted`: the launch takes its tile ids from the counter (one per tile). The
-  // flags are zeroed on `s` only when allocated and when the epochs wrap.
+  // Room for `tiles` tile flags and loaded flags (plus the counter and the device count) and a
+  // fresh epoch for one launch; `counted`: the launch takes its tile ids from the counter (one
+  // per tile). The flags are zeroed on `s` only when allocated and when the epochs wrap.
   SlideFlags flags_for(size_t tiles, bool counted, cudaStream_t s);
   // Device buffer of at least `bytes` (partition's rejected elements).
   void* aux_for(size_t bytes);
@@ -205,7 +242,8 @@ class SlidingScratch {
   void* dev_alloc(size_t bytes, const char* what);
   void dev_free(void* p);
   Call* call_ = nullptr;
-  // [0] tile counter, [1] count, [2] partition's direction, [kFlagsHead..] tile flags
+  // [0] tile counter, [1] count, [2] partition's direction, [kFlagsHead..] tile flags, then as
+  // many loaded flags
   unsigned long long* flags_ = nullptr;
   size_t flags_bytes_ = 0;
   unsigned epoch_ = 0;    // of the last launch (0: none since the flags were zeroed)
@@ -271,30 +309,27 @@ __device__ __forceinline__ T as_elem(const W& w) {
   return x;
 }
 
-// Word of the lane `delta` below (its own word for the lowest lanes).
-__device__ __forceinline__ unsigned shfl_up_word(unsigned v, int delta) {
-  return __shfl_up_sync(0xffffffffu, v, delta);
-}
-__device__ __forceinline__ unsigned long long shfl_up_word(unsigned long long v, int delta) {
-  return __shfl_up_sync(0xffffffffu, v, delta);
-}
-__device__ __forceinline__ ulonglong2 shfl_up_word(ulonglong2 v, int delta) {
-  v.x = __shfl_up_sync(0xffffffffu, v.x, delta);
-  v.y = __shfl_up_sync(0xffffffffu, v.y, delta);
+// op applied to each 4-byte part of a word (a warp shuffle per part, as the 64-bit shuffles do).
+template <typename W, typename Op>
+__device__ __forceinline__ W shfl_parts(W v, Op op) {
+  unsigned x[sizeof(W) / 4];
+  memcpy(x, &v, sizeof(W));
+#pragma unroll
+  for (size_t k = 0; k < sizeof(W) / 4; ++k) x[k] = op(x[k]);
+  memcpy(&v, x, sizeof(W));
   return v;
 }
 
+// Word of the lane `delta` below (its own word for the lowest lanes).
+template <typename W>
+__device__ __forceinline__ W shfl_up_word(W v, int delta) {
+  return shfl_parts(v, [delta](unsigned x) { return __shfl_up_sync(0xffffffffu, x, delta); });
+}
+
 // Word of lane `src`.
-__device__ __forceinline__ unsigned shfl_word(unsigned v, int src) {
-  return __shfl_sync(0xffffffffu, v, src);
-}
-__device__ __forceinline__ unsigned long long shfl_word(unsigned long long v, int src) {
-  return __shfl_sync(0xffffffffu, v, src);
-}
-__device__ __forceinline__ ulonglong2 shfl_word(ulonglong2 v, int src) {
-  v.x = __shfl_sync(0xffffffffu, v.x, src);
-  v.y = __shfl_sync(0xffffffffu, v.y, src);
-  return v;
+template <typename W>
+__device__ __forceinline__ W shfl_word(W v, int src) {
+  return shfl_parts(v, [src](unsigned x) { return __shfl_sync(0xffffffffu, x, src); });
 }
 
 // Publishes a tile flag. st.release.gpu orders this thread's earlier memory operations before
@@ -316,6 +351,14 @@ __device__ __forceinline__ void publish_flag(unsigned long long* p, unsigned lon
     st_release(p, v);
   else
     st_relaxed(p, v);
+}
+
+// Reads a flag with acquire semantics: the loads the publisher's release ordered before the
+// flag precede this thread's later memory operations (SlideOrder::LoadFlags).
+__device__ __forceinline__ unsigned long long ld_acquire(const unsigned long long* p) {
+  unsigned long long v;
+  asm volatile("ld.acquire.gpu.global.u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
+  return v;
 }
 
 // Reads a tile flag without ordering (polling); acquire_fence() after the last read orders it.
@@ -352,6 +395,12 @@ __device__ __forceinline__ unsigned long long wait_flag(const unsigned long long
     s = ld_relaxed(flags + t);
   }
   return s;
+}
+
+// Waits (acquire) until tile t's loaded flag is set in this launch (SlideOrder::LoadFlags).
+__device__ __forceinline__ void wait_loaded(const unsigned long long* lflags, long long t,
+                                            unsigned epoch) {
+  while (!flag_set(ld_acquire(lflags + t), epoch)) __nanosleep(32);
 }
 
 // 16 bytes of lo:hi starting at 32-bit word ws (1..3) of lo (ws 0: lo).
@@ -480,8 +529,8 @@ constexpr size_t stage_bytes() {
 // The sliding pass over d[0, n): see the top of this file. F: the predicate (Select,
 // Partition) or the equivalence (Unique). flags[0]: tile counter, flags[1]: unused here,
 // flags[2]: Partition's direction (partition_direction_kernel), flags[kFlagsHead + t]: tile t in
-// processing order. aux: the part of Partition that does not stay in d. d_count: the kept count
-// (may be null).
+// processing order, flags[kFlagsHead + tiles + t]: its loaded flag (SlideOrder::LoadFlags).
+// aux: the part of Partition that does not stay in d. d_count: the kept count (may be null).
 // Partition runs in one of two directions, both stable: forwards (tiles in order) the kept
 // elements slide down in d and the rejected ones go to aux[rank among the rejected]; backwards
 // (tiles from the last, as a mirrored select) the rejected elements slide up to their final place
@@ -532,6 +581,7 @@ __global__ void __launch_bounds__(THREADS, MINB) slide_kernel(T* d, unsigned lon
   const long long nn = (long long)n;
   W* const w = reinterpret_cast<W*>(d);
   unsigned long long* const tflag = flags + kFlagsHead;
+  unsigned long long* const lflag = tflag + gridDim.x;  // loaded flags (SlideOrder::LoadFlags)
   const unsigned lt = (1u << lane) - 1u;
   const unsigned last = gridDim.x - 1;
 
@@ -631,6 +681,11 @@ __global__ void __launch_bounds__(THREADS, MINB) slide_kernel(T* d, unsigned lon
     if (lane == 0) s_cnt[warp * VECS + j] = tot;
   }
   __syncthreads();  // also orders every load of the tile before the flag published below
+  // The tile's loaded flag: the last warp (idle until the stage) pays the release, not the
+  // look-back path of warp 0.
+  if constexpr (ORDER == SlideOrder::LoadFlags) {
+    if (warp == WARPS - 1 && lane == 0) st_release(lflag + bid, epoch_bits(epoch));
+  }
   if (warp == 0) {
     if (lane == 0) {
       unsigned lead = TILE;
@@ -720,6 +775,23 @@ __global__ void __launch_bounds__(THREADS, MINB) slide_kernel(T* d, unsigned lon
           excl = s & kValueMask;
           publish_flag<ORDER>(tflag + bid, kStatusP | epoch_bits(epoch) | (excl + total));
         }
+      }
+    }
+    // LoadFlags: the tiles other than this one that the stores below reach have loaded (lanes
+    // 0-2 each acquire one; the barrier after this passes it to every thread of the block).
+    if constexpr (ORDER == SlideOrder::LoadFlags) {
+      excl = __shfl_sync(FULL, excl, 0);  // the adjacent synchronization read it in lane 0
+      if (total > 0) {
+        // elements [a, a + total) of d receive this block's kept elements: tiles q_lo..q_hi
+        // (array places), this one among them; Unique: the block of tile q + 1 also read
+        // tile q's last element
+        const long long a = back ? nn - (long long)excl - (long long)total : (long long)excl;
+        const long long q_lo = (a + (long long)head) / TILE;
+        long long q_hi = (a + (long long)total - 1 + (long long)head) / TILE;
+        if (UNIQUE) q_hi = min(q_hi + 1, (long long)pos);
+        const long long q = q_lo + lane;
+        if (q <= q_hi && q != (long long)pos)
+          wait_loaded(lflag, back ? (long long)last - q : q, epoch);
       }
     }
     if (lane == 0) {
@@ -852,7 +924,7 @@ void check_args(const T* d, size_t n) {
 template <typename T, SlideMode MODE, SlideSync SYNC = SlideSync::Lookback,
           int THREADS = slide_threads<T>(), int VECS = slide_vecs<T>(),
           int MINB = slide_min_blocks<T>(), SlideIds IDS = slide_ids<T>(),
-          SlideOrder ORDER = SlideOrder::Release, typename F>
+          SlideOrder ORDER = slide_order<T, MODE>(), typename F>
 unsigned long long* slide_async(T* d, size_t n, F f, unsigned long long* d_count, cudaStream_t s,
                                 SlidingScratch& scratch, int ahead = -1) {
   detail::check_args(d, n);

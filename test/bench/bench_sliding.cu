@@ -11,16 +11,20 @@
 // For 16M and 256M elements of 4, 8 and 16 bytes (uint32, uint64, PairRecord) and selectivity
 // 10 / 50 / 90 % (kept fraction; for unique the fraction of run heads), the median of `runs`
 // timed calls (cudaEvents, input restored from a pristine copy before each call, outside the
-// timed region) of:
+// timed region; every array is written once before the first timed call, so the first copy does
+// not pay for untouched memory) of:
 //   copy D2D        cudaMemcpyAsync of the array (device to device), same run
-//   select          sliding::select_inplace (decoupled look-back), in place
+//   select          sliding::select_inplace (decoupled look-back, the tuned SlideOrder), in place
 //   select adjacent the paper's adjacent (chained) synchronization, in place
 //   cub If          cub::DeviceSelect::If, out of place (d_in -> d_out)
 //   cub If inplace  cub::DeviceSelect::If, in-place overload
 //   unique          sliding::unique_inplace      | cub Unique: cub::DeviceSelect::Unique
 //   partition       sliding::partition_inplace   | cub Partition: cub::DevicePartition::If
-//   ... aD          the same with an L2 prefetch distance of D tiles (kAheads)
 //   ... TxV/B       the same with launch shape T threads x V vectors / B blocks (Candidates)
+//   ... loadflags   the tuned pass with relaxed look-back flags and per-tile loaded flags
+//                   (SlideOrder::LoadFlags)
+//   ... release     the tuned pass with release tile flags and a fence after the look-back
+//                   (SlideOrder::Release)
 //   ... relaxed     the tuned pass with relaxed tile flags (SlideOrder::Relaxed)
 // GB/s counts bytes read plus bytes written once each, as the paper does: n * size read and
 // kept * size written for select / unique (both ours and CUB), n * size written for partition,
@@ -173,16 +177,6 @@ size_t cub_bytes(F f) {
   return b;
 }
 
-// L2 prefetch distances (tiles) timed beside the tuned one in the main table.
-constexpr int kAheads[] = {66, 99, 132};
-
-// Row name of a method with an L2 prefetch distance ("select a264").
-const char* ahead_name(const char* what, int a) {
-  static char name[64];
-  snprintf(name, sizeof name, "%s a%d", what, a);
-  return name;
-}
-
 // A launch shape of the sliding kernel: threads x 16-byte vectors / min blocks per SM.
 template <int TH, int VE, int MB>
 struct Shape {};
@@ -216,14 +210,46 @@ const char* shape_name(const char* what, Shape<TH, VE, MB>) {
   return name;
 }
 
-// Median ms of the tuned sliding pass in MODE with relaxed tile flags (SlideOrder::Relaxed).
-template <SlideMode MODE, typename T, typename F>
-double time_relaxed(int runs, cudaStream_t s, const std::function<void()>& prep, T* d, size_t n,
-                    F f, unsigned long long* cnt, SlidingScratch& scr) {
+// Median ms of the tuned sliding pass in MODE with the tile-flag ordering ORDER.
+template <SlideMode MODE, SlideOrder ORDER, typename T, typename F>
+double time_order(int runs, cudaStream_t s, const std::function<void()>& prep, T* d, size_t n,
+                  F f, unsigned long long* cnt, SlidingScratch& scr) {
   return time_ms(runs, s, prep, [&]() {
     slide_async<T, MODE, SlideSync::Lookback, slide_threads<T>(), slide_vecs<T>(),
-                slide_min_blocks<T>(), slide_ids<T>(), SlideOrder::Relaxed>(d, n, f, cnt, s, scr);
+                slide_min_blocks<T>(), slide_ids<T>(), ORDER>(d, n, f, cnt, s, scr);
   });
+}
+
+// Name of a tile-flag ordering in row names.
+const char* order_tag(SlideOrder o) {
+  return o == SlideOrder::LoadFlags ? "loadflags"
+         : o == SlideOrder::Release ? "release"
+                                    : "relaxed";
+}
+
+// Row of the tuned sliding pass in MODE with the tile-flag ordering ORDER ("select release"):
+// bytes moved per call, the copy rate of the run, memory in MiB; the count is checked against
+// `want`.
+template <SlideMode MODE, SlideOrder ORDER, typename T, typename F>
+void order_row(const char* what, int pct, int runs, cudaStream_t s,
+               const std::function<void()>& prep, T* d, size_t n, F f, unsigned long long* cnt,
+               SlidingScratch& scr, unsigned long long want, double bytes, double copy_gbs,
+               double mib) {
+  const double t = time_order<MODE, ORDER>(runs, s, prep, d, n, f, cnt, scr);
+  unsigned long long got = 0;
+  CK(cudaMemcpy(&got, cnt, 8, cudaMemcpyDeviceToHost));
+  char name[64];
+  snprintf(name, sizeof name, "%s %s", what, order_tag(ORDER));
+  if (got != want) printf("MISMATCH %s\n", name);
+  row(name, n, int(sizeof(T)), pct, t, bytes, copy_gbs, mib, got);
+}
+
+// order_row for every tile-flag ordering (SlideOrder).
+template <SlideMode MODE, typename... A>
+void order_rows(A&&... a) {
+  order_row<MODE, SlideOrder::LoadFlags>(a...);
+  order_row<MODE, SlideOrder::Release>(a...);
+  order_row<MODE, SlideOrder::Relaxed>(a...);
 }
 
 // Median ms of the sliding pass in MODE with launch shape sh (after restore each time).
@@ -259,6 +285,12 @@ void bench_type(size_t n, int runs, void* tmp, size_t tmp_cap) {
     CK(cudaMemcpyAsync(d, pristine, n * sizeof(T), cudaMemcpyDeviceToDevice, s));
   };
   auto none = []() {};
+  // write every array once: the first timed copy then does not meet untouched memory
+  fill_random<T><<<grid, 256, 0, s>>>(pristine, n);
+  CK(cudaGetLastError());
+  CK(cudaMemcpyAsync(d, pristine, n * sizeof(T), cudaMemcpyDeviceToDevice, s));
+  CK(cudaMemcpyAsync(out, pristine, n * sizeof(T), cudaMemcpyDeviceToDevice, s));
+  CK(cudaStreamSynchronize(s));
   for (int pct : {10, 50, 90}) {
     const uint32_t thr = uint32_t(double(pct) / 100.0 * 4294967296.0);
     // copy rate, same run
@@ -278,20 +310,10 @@ void bench_type(size_t n, int runs, void* tmp, size_t tmp_cap) {
     });
     kept = get(cnt);
     // scratch of select / unique: the tile flags; partition: plus n elements for the rejected
-    const double flags = double((n + tile_elems<T>() - 1) / tile_elems<T>() + 2) * 8;
+    const double flags = double(2 * ((n + tile_elems<T>() - 1) / tile_elems<T>()) + 3) * 8;
     row("select", n, int(S), pct, t, arr + double(kept) * S, copy_gbs, (arr + flags) / MiB, kept);
-    for (int a : kAheads) {  // the tuned shape with an L2 prefetch distance of a tiles
-      t = time_ms(runs, s, restore, [&]() {
-        slide_async<T, SlideMode::Select>(d, n, keep, cnt, s, scr, a);
-      });
-      if (get(cnt) != kept) printf("MISMATCH select a%d\n", a);
-      row(ahead_name("select", a), n, int(S), pct, t, arr + double(kept) * S, copy_gbs,
-          (arr + flags) / MiB, kept);
-    }
-    t = time_relaxed<SlideMode::Select>(runs, s, restore, d, n, keep, cnt, scr);
-    if (get(cnt) != kept) printf("MISMATCH select relaxed\n");
-    row("select relaxed", n, int(S), pct, t, arr + double(kept) * S, copy_gbs,
-        (arr + flags) / MiB, kept);
+    order_rows<SlideMode::Select>("select", pct, runs, s, restore, d, n, keep, cnt, scr, kept,
+                                  arr + double(kept) * S, copy_gbs, (arr + flags) / MiB);
     each_shape<T>([&](auto sh) {
       t = time_shape<SlideMode::Select>(sh, runs, s, restore, d, n, keep, cnt, scr);
       if (get(cnt) != kept) printf("MISMATCH %s\n", shape_name("select", sh));
@@ -332,18 +354,8 @@ void bench_type(size_t n, int runs, void* tmp, size_t tmp_cap) {
     if (get(cnt) != kept) printf("MISMATCH partition\n");
     row("partition", n, int(S), pct, t, 2 * arr, copy_gbs,
         (2 * arr + flags) / MiB, get(cnt));
-    for (int a : kAheads) {
-      t = time_ms(runs, s, restore, [&]() {
-        slide_async<T, SlideMode::Partition>(d, n, keep, cnt, s, scr, a);
-      });
-      if (get(cnt) != kept) printf("MISMATCH partition a%d\n", a);
-      row(ahead_name("partition", a), n, int(S), pct, t, 2 * arr, copy_gbs,
-          (2 * arr + flags) / MiB, get(cnt));
-    }
-    t = time_relaxed<SlideMode::Partition>(runs, s, restore, d, n, keep, cnt, scr);
-    if (get(cnt) != kept) printf("MISMATCH partition relaxed\n");
-    row("partition relaxed", n, int(S), pct, t, 2 * arr, copy_gbs, (2 * arr + flags) / MiB,
-        get(cnt));
+    order_rows<SlideMode::Partition>("partition", pct, runs, s, restore, d, n, keep, cnt, scr,
+                                     kept, 2 * arr, copy_gbs, (2 * arr + flags) / MiB);
     each_shape<T>([&](auto sh) {
       t = time_shape<SlideMode::Partition>(sh, runs, s, restore, d, n, keep, cnt, scr);
       if (get(cnt) != kept) printf("MISMATCH %s\n", shape_name("partition", sh));
@@ -379,18 +391,8 @@ void bench_type(size_t n, int runs, void* tmp, size_t tmp_cap) {
     const unsigned long long uk = get(cnt);
     row("unique", n, int(S), pct, t, arr + double(uk) * S, copy_gbs,
         (arr + flags) / MiB, uk);
-    for (int a : kAheads) {
-      t = time_ms(runs, s, restore, [&]() {
-        slide_async<T, SlideMode::Unique>(d, n, KeyEq(), cnt, s, scr, a);
-      });
-      if (get(cnt) != uk) printf("MISMATCH unique a%d\n", a);
-      row(ahead_name("unique", a), n, int(S), pct, t, arr + double(uk) * S, copy_gbs,
-          (arr + flags) / MiB, get(cnt));
-    }
-    t = time_relaxed<SlideMode::Unique>(runs, s, restore, d, n, KeyEq(), cnt, scr);
-    if (get(cnt) != uk) printf("MISMATCH unique relaxed\n");
-    row("unique relaxed", n, int(S), pct, t, arr + double(uk) * S, copy_gbs,
-        (arr + flags) / MiB, get(cnt));
+    order_rows<SlideMode::Unique>("unique", pct, runs, s, restore, d, n, KeyEq(), cnt, scr, uk,
+                                  arr + double(uk) * S, copy_gbs, (arr + flags) / MiB);
     each_shape<T>([&](auto sh) {
       t = time_shape<SlideMode::Unique>(sh, runs, s, restore, d, n, KeyEq(), cnt, scr);
       if (get(cnt) != uk) printf("MISMATCH %s\n", shape_name("unique", sh));

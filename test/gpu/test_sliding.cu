@@ -137,11 +137,17 @@ size_t run_cub(F f) {
   return size_t(cnt.get(1)[0]);
 }
 
+// The tile-flag ordering ord (a SlideOrder), or the tuned one of T in MODE when ord < 0.
+template <typename T, SlideMode MODE>
+constexpr SlideOrder order(int ord) {
+  return ord < 0 ? slide_order<T, MODE>() : SlideOrder(ord);
+}
+
 // Every primitive on one input, against CUB, the CPU counterpart and std (launch shape TH x VE
-// / MB: the tuned one unless given).
+// / MB: the tuned one unless given; ORD: a SlideOrder for every mode, -1 the tuned one of each).
 template <typename T, SlideSync SYNC, SlideIds IDS = slide_ids<T>(), int TH = slide_threads<T>(),
           int VE = slide_vecs<T>(), int MB = slide_min_blocks<T>(),
-          SlideOrder ORDER = SlideOrder::Release>
+          int ORD = -1>
 void check_case(size_t n, uint32_t keep_below, bool runs, uint64_t seed, SlidingScratch& scr,
                 int ahead = -1) {
   const auto in = make_input<T>(n, 100, seed, runs);
@@ -152,7 +158,7 @@ void check_case(size_t n, uint32_t keep_below, bool runs, uint64_t seed, Sliding
                           (IDS == SlideIds::Counter ? " counter ids" : " blockIdx ids") +
                           " ahead=" + std::to_string(ahead) + " shape=" + std::to_string(TH) +
                           "x" + std::to_string(VE) + "/" + std::to_string(MB) +
-                          (ORDER == SlideOrder::Relaxed ? " relaxed" : "");
+                          (ORD < 0 ? "" : " order=" + std::to_string(ORD));
   Dev<T> src(n), d(n), out(n);
   src.put(in);
   cudaStream_t s = nullptr;
@@ -170,8 +176,8 @@ void check_case(size_t n, uint32_t keep_below, bool runs, uint64_t seed, Sliding
     EXPECT_TRUE(same(out.get(nc), want)) << "cub select " << tag;
     d.put(in);
     unsigned long long* c =
-        slide_async<T, SlideMode::Select, SYNC, TH, VE, MB, IDS, ORDER>(d.p, n, keep, nullptr, s,
-                                                                        scr, ahead);
+        slide_async<T, SlideMode::Select, SYNC, TH, VE, MB, IDS, order<T, SlideMode::Select>(ORD)>(
+            d.p, n, keep, nullptr, s, scr, ahead);
     const size_t k = read_count(c, s, scr);
     EXPECT_EQ(k, want.size()) << tag;
     EXPECT_TRUE(same(d.get(k), want)) << "select " << tag;
@@ -191,8 +197,8 @@ void check_case(size_t n, uint32_t keep_below, bool runs, uint64_t seed, Sliding
     EXPECT_TRUE(same(out.get(nc), want)) << "cub unique " << tag;
     d.put(in);
     const size_t k = read_count(
-        slide_async<T, SlideMode::Unique, SYNC, TH, VE, MB, IDS, ORDER>(d.p, n, KeyEq(), nullptr, s,
-                                                                        scr, ahead),
+        slide_async<T, SlideMode::Unique, SYNC, TH, VE, MB, IDS, order<T, SlideMode::Unique>(ORD)>(
+            d.p, n, KeyEq(), nullptr, s, scr, ahead),
         s, scr);
     EXPECT_EQ(k, want.size()) << tag;
     EXPECT_TRUE(same(d.get(k), want)) << "unique " << tag;
@@ -215,8 +221,8 @@ void check_case(size_t n, uint32_t keep_below, bool runs, uint64_t seed, Sliding
     EXPECT_TRUE(same(co, want)) << "cub partition " << tag;
     d.put(in);
     const size_t k = read_count(
-        slide_async<T, SlideMode::Partition, SYNC, TH, VE, MB, IDS, ORDER>(d.p, n, keep, nullptr,
-                                                                           s, scr, ahead),
+        slide_async<T, SlideMode::Partition, SYNC, TH, VE, MB, IDS,
+                    order<T, SlideMode::Partition>(ORD)>(d.p, n, keep, nullptr, s, scr, ahead),
         s, scr);
     EXPECT_EQ(k, wn) << tag;
     EXPECT_TRUE(same(d.get(n), want)) << "partition " << tag;
@@ -287,32 +293,44 @@ void check_shape(uint64_t seed) {
   }
 }
 
-// The tuned shape with relaxed tile flags (SlideOrder::Relaxed): sizes around the tile, many
-// tiles, 0-100 % kept, runs for unique, both tile-id sources and synchronizations.
-template <typename T>
-void check_relaxed(uint64_t seed) {
+// The tuned shape with the tile-flag ordering R in every mode (SlideOrder: loaded flags,
+// release flags with a fence after the look-back, or relaxed flags): sizes around the tile, many tiles, 0-100 % kept, runs for
+// unique, both tile-id sources and synchronizations.
+template <typename T, SlideOrder R>
+void check_order(uint64_t seed) {
   const size_t t = tile_elems<T>();
   constexpr int TH = slide_threads<T>(), VE = slide_vecs<T>(), MB = slide_min_blocks<T>();
-  constexpr SlideOrder R = SlideOrder::Relaxed;
   SlidingScratch scr;
   for (size_t n : {size_t(1), t - 1, t + 1, 3 * t + 17, size_t(1000003), size_t(9000011)}) {
     for (uint32_t keep : {0u, 10u, 50u, 90u, 100u})
-      check_case<T, SlideSync::Lookback, SlideIds::Block, TH, VE, MB, R>(n, keep, false,
-                                                                        seed + n + keep, scr);
-    check_case<T, SlideSync::Lookback, SlideIds::Block, TH, VE, MB, R>(n, 50, true, seed + 7 * n,
-                                                                      scr);
-    check_case<T, SlideSync::Lookback, SlideIds::Counter, TH, VE, MB, R>(n, 50, false, seed + n,
-                                                                        scr, 2);
-    check_case<T, SlideSync::Adjacent, SlideIds::Block, TH, VE, MB, R>(n, 10, false, seed + n,
-                                                                      scr);
+      check_case<T, SlideSync::Lookback, SlideIds::Block, TH, VE, MB, int(R)>(
+          n, keep, false, seed + n + keep, scr);
+    check_case<T, SlideSync::Lookback, SlideIds::Block, TH, VE, MB, int(R)>(n, 50, true,
+                                                                           seed + 7 * n, scr);
+    check_case<T, SlideSync::Lookback, SlideIds::Counter, TH, VE, MB, int(R)>(n, 50, false,
+                                                                             seed + n, scr, 2);
+    check_case<T, SlideSync::Adjacent, SlideIds::Block, TH, VE, MB, int(R)>(n, 10, false,
+                                                                           seed + n, scr);
   }
 }
 
 TEST(Sliding, RelaxedFlags) {
   REQUIRE_GPU();
-  check_relaxed<uint32_t>(51);
-  check_relaxed<unsigned long long>(52);
-  check_relaxed<PairRecord>(53);
+  check_order<uint32_t, SlideOrder::Relaxed>(51);
+  check_order<unsigned long long, SlideOrder::Relaxed>(52);
+  check_order<PairRecord, SlideOrder::Relaxed>(53);
+}
+
+TEST(Sliding, LoadFlags16) {
+  REQUIRE_GPU();
+  check_order<PairRecord, SlideOrder::LoadFlags>(71);
+}
+
+TEST(Sliding, ReleaseFlags) {
+  REQUIRE_GPU();
+  check_order<uint32_t, SlideOrder::Release>(61);
+  check_order<unsigned long long, SlideOrder::Release>(62);
+  check_order<PairRecord, SlideOrder::Release>(63);
 }
 
 TEST(Sliding, LaunchShapes) {
