@@ -593,10 +593,17 @@ __global__ void __launch_bounds__(kThreads)
     const float rs = ldexpf(1.0f, e);
     for (size_t j0 = 0; j0 < nb; j0 += 64 * kSelUnroll) {
       __half2 raw[kSelUnroll];
+      float2 bn[kSelUnroll], cs[kSelUnroll];
 #pragma unroll
       for (int u = 0; u < kSelUnroll; ++u) {
         const size_t j = j0 + 2 * size_t(lane + 32 * u);
         raw[u] = j < nb ? __ldcs(s + (j >> 1)) : __half2();
+        bn[u] = j + 1 < nb ? __ldg(reinterpret_cast<const float2*>(bnorm2 + j))
+                : j < nb   ? make_float2(__ldg(bnorm2 + j), 0.0f)
+                           : make_float2(0.0f, 0.0f);
+        cs[u] = j + 1 < nb ? __ldg(reinterpret_cast<const float2*>(cscale + j))
+                : j < nb   ? make_float2(__ldg(cscale + j), 0.0f)
+                           : make_float2(0.0f, 0.0f);
       }
 #pragma unroll
       for (int u = 0; u < kSelUnroll; ++u) {
@@ -605,11 +612,8 @@ __global__ void __launch_bounds__(kThreads)
           const size_t j = j0 + 2 * size_t(lane + 32 * u) + size_t(h);
           const bool ok = j < nb && !(self && j == gi);
           const float sv = h ? __high2float(raw[u]) : __low2float(raw[u]);
-          float sc = INFINITY;
-          if (j < nb) {
-            const float prod = sv * __ldg(cscale + j);  // exact: a power of two
-            sc = l2form ? op_fma(-rs, prod, __ldg(bnorm2 + j)) : -(rs * prod);
-          }
+          const float prod = sv * (h ? cs[u].y : cs[u].x);  // exact: a power of two
+          float sc = l2form ? op_fma(-rs, prod, h ? bn[u].y : bn[u].x) : -(rs * prod);
           if (!ok || sc != sc) sc = INFINITY;
           len = warp_offer<kFastCap>(L, len, kc, sc, uint32_t(j), ok);
         }
