@@ -422,6 +422,9 @@ constexpr bool kPairwiseFp16Gemm = false;
 // every value (select_kernel): the same candidates, but 215 ms against 68.1 ms in the run
 // above, so off.
 constexpr bool kPairwiseFp16GroupSelect = false;
+// Fast path selection (select_kernel): one ballot per step of 32 kSelUnroll values (FP16: twice
+// that) against the kept kc-th score before the offers, a step no lane can place making none.
+constexpr bool kPairwiseSelectPrefilter = true;
 // Host merge and certificate of a chunk beside the next chunk's kernels (two pinned slots):
 // FP16 run above 264-265 ms against 273.7 ms one chunk at a time.
 constexpr bool kPairwiseFastOverlap = true;

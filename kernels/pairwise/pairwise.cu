@@ -549,15 +549,17 @@ __global__ void norms_kernel(const float* __restrict__ X, size_t n, int d, float
 // dimension ld), keeping the kc best approximate scores (l2, sqeuclidean: |b|^2 - 2 s; dot,
 // cosine: -s). HALF: S holds FP16 products of the scaled rows, s = s' 2^(e_i + e_j), with
 // rscale = 2^e_i (2^(e_i + 1) for the l2 form) and cscale[j] = 2^e_j, powers of two, so the
-// scaling adds no rounding. Each lane loads kSelUnroll floats (HALF: half2 pairs) before
-// offering them (loads in flight instead of one per ballot). Writes the candidates' columns,
-// their number, and the worst kept score.
+// scaling adds no rounding. Each lane loads kSelUnroll floats (HALF: half2 pairs, with the
+// columns' norms and scales) before offering them (loads in flight instead of one per ballot).
+// With `prefilter`, a step whose scores all exceed the kept kc-th score in every lane makes no
+// offer (one ballot instead of one per value; the kept bound only decreases, so the offers
+// would reject them all). Writes the candidates' columns, their number, and the worst kept score.
 constexpr int kSelUnroll = 8;
 template <bool HALF>
 __global__ void __launch_bounds__(kThreads)
     select_kernel(const void* __restrict__ Sv, size_t rows, size_t row_base, size_t nb, size_t ld,
                   const float* __restrict__ bnorm2, const int* __restrict__ rexp,
-                  const float* __restrict__ cscale, bool l2form, bool self, int kc,
+                  const float* __restrict__ cscale, bool l2form, bool self, int kc, bool prefilter,
                   uint32_t* __restrict__ cand, uint32_t* __restrict__ ncand,
                   float* __restrict__ worst) {
   __shared__ KnnEntry lists[kThreads / 32][kFastCap];
@@ -577,13 +579,23 @@ __global__ void __launch_bounds__(kThreads)
         raw[u] = j < nb ? __ldcs(s + j) : 0.0f;  // read once: streaming
         bn[u] = (l2form && j < nb) ? __ldg(bnorm2 + j) : 0.0f;
       }
+      float sc[kSelUnroll];
+      bool any = false;
+      const float thr = prefilter && len == kc ? L[kc - 1].key : INFINITY;
 #pragma unroll
       for (int u = 0; u < kSelUnroll; ++u) {
         const size_t j = j0 + size_t(lane + 32 * u);
         const bool ok = j < nb && !(self && j == gi);
-        float sc = l2form ? op_fma(-2.0f, raw[u], bn[u]) : -raw[u];
-        if (!ok || sc != sc) sc = INFINITY;
-        len = warp_offer<kFastCap>(L, len, kc, sc, uint32_t(j), ok);
+        sc[u] = l2form ? op_fma(-2.0f, raw[u], bn[u]) : -raw[u];
+        if (!ok || sc[u] != sc[u]) sc[u] = INFINITY;
+        any = any || (ok && sc[u] <= thr);
+      }
+      if (prefilter && !__any_sync(0xffffffffu, any)) continue;
+#pragma unroll
+      for (int u = 0; u < kSelUnroll; ++u) {
+        const size_t j = j0 + size_t(lane + 32 * u);
+        const bool ok = j < nb && !(self && j == gi);
+        len = warp_offer<kFastCap>(L, len, kc, sc[u], uint32_t(j), ok);
       }
     }
   } else {
@@ -605,6 +617,9 @@ __global__ void __launch_bounds__(kThreads)
                 : j < nb   ? make_float2(__ldg(cscale + j), 0.0f)
                            : make_float2(0.0f, 0.0f);
       }
+      float sc[kSelUnroll][2];
+      bool any = false;
+      const float thr = prefilter && len == kc ? L[kc - 1].key : INFINITY;
 #pragma unroll
       for (int u = 0; u < kSelUnroll; ++u) {
 #pragma unroll
@@ -613,9 +628,20 @@ __global__ void __launch_bounds__(kThreads)
           const bool ok = j < nb && !(self && j == gi);
           const float sv = h ? __high2float(raw[u]) : __low2float(raw[u]);
           const float prod = sv * (h ? cs[u].y : cs[u].x);  // exact: a power of two
-          float sc = l2form ? op_fma(-rs, prod, h ? bn[u].y : bn[u].x) : -(rs * prod);
-          if (!ok || sc != sc) sc = INFINITY;
-          len = warp_offer<kFastCap>(L, len, kc, sc, uint32_t(j), ok);
+          float v = l2form ? op_fma(-rs, prod, h ? bn[u].y : bn[u].x) : -(rs * prod);
+          if (!ok || v != v) v = INFINITY;
+          sc[u][h] = v;
+          any = any || (ok && v <= thr);
+        }
+      }
+      if (prefilter && !__any_sync(0xffffffffu, any)) continue;
+#pragma unroll
+      for (int u = 0; u < kSelUnroll; ++u) {
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+          const size_t j = j0 + 2 * size_t(lane + 32 * u) + size_t(h);
+          const bool ok = j < nb && !(self && j == gi);
+          len = warp_offer<kFastCap>(L, len, kc, sc[u][h], uint32_t(j), ok);
         }
       }
     }
@@ -1346,11 +1372,12 @@ bool fast_knn(Call& call, const PairwiseProblem& p, const float* dA, const float
           p.self, kc, d_cand, d_ncand, d_worst);
     else if (half)
       select_kernel<true><<<unsigned((nr + 7) / 8), kThreads, 0, call.stream()>>>(
-          d_s, nr, r0, nb, ld, d_bn, d_ea, d_sb, l2form, p.self, kc, d_cand, d_ncand, d_worst);
+          d_s, nr, r0, nb, ld, d_bn, d_ea, d_sb, l2form, p.self, kc,
+          pairwise_tuning().select_prefilter, d_cand, d_ncand, d_worst);
     else
       select_kernel<false><<<unsigned((nr + 7) / 8), kThreads, 0, call.stream()>>>(
-          d_s, nr, r0, nb, ld, d_bn, nullptr, nullptr, l2form, p.self, kc, d_cand, d_ncand,
-          d_worst);
+          d_s, nr, r0, nb, ld, d_bn, nullptr, nullptr, l2form, p.self, kc,
+          pairwise_tuning().select_prefilter, d_cand, d_ncand, d_worst);
     G2_CUDA_LAUNCH("select_kernel");
     G2_CUDA(cudaEventRecord(sl.sel, call.stream()));
     const size_t threads = nr * size_t(kc);

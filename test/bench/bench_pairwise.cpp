@@ -135,9 +135,18 @@ int sweep(int argc, char** argv) {
   add("fast, GEMM chunk 1 GB", F, [](T& t) { t.fast_chunk_bytes = size_t(1) << 30; });
   add("fast, GEMM chunk 4 GB", F, [](T& t) { t.fast_chunk_bytes = size_t(4) << 30; });
   add("fast, TF32 GEMM", F, [](T& t) { t.fp16_gemm = false; });
+  add("fast, TF32 GEMM, selection without prefilter", F, [](T& t) {
+    t.fp16_gemm = false;
+    t.select_prefilter = false;
+  });
   add("fast, FP16 GEMM, selection offering every value", F, [](T& t) {
     t.fp16_gemm = true;
     t.fp16_group_select = false;
+  });
+  add("fast, FP16 GEMM, every value, without prefilter", F, [](T& t) {
+    t.fp16_gemm = true;
+    t.fp16_group_select = false;
+    t.select_prefilter = false;
   });
   add("fast, FP16 GEMM, selection by column groups", F, [](T& t) {
     t.fp16_gemm = true;
