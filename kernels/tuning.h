@@ -428,14 +428,14 @@ constexpr size_t kPairwiseFastChunkBytes = size_t(4) << 30;
 // accumulation, FP16 output: half the bytes of S written and read, twice the tensor rate of
 // TF32) where cublasGemmEx is present; false: the TF32 GEMM with FP32 output. Self kNN l2,
 // n = 100,000, d = 768, k = 10, fast, H100 (median of 3, test/bench/results/
-// 2026-11-25-h100-knn-fast2.md): TF32 104.2 ms end to end (GEMM 41.7 ms, selection 33.0 ms);
-// FP16 119.1 ms (GEMM 21.7 ms, but its selection, which offers every value, 68.1 ms; the
-// selection by column groups, kPairwiseFp16GroupSelect, 215 ms): TF32 by default.
+// 2026-11-25-h100-knn-fast2.md, third run): TF32 108.3 ms end to end (GEMM 41.7 ms, selection
+// 36.9 ms); FP16 112.7 ms (GEMM 21.8 ms, selection 56.2 ms: same kernel time, 82.3 against
+// 82.7 ms), so TF32 by default.
 constexpr bool kPairwiseFp16Gemm = false;
-// FP16 selection by column groups with score bounds (select_half_kernel) instead of offering
-// every value (select_kernel): the same candidates, but 215 ms against 68.1 ms in the run
-// above, so off.
-constexpr bool kPairwiseFp16GroupSelect = false;
+// Fast path selection (select_kernel): one ballot per step of 32 kSelUnroll values (FP16: twice
+// that) against the kept kc-th score before the offers, a step no lane can place making none.
+// Same run: selection TF32 36.9-37.3 ms with it, 48.9 ms without; FP16 56.2 ms, 62.4 ms without.
+constexpr bool kPairwiseSelectPrefilter = true;
 // Host merge and certificate of a chunk beside the next chunk's kernels (two pinned slots):
 // FP16 run above 264-265 ms against 273.7 ms one chunk at a time.
 constexpr bool kPairwiseFastOverlap = true;

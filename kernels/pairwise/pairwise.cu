@@ -549,15 +549,17 @@ __global__ void norms_kernel(const float* __restrict__ X, size_t n, int d, float
 // dimension ld), keeping the kc best approximate scores (l2, sqeuclidean: |b|^2 - 2 s; dot,
 // cosine: -s). HALF: S holds FP16 products of the scaled rows, s = s' 2^(e_i + e_j), with
 // rscale = 2^e_i (2^(e_i + 1) for the l2 form) and cscale[j] = 2^e_j, powers of two, so the
-// scaling adds no rounding. Each lane loads kSelUnroll floats (HALF: half2 pairs) before
-// offering them (loads in flight instead of one per ballot). Writes the candidates' columns,
-// their number, and the worst kept score.
+// scaling adds no rounding. Each lane loads kSelUnroll floats (HALF: half2 pairs, with the
+// columns' norms and scales) before offering them (loads in flight instead of one per ballot).
+// With `prefilter`, a step whose scores all exceed the kept kc-th score in every lane makes no
+// offer (one ballot instead of one per value; the kept bound only decreases, so the offers
+// would reject them all). Writes the candidates' columns, their number, and the worst kept score.
 constexpr int kSelUnroll = 8;
 template <bool HALF>
 __global__ void __launch_bounds__(kThreads)
     select_kernel(const void* __restrict__ Sv, size_t rows, size_t row_base, size_t nb, size_t ld,
                   const float* __restrict__ bnorm2, const int* __restrict__ rexp,
-                  const float* __restrict__ cscale, bool l2form, bool self, int kc,
+                  const float* __restrict__ cscale, bool l2form, bool self, int kc, bool prefilter,
                   uint32_t* __restrict__ cand, uint32_t* __restrict__ ncand,
                   float* __restrict__ worst) {
   __shared__ KnnEntry lists[kThreads / 32][kFastCap];
@@ -577,13 +579,23 @@ __global__ void __launch_bounds__(kThreads)
         raw[u] = j < nb ? __ldcs(s + j) : 0.0f;  // read once: streaming
         bn[u] = (l2form && j < nb) ? __ldg(bnorm2 + j) : 0.0f;
       }
+      float sc[kSelUnroll];
+      bool any = false;
+      const float thr = prefilter && len == kc ? L[kc - 1].key : INFINITY;
 #pragma unroll
       for (int u = 0; u < kSelUnroll; ++u) {
         const size_t j = j0 + size_t(lane + 32 * u);
         const bool ok = j < nb && !(self && j == gi);
-        float sc = l2form ? op_fma(-2.0f, raw[u], bn[u]) : -raw[u];
-        if (!ok || sc != sc) sc = INFINITY;
-        len = warp_offer<kFastCap>(L, len, kc, sc, uint32_t(j), ok);
+        sc[u] = l2form ? op_fma(-2.0f, raw[u], bn[u]) : -raw[u];
+        if (!ok || sc[u] != sc[u]) sc[u] = INFINITY;
+        any = any || (ok && sc[u] <= thr);
+      }
+      if (prefilter && !__any_sync(0xffffffffu, any)) continue;
+#pragma unroll
+      for (int u = 0; u < kSelUnroll; ++u) {
+        const size_t j = j0 + size_t(lane + 32 * u);
+        const bool ok = j < nb && !(self && j == gi);
+        len = warp_offer<kFastCap>(L, len, kc, sc[u], uint32_t(j), ok);
       }
     }
   } else {
@@ -593,11 +605,21 @@ __global__ void __launch_bounds__(kThreads)
     const float rs = ldexpf(1.0f, e);
     for (size_t j0 = 0; j0 < nb; j0 += 64 * kSelUnroll) {
       __half2 raw[kSelUnroll];
+      float2 bn[kSelUnroll], cs[kSelUnroll];
 #pragma unroll
       for (int u = 0; u < kSelUnroll; ++u) {
         const size_t j = j0 + 2 * size_t(lane + 32 * u);
         raw[u] = j < nb ? __ldcs(s + (j >> 1)) : __half2();
+        bn[u] = j + 1 < nb ? __ldg(reinterpret_cast<const float2*>(bnorm2 + j))
+                : j < nb   ? make_float2(__ldg(bnorm2 + j), 0.0f)
+                           : make_float2(0.0f, 0.0f);
+        cs[u] = j + 1 < nb ? __ldg(reinterpret_cast<const float2*>(cscale + j))
+                : j < nb   ? make_float2(__ldg(cscale + j), 0.0f)
+                           : make_float2(0.0f, 0.0f);
       }
+      float sc[kSelUnroll][2];
+      bool any = false;
+      const float thr = prefilter && len == kc ? L[kc - 1].key : INFINITY;
 #pragma unroll
       for (int u = 0; u < kSelUnroll; ++u) {
 #pragma unroll
@@ -605,155 +627,26 @@ __global__ void __launch_bounds__(kThreads)
           const size_t j = j0 + 2 * size_t(lane + 32 * u) + size_t(h);
           const bool ok = j < nb && !(self && j == gi);
           const float sv = h ? __high2float(raw[u]) : __low2float(raw[u]);
-          float sc = INFINITY;
-          if (j < nb) {
-            const float prod = sv * __ldg(cscale + j);  // exact: a power of two
-            sc = l2form ? op_fma(-rs, prod, __ldg(bnorm2 + j)) : -(rs * prod);
-          }
-          if (!ok || sc != sc) sc = INFINITY;
-          len = warp_offer<kFastCap>(L, len, kc, sc, uint32_t(j), ok);
+          const float prod = sv * (h ? cs[u].y : cs[u].x);  // exact: a power of two
+          float v = l2form ? op_fma(-rs, prod, h ? bn[u].y : bn[u].x) : -(rs * prod);
+          if (!ok || v != v) v = INFINITY;
+          sc[u][h] = v;
+          any = any || (ok && v <= thr);
+        }
+      }
+      if (prefilter && !__any_sync(0xffffffffu, any)) continue;
+#pragma unroll
+      for (int u = 0; u < kSelUnroll; ++u) {
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+          const size_t j = j0 + 2 * size_t(lane + 32 * u) + size_t(h);
+          const bool ok = j < nb && !(self && j == gi);
+          len = warp_offer<kFastCap>(L, len, kc, sc[u][h], uint32_t(j), ok);
         }
       }
     }
   }
   for (int e = lane; e < len; e += 32) cand[r * size_t(kc) + size_t(e)] = L[e].j;
-  if (lane == 0) {
-    ncand[r] = uint32_t(len);
-    worst[r] = len > 0 ? L[len - 1].key : INFINITY;
-  }
-}
-
-// FP16 selection by column groups: a lane reads kSelGroup consecutive columns of its row with
-// two 16-byte loads, kSelGroupUnroll groups in flight, and filters them twice before any warp
-// offer. First by a bound without loads: every score of group g is at least
-// fma(-(rscale 2^gmax_g), max(0, max_j s'_j), bmin_g), with (bmin_g, gmax_g) = (min |b_j|^2 over
-// the group (0 for dot, cosine), max cscale_j), since the products by powers of two are exact
-// and rounding is monotone; a group whose bound exceeds the row's kept kc-th score is done.
-// Else (or with a NaN value, or while the list has room) the lane computes the group's scores
-// as select_kernel does and only the columns at or below the kept kc-th score are offered.
-constexpr int kSelGroup = 16;
-constexpr int kSelGroupUnroll = 4;
-
-// The half at position h (0 .. 15) of the 16 halves held in q[0], q[1].
-__device__ __forceinline__ float half_at(const uint4 (&q)[2], int h) {
-  const uint4 v = q[h >> 3];
-  const int w = (h & 7) >> 1;
-  const uint32_t word = w == 0 ? v.x : w == 1 ? v.y : w == 2 ? v.z : v.w;
-  const unsigned short bits = (h & 1) ? (unsigned short)(word >> 16) : (unsigned short)(word & 0xffffu);
-  return __half2float(__ushort_as_half(bits));
-}
-
-// Group bounds of the FP16 selection: gb[g] = (min |b_j|^2 (0 without the l2 form), max
-// cscale_j) over the columns j of group g below nb (floats of NaN norms are skipped: their
-// scores are treated as +Inf by the selection).
-__global__ void group_bounds_kernel(const float* __restrict__ bnorm2,
-                                    const float* __restrict__ cscale, size_t nb, bool l2form,
-                                    float2* __restrict__ gb) {
-  const size_t g = size_t(blockIdx.x) * blockDim.x + threadIdx.x;
-  if (g >= (nb + kSelGroup - 1) / kSelGroup) return;
-  float mn = INFINITY, mx = 0.0f;
-  const size_t j_end = min(nb, (g + 1) * size_t(kSelGroup));
-  for (size_t j = g * size_t(kSelGroup); j < j_end; ++j) {
-    mn = fminf(mn, bnorm2[j]);
-    mx = fmaxf(mx, cscale[j]);
-  }
-  gb[g] = make_float2(l2form ? mn : 0.0f, mx);
-}
-
-// The FP16 selection with group bounds (select_kernel<true>'s contract: same candidates, since
-// a row's kc best under (score, column) are unique whatever the order of the offers).
-__global__ void __launch_bounds__(kThreads, 2)
-    select_half_kernel(const __half* __restrict__ S, size_t rows, size_t row_base, size_t nb,
-                       size_t ld, const float* __restrict__ bnorm2, const int* __restrict__ rexp,
-                       const float* __restrict__ cscale, const float2* __restrict__ gb,
-                       bool l2form, bool self, int kc, uint32_t* __restrict__ cand,
-                       uint32_t* __restrict__ ncand, float* __restrict__ worst) {
-  __shared__ KnnEntry lists[kThreads / 32][kFastCap];
-  const int lane = threadIdx.x & 31, warp = threadIdx.x / 32;
-  const size_t r = size_t(blockIdx.x) * (kThreads / 32) + size_t(warp);
-  if (r >= rows) return;  // warp-uniform; no block-wide barrier follows
-  KnnEntry* L = lists[warp];
-  const size_t gi = row_base + r;
-  int len = 0;
-  float thr = INFINITY;  // the kept kc-th score, +Inf while the list has room
-  // ld is a multiple of 8, so every row starts on a 16-byte boundary.
-  const uint4* s = reinterpret_cast<const uint4*>(S + r * ld);
-  const size_t nv = ld / 8;
-  const int e = rexp[gi] + (l2form ? 1 : 0);
-  const float rs = ldexpf(1.0f, e);
-  constexpr size_t kStep = size_t(32) * kSelGroup * kSelGroupUnroll;
-  for (size_t j0 = 0; j0 < nb; j0 += kStep) {
-    uint4 raw[kSelGroupUnroll][2];
-    float2 g[kSelGroupUnroll];
-#pragma unroll
-    for (int u = 0; u < kSelGroupUnroll; ++u) {
-      const size_t jb = j0 + size_t(kSelGroup) * size_t(lane + 32 * u);
-      const size_t v = jb / 8;
-      raw[u][0] = v < nv ? __ldcs(s + v) : make_uint4(0, 0, 0, 0);  // read once: streaming
-      raw[u][1] = v + 1 < nv ? __ldcs(s + v + 1) : make_uint4(0, 0, 0, 0);
-      g[u] = jb < nb ? __ldg(gb + jb / kSelGroup) : make_float2(INFINITY, 0.0f);
-    }
-#pragma unroll
-    for (int u = 0; u < kSelGroupUnroll; ++u) {
-      const size_t jb = j0 + size_t(kSelGroup) * size_t(lane + 32 * u);
-      float m = -INFINITY;  // the group's largest value; NaN when one is NaN
-#pragma unroll
-      for (int h = 0; h < kSelGroup; ++h) {
-        const float v = half_at(raw[u], h);
-        m = (v > m || v != v) ? v : m;
-      }
-      const float lb = fmaf(-(rs * g[u].y), m > 0.0f ? m : 0.0f, g[u].x);
-      // Second filter, by the lanes whose group bound does not reject: the exact scores of the
-      // group's columns (their norms and scales read with 16-byte loads), a bit per column at
-      // or below the kept kc-th score; the offers compute those few scores again.
-      unsigned cm = 0;
-      if (!(m == m && lb > thr)) {
-        const bool whole = jb + kSelGroup <= nb;
-#pragma unroll
-        for (int q = 0; q < kSelGroup / 4; ++q) {
-          float4 x = make_float4(0.0f, 0.0f, 0.0f, 0.0f), y = x;
-          if (whole) {
-            x = __ldg(reinterpret_cast<const float4*>(cscale + jb) + q);
-            if (l2form) y = __ldg(reinterpret_cast<const float4*>(bnorm2 + jb) + q);
-          } else {
-            const size_t j = jb + size_t(4 * q);
-            if (j < nb) x.x = __ldg(cscale + j), y.x = l2form ? __ldg(bnorm2 + j) : 0.0f;
-            if (j + 1 < nb) x.y = __ldg(cscale + j + 1), y.y = l2form ? __ldg(bnorm2 + j + 1) : 0.0f;
-            if (j + 2 < nb) x.z = __ldg(cscale + j + 2), y.z = l2form ? __ldg(bnorm2 + j + 2) : 0.0f;
-            if (j + 3 < nb) x.w = __ldg(cscale + j + 3), y.w = l2form ? __ldg(bnorm2 + j + 3) : 0.0f;
-          }
-          const float cs4[4] = {x.x, x.y, x.z, x.w}, bn4[4] = {y.x, y.y, y.z, y.w};
-#pragma unroll
-          for (int t = 0; t < 4; ++t) {
-            const int h = 4 * q + t;
-            const size_t j = jb + size_t(h);
-            if (j < nb && !(self && j == gi)) {
-              const float prod = half_at(raw[u], h) * cs4[t];  // exact: a power of two
-              float v = l2form ? op_fma(-rs, prod, bn4[t]) : -(rs * prod);
-              if (v != v) v = INFINITY;
-              if (v <= thr) cm |= 1u << h;
-            }
-          }
-        }
-      }
-      if (!__any_sync(0xffffffffu, cm != 0)) continue;
-#pragma unroll
-      for (int h = 0; h < kSelGroup; ++h) {
-        const bool ok = (cm >> h) & 1u;
-        if (!__any_sync(0xffffffffu, ok)) continue;
-        const size_t j = jb + size_t(h);
-        float v = INFINITY;
-        if (ok) {
-          const float prod = half_at(raw[u], h) * __ldg(cscale + j);
-          v = l2form ? op_fma(-rs, prod, __ldg(bnorm2 + j)) : -(rs * prod);
-          if (v != v) v = INFINITY;
-        }
-        len = warp_offer<kFastCap>(L, len, kc, v, uint32_t(j), ok);
-      }
-      thr = len == kc ? L[kc - 1].key : INFINITY;
-    }
-  }
-  for (int e2 = lane; e2 < len; e2 += 32) cand[r * size_t(kc) + size_t(e2)] = L[e2].j;
   if (lane == 0) {
     ncand[r] = uint32_t(len);
     worst[r] = len > 0 ? L[len - 1].key : INFINITY;
@@ -1222,7 +1115,6 @@ bool fast_knn(Call& call, const PairwiseProblem& p, const float* dA, const float
   __half *dAh = nullptr, *dBh = nullptr;
   int *d_ea = nullptr, *d_eb = nullptr;
   float *d_sa = nullptr, *d_sb = nullptr;
-  float2* d_gb = nullptr;  // FP16 selection by column groups: the groups' score bounds
   std::vector<int> ea;
   int eb_max = 0;
   if (half) {
@@ -1248,13 +1140,6 @@ bool fast_knn(Call& call, const PairwiseProblem& p, const float* dA, const float
     }
     eb_max = -1000;
     for (int e : p.self ? ea : ebv) eb_max = std::max(eb_max, e);
-    if (pairwise_tuning().fp16_group_select) {
-      const size_t ng = (nb + kSelGroup - 1) / kSelGroup;
-      d_gb = call.alloc<float2>(ng, "pairwise column group bounds");
-      group_bounds_kernel<<<unsigned((ng + 255) / 256), 256, 0, call.stream()>>>(d_bn, d_sb, nb,
-                                                                                 l2form, d_gb);
-      G2_CUDA_LAUNCH("group_bounds_kernel");
-    }
   }
   // Chunk of rows whose GEMM output fits a quarter of the budget (at most fast_chunk_bytes).
   const size_t budget = std::min<size_t>(call.budget_left() / 4, pairwise_tuning().fast_chunk_bytes);
@@ -1276,7 +1161,6 @@ bool fast_knn(Call& call, const PairwiseProblem& p, const float* dA, const float
                     static_cast<void*>(d_keys), static_cast<void*>(d_an)})
       call.free(q);
     if (!p.self) call.free(d_bn);
-    call.free(d_gb);
     if (half) {
       for (void* q : {static_cast<void*>(dAh), static_cast<void*>(d_ea), static_cast<void*>(d_sa)})
         call.free(q);
@@ -1336,17 +1220,14 @@ bool fast_knn(Call& call, const PairwiseProblem& p, const float* dA, const float
       throw Error(ErrorCode::DeviceError, std::string(half ? "cublasGemmEx" : "cublasSgemm") +
                                               " failed with status " + std::to_string(int(st)));
     G2_CUDA(cudaEventRecord(sl.gemm, call.stream()));
-    if (half && d_gb)
-      select_half_kernel<<<unsigned((nr + 7) / 8), kThreads, 0, call.stream()>>>(
-          static_cast<const __half*>(d_s), nr, r0, nb, ld, d_bn, d_ea, d_sb, d_gb, l2form,
-          p.self, kc, d_cand, d_ncand, d_worst);
-    else if (half)
+    if (half)
       select_kernel<true><<<unsigned((nr + 7) / 8), kThreads, 0, call.stream()>>>(
-          d_s, nr, r0, nb, ld, d_bn, d_ea, d_sb, l2form, p.self, kc, d_cand, d_ncand, d_worst);
+          d_s, nr, r0, nb, ld, d_bn, d_ea, d_sb, l2form, p.self, kc,
+          pairwise_tuning().select_prefilter, d_cand, d_ncand, d_worst);
     else
       select_kernel<false><<<unsigned((nr + 7) / 8), kThreads, 0, call.stream()>>>(
-          d_s, nr, r0, nb, ld, d_bn, nullptr, nullptr, l2form, p.self, kc, d_cand, d_ncand,
-          d_worst);
+          d_s, nr, r0, nb, ld, d_bn, nullptr, nullptr, l2form, p.self, kc,
+          pairwise_tuning().select_prefilter, d_cand, d_ncand, d_worst);
     G2_CUDA_LAUNCH("select_kernel");
     G2_CUDA(cudaEventRecord(sl.sel, call.stream()));
     const size_t threads = nr * size_t(kc);

@@ -30,7 +30,7 @@ struct PairwiseTuning {
   size_t fast_chunk_bytes = cuda_tuning::kPairwiseFastChunkBytes;  // fast path GEMM output
   bool certified_exact = true;  // exact precision through the certified tensor-core candidates
   bool fp16_gemm = cuda_tuning::kPairwiseFp16Gemm;  // candidates from FP16 (else TF32) GEMM
-  bool fp16_group_select = cuda_tuning::kPairwiseFp16GroupSelect;  // FP16 selection by groups
+  bool select_prefilter = cuda_tuning::kPairwiseSelectPrefilter;  // one ballot per step first
   bool fast_overlap = cuda_tuning::kPairwiseFastOverlap;  // certify beside the next chunk
   int upload_workers = cuda_tuning::kPairwiseUploadWorkers;  // threads copying the vectors up
   size_t upload_parallel_bytes = cuda_tuning::kPairwiseParallelUploadBytes;  // ... above this

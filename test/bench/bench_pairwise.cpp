@@ -135,13 +135,14 @@ int sweep(int argc, char** argv) {
   add("fast, GEMM chunk 1 GB", F, [](T& t) { t.fast_chunk_bytes = size_t(1) << 30; });
   add("fast, GEMM chunk 4 GB", F, [](T& t) { t.fast_chunk_bytes = size_t(4) << 30; });
   add("fast, TF32 GEMM", F, [](T& t) { t.fp16_gemm = false; });
-  add("fast, FP16 GEMM, selection offering every value", F, [](T& t) {
-    t.fp16_gemm = true;
-    t.fp16_group_select = false;
+  add("fast, TF32 GEMM, selection without prefilter", F, [](T& t) {
+    t.fp16_gemm = false;
+    t.select_prefilter = false;
   });
-  add("fast, FP16 GEMM, selection by column groups", F, [](T& t) {
+  add("fast, FP16 GEMM", F, [](T& t) { t.fp16_gemm = true; });
+  add("fast, FP16 GEMM, selection without prefilter", F, [](T& t) {
     t.fp16_gemm = true;
-    t.fp16_group_select = true;
+    t.select_prefilter = false;
   });
   add("fast, one chunk at a time (certification not overlapped)", F,
       [](T& t) { t.fast_overlap = false; });
@@ -203,7 +204,7 @@ int knn(int argc, char** argv) {
   printf("engine: %s, self kNN %s, n = %zu, d = %d, k = %d, %d runs\n", eng->name().c_str(),
          metric.c_str(), n, d, k, reps);
   // exact (certified tensor-core candidates where they apply), simt (exact through the SIMT
-  // kernel alone), fast, and fp16: fast with the FP16 GEMM (its selection offering every value).
+  // kernel alone), fast, and fp16: fast with the FP16 GEMM.
   for (int mode = 0; mode < 4; ++mode) {
     if (mode > 0 && !gpu) break;
     const PairwisePrecision prec = mode >= 2 ? PairwisePrecision::Fast : PairwisePrecision::Exact;
@@ -211,10 +212,7 @@ int knn(int argc, char** argv) {
 #ifdef G2_BENCH_CUDA
     const cuda::PairwiseTuning saved = cuda::pairwise_tuning();
     if (mode == 1) cuda::pairwise_tuning().certified_exact = false;
-    if (mode == 3) {
-      cuda::pairwise_tuning().fp16_gemm = true;
-      cuda::pairwise_tuning().fp16_group_select = false;
-    }
+    if (mode == 3) cuda::pairwise_tuning().fp16_gemm = true;
 #endif
     PairwiseProblem p = make_pairwise(m, v, nullptr, k, true, 0, false, prec, 0);
     std::vector<double> wall, kern;

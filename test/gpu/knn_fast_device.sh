@@ -5,13 +5,18 @@
 # fast, and fast with the FP16 GEMM; median of 3), the fast path's time split under alternatives
 # (GEMM type, selection, overlap, upload threads, GEMM chunk), PyTorch beside (PEERS=0: left
 # out), every list compared with a float64 reference. Writes $OUT/build.log,
-# $OUT/test_gpu-pairwise.log and $OUT/bench.txt.
+# $OUT/test_gpu-pairwise.log and $OUT/bench.txt. PREBUILT=1: no build, the binaries already in
+# test/gpu/build (built elsewhere for sm_90 and carried) run.
 set -uo pipefail
 OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
 export PATH=/usr/local/cuda/bin:$PATH
 nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv,noheader | tee "$OUT/gpu.txt"
 t0=$(date +%s)
-make -C test/gpu -j16 TEST_SRC=test_pairwise_gpu.cpp build/test_gpu build/bench_pairwise > "$OUT/build.log" 2>&1
+if [ "${PREBUILT:-0}" = 1 ]; then
+  ls -l test/gpu/build/test_gpu test/gpu/build/bench_pairwise > "$OUT/build.log" 2>&1
+else
+  make -C test/gpu -j16 TEST_SRC=test_pairwise_gpu.cpp build/test_gpu build/bench_pairwise > "$OUT/build.log" 2>&1
+fi
 rc=$?
 echo "build rc=$rc in $(( $(date +%s) - t0 )) s"
 [ $rc = 0 ] || { grep -B2 -A6 -E 'error|Error' "$OUT/build.log" | head -60; exit 1; }

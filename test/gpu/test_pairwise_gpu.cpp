@@ -446,8 +446,8 @@ TEST(PairwiseGpu, Fp16CandidatesEqualCpu) {
   // by 2^-40 to 2^40 ("scaled": the per-row exponents); elements near 1e19 (squared norms
   // overflow float4: no row can be certified) and near 1e-25 (every difference squared
   // underflows: all keys tie). The FP16 pass also copies the vectors through the parallel upload
-  // (threshold 0, several slices at d = 768) and compares the FP16 selection by column groups
-  // with the selection that offers every value (the default).
+  // (threshold 0, several slices at d = 768); both passes run the selection with and without
+  // its per-step prefilter (same candidates and worst scores, hence the same rows certified).
   for (bool fp16 : {true, false}) {
     cuda::pairwise_tuning() = guard.saved;
     cuda::pairwise_tuning().fp16_gemm = fp16;
@@ -493,15 +493,15 @@ TEST(PairwiseGpu, Fp16CandidatesEqualCpu) {
               if (kind == "huge" && std::string(metric) != "cosine")
                 EXPECT_EQ(r.recomputed, n);
             }
-            if (fp16) {
-              // The other FP16 selection (by column groups, or offering every value): the same
-              // candidates and worst scores, hence the same rows certified.
-              const bool groups = cuda::pairwise_tuning().fp16_group_select;
-              cuda::pairwise_tuning().fp16_group_select = !groups;
+            {
+              // The selection with the prefilter toggled (a step no lane can place makes no
+              // offer, or every value is offered): the same candidates and worst scores.
+              const bool pre = cuda::pairwise_tuning().select_prefilter;
+              cuda::pairwise_tuning().select_prefilter = !pre;
               expect_identical(cpu, run(gpu_pw(), c, 10, 0, PairwisePrecision::Fast), false);
               EXPECT_EQ(cuda::pairwise_last_run().recomputed, r.recomputed);
               EXPECT_EQ(cuda::pairwise_last_run().fp16, r.fp16);
-              cuda::pairwise_tuning().fp16_group_select = groups;
+              cuda::pairwise_tuning().select_prefilter = pre;
             }
             if (self && (d == 768 || kind == "scaled"))
               printf("  %s %-11s %-7s d=%-4d: fast: %zu of %zu rows recomputed\n",
