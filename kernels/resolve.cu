@@ -25,8 +25,11 @@
 // bucket kb0; the work kernel counts the pairs at or above kb0 + 1 and kb0 + 2 in an "exceed"
 // array, and the host folds it in: hist[k] += exceed[k] - exceed[k + 1]. Entries of one cell
 // with itself, and entries whose range spans more buckets, take the general path (the engine's
-// sdh_bucket per pair, shared-memory histogram). Memory stays bounded: the walk always expands
-// the deepest non-empty level, so the level below it is empty and a chunk's children always fit.
+// sdh_bucket per pair, shared-memory histogram). Per entry the warp prefetches its next entry
+// into L1, bounds the staged points with integer min / max reductions (float) and sums its
+// counts with one integer reduction each (entries of fewer than 2^32 pairs). Memory stays
+// bounded: the walk always expands the deepest non-empty level, so the level below it is empty
+// and a chunk's children always fit.
 #include <cooperative_groups.h>
 
 #include <algorithm>
@@ -542,6 +545,59 @@ __device__ __forceinline__ unsigned long long warp_sum64(unsigned long long v) {
   return v;
 }
 
+// Loads the points c .. min(c + 32, end) of s, one per lane (p; zeros past the end), and tests
+// each against the box [lo, hi]: a point whose distance range to the box gives one answer adds
+// `per` pairs to the lane's counts (acc1, acc2 as in a_pass) and to pb. Returns the ballot of
+// the lanes whose point stays unresolved.
+template <typename T, int D, bool SDH>
+__device__ __forceinline__ unsigned test_chunk(const Coords<T>& s, uint32_t c, uint32_t end,
+                                               int lane, const T* lo, const T* hi, T t1, T t2,
+                                               u64 per, T (&p)[D], u64& acc1, u64& acc2,
+                                               u64& pb) {
+  const bool v = uint32_t(lane) < end - c;
+#pragma unroll
+  for (int k = 0; k < D; ++k) p[k] = v ? s.p[k][c + lane] : T(0);
+  T dlo, dhi;
+  d2_bounds<T, D>(lo, hi, p, p, &dlo, &dhi);
+  int kk;
+  const bool res = point_box_answer<T, SDH>(dlo, dhi, t1, t2, kk);
+  if (v && res) {
+    pb += per;
+    if (kk >= 1) acc1 += per;
+    if (SDH && kk >= 2) acc2 += per;
+  }
+  return __ballot_sync(0xffffffffu, v && !res);
+}
+
+// Bounding box [l, h] over the warp of the lanes' values (lanes without a point pass
+// l = +inf, h = -inf). Floats go through the warp's integer min / max reduction on keys that
+// order like the floats (sign-magnitude to two's complement; only the sign of a zero bound may
+// differ from a comparison chain, and the distance bounds square it away).
+template <typename T>
+__device__ __forceinline__ void warp_box(T& l, T& h) {
+  if constexpr (sizeof(T) == 4) {
+    const int il = __float_as_int(l), ih = __float_as_int(h);
+    const int kl = __reduce_min_sync(0xffffffffu, il ^ ((il >> 31) & 0x7fffffff));
+    const int kh = __reduce_max_sync(0xffffffffu, ih ^ ((ih >> 31) & 0x7fffffff));
+    l = __int_as_float(kl ^ ((kl >> 31) & 0x7fffffff));
+    h = __int_as_float(kh ^ ((kh >> 31) & 0x7fffffff));
+  } else {
+    for (int o = 16; o > 0; o >>= 1) {
+      const T ol = __shfl_xor_sync(0xffffffffu, l, o);
+      const T oh = __shfl_xor_sync(0xffffffffu, h, o);
+      l = ol < l ? ol : l;
+      h = oh > h ? oh : h;
+    }
+  }
+}
+
+// Sum over the warp of a lane's count of an entry's pairs: one integer reduction when the
+// entry holds fewer than 2^32 pairs (so does every lane's count), 64-bit shuffles otherwise.
+__device__ __forceinline__ u64 warp_sum_pairs(u64 v, bool fits32) {
+  if (fits32) return __reduce_add_sync(0xffffffffu, unsigned(v));
+  return warp_sum64(v);
+}
+
 constexpr int kWorkThreads = 256;
 constexpr int kWorkWarps = kWorkThreads / 32;
 // Points of b staged per warp (a pass over a starts once 32 are staged, so at most 63 are) and
@@ -577,12 +633,7 @@ __device__ __forceinline__ void a_pass(const Coords<T>& s, uint4 w, int lane, un
       l = v1 < l ? v1 : l;
       h = v1 > h ? v1 : h;
     }
-    for (int o = 16; o > 0; o >>= 1) {
-      const T ol = __shfl_xor_sync(0xffffffffu, l, o);
-      const T oh = __shfl_xor_sync(0xffffffffu, h, o);
-      l = ol < l ? ol : l;
-      h = oh > h ? oh : h;
-    }
+    warp_box<T>(l, h);
     blo[k] = l;
     bhi[k] = h;
   }
@@ -598,22 +649,10 @@ __device__ __forceinline__ void a_pass(const Coords<T>& s, uint4 w, int lane, un
     if (MODE == 2) acc2 += c2;
   };
   for (uint32_t ac = w.x; ac < w.y; ac += 32) {
-    const bool av = uint32_t(lane) < w.y - ac;
     T a[D];
-#pragma unroll
-    for (int k = 0; k < D; ++k) a[k] = av ? s.p[k][ac + lane] : T(0);
-    T lo, hi;
-    d2_bounds<T, D>(a, a, blo, bhi, &lo, &hi);
-    int kk;
-    const bool res = point_box_answer<T, SDH>(lo, hi, t1, t2, kk);
-    const bool un = av && !res;
-    if (av && res) {
-      pb += nb;
-      if (kk >= 1) acc1 += nb;
-      if (SDH && kk >= 2) acc2 += nb;
-    }
-    const unsigned um = __ballot_sync(0xffffffffu, un);
-    if (un) {
+    const unsigned um =
+        test_chunk<T, D, SDH>(s, ac, w.y, lane, blo, bhi, t1, t2, nb, a, acc1, acc2, pb);
+    if (um & (1u << lane)) {
       const uint32_t pos = nq + __popc(um & lt);
 #pragma unroll
       for (int k = 0; k < D; ++k) sa[k * kStageA + pos] = a[k];
@@ -651,22 +690,10 @@ __device__ __forceinline__ void fast_entry(const Coords<T>& s, uint4 w, const T*
   const u64 na = w.y - w.x;
   uint32_t nb = 0;
   for (uint32_t bc = w.z; bc < w.w; bc += 32) {
-    const bool bv = uint32_t(lane) < w.w - bc;
     T b[D];
-#pragma unroll
-    for (int k = 0; k < D; ++k) b[k] = bv ? s.p[k][bc + lane] : T(0);
-    T lo, hi;
-    d2_bounds<T, D>(abox, abox + D, b, b, &lo, &hi);
-    int kk;
-    const bool res = point_box_answer<T, SDH>(lo, hi, t1, t2, kk);
-    const bool un = bv && !res;
-    if (bv && res) {
-      pb += na;
-      if (kk >= 1) acc1 += na;
-      if (SDH && kk >= 2) acc2 += na;
-    }
-    const unsigned um = __ballot_sync(0xffffffffu, un);
-    if (un) {
+    const unsigned um =
+        test_chunk<T, D, SDH>(s, bc, w.w, lane, abox, abox + D, t1, t2, na, b, acc1, acc2, pb);
+    if (um & (1u << lane)) {
       const uint32_t pos = nb + __popc(um & lt);
 #pragma unroll
       for (int k = 0; k < D; ++k) sb[k * kStageB + pos] = b[k];
@@ -695,23 +722,11 @@ __device__ __forceinline__ void one_sided_entry(const Coords<T>& s, uint4 w, con
 #pragma unroll
     for (int k = 0; k < D; ++k) a[k] = av ? s.p[k][ac + lane] : nan_of<T>();
     for (uint32_t bc = w.z; bc < w.w; bc += 32) {
-      const bool bv = uint32_t(lane) < w.w - bc;
       T b[D];
-#pragma unroll
-      for (int k = 0; k < D; ++k) b[k] = bv ? s.p[k][bc + lane] : T(0);
-      T lo, hi;
-      d2_bounds<T, D>(abox, abox + D, b, b, &lo, &hi);
-      int kk;
-      const bool res = point_box_answer<T, SDH>(lo, hi, t1, t2, kk);
-      const bool un = bv && !res;
-      if (bv && res) {
-        pb += nav;
-        if (kk >= 1) acc1 += nav;
-        if (SDH && kk >= 2) acc2 += nav;
-      }
-      const unsigned um = __ballot_sync(0xffffffffu, un);
+      const unsigned um = test_chunk<T, D, SDH>(s, bc, w.w, lane, abox, abox + D, t1, t2, nav,
+                                                b, acc1, acc2, pb);
       const int q = __popc(um);
-      if (un) {
+      if (um & (1u << lane)) {
         const int pos = __popc(um & lt);
 #pragma unroll
         for (int k = 0; k < D; ++k) stg[k * 32 + pos] = b[k];
@@ -734,8 +749,9 @@ __device__ __forceinline__ void one_sided_entry(const Coords<T>& s, uint4 w, con
 // Work entries, one warp per entry (see the file comment). Shared memory: the warps' staging
 // areas (D x (kStageB + kStageA) values each), then, with SMEM, the block's histogram and
 // exceed counts (uint64, nb and nb + 3), then per-level counts of pairs resolved point by box.
+// (2-D float entries fit 64 registers without spilling: 4 blocks of kWorkThreads per SM.)
 template <typename T, int D, bool SDH, bool SMEM, bool NOCALL>
-__global__ void __launch_bounds__(kWorkThreads)
+__global__ void __launch_bounds__(kWorkThreads, (D == 2 && sizeof(T) == 4) ? 4 : 1)
     work_kernel(Coords<T> s, const uint4* work, const WorkInfo<T, D>* info, size_t m,
                 SdhWalkOp<T> sdh, CountWalkOp<T> cnt, DevStats stats) {
   extern __shared__ __align__(16) unsigned char wsm[];
@@ -758,6 +774,12 @@ __global__ void __launch_bounds__(kWorkThreads)
   for (size_t e = warp; e < m; e += warps) {
     const uint4 w = work[e];
     const WorkInfo<T, D> f = info[e];
+    if (e + warps < m && lane < 2) {
+      // the warp's next entry moves into L1 while this one is taken
+      const void* next = lane == 0 ? static_cast<const void*>(work + e + warps)
+                                   : static_cast<const void*>(info + e + warps);
+      asm volatile("prefetch.global.L1 [%0];" ::"l"(next));
+    }
     const uint32_t mode = f.mode & 0xffu;
     if (mode == kWorkGeneral) {
       general_entry<T, D, SDH, SMEM, NOCALL>(s, w, lane, sdh, cnt, sh, counted);
@@ -790,9 +812,10 @@ __global__ void __launch_bounds__(kWorkThreads)
       ++two_sided;
       fast_entry<T, D, SDH, 2>(s, w, f.box, lane, sb, sa, t1, t2, acc1, acc2, pb);
     }
-    acc1 = warp_sum64(acc1);
-    if (SDH) acc2 = warp_sum64(acc2);
-    pb = warp_sum64(pb);
+    const bool fits32 = (u64(w.y - w.x) * (w.w - w.z)) >> 32 == 0;
+    acc1 = warp_sum_pairs(acc1, fits32);
+    if (SDH) acc2 = warp_sum_pairs(acc2, fits32);
+    pb = warp_sum_pairs(pb, fits32);
     if (lane == 0) {
       if (SDH) {
         if (acc1) hist_add<SMEM>(sexc, sdh.exc, int(f.kb0) + 1, acc1);
@@ -1006,15 +1029,23 @@ void walk(Call& call, const DeviceMap<T, D>& m, const Coords<T>& s, SdhWalkOp<T>
   rs->two_sided_entries += hs[4 * kResolveMaxLevels + 2];
 }
 
+// The density map of the call's points (their map order in s); its depth and build time
+// (upload included) go to rs.
+template <typename T, int D>
+DeviceMap<T, D> resolve_map(Call& call, const PointsView& v, Coords<T>& s, ResolveStats* rs) {
+  const auto t0 = Clock::now();
+  auto m = build_device_map<T, D>(call, v, s, cuda_tuning::kResolveLeafPoints);
+  rs->levels = m.geo.leaf + 1;
+  rs->build_s += seconds_since(t0);
+  return m;
+}
+
 template <typename T, int D>
 std::vector<uint64_t> resolve_sdh_t(const SdhProblem& p, Control& ctl, ResolveStats* rs) {
   Call call(ctl);
-  auto t0 = Clock::now();
   Coords<T> s{};
-  auto m = build_device_map<T, D>(call, p.pts, s, cuda_tuning::kResolveLeafPoints);
-  rs->levels = m.geo.leaf + 1;
-  rs->build_s += seconds_since(t0);
-  t0 = Clock::now();
+  const auto m = resolve_map<T, D>(call, p.pts, s, rs);
+  const auto t0 = Clock::now();
   const int nb = p.params.nbuckets;
   u64* hist = call.alloc<u64>(size_t(nb), "histogram");
   G2_CUDA(cudaMemsetAsync(hist, 0, size_t(nb) * 8, call.stream()));
@@ -1051,12 +1082,9 @@ std::vector<uint64_t> resolve_sdh_t(const SdhProblem& p, Control& ctl, ResolveSt
 template <typename T, int D>
 uint64_t resolve_count_t(const PairCountProblem& p, Control& ctl, ResolveStats* rs) {
   Call call(ctl);
-  auto t0 = Clock::now();
   Coords<T> s{};
-  auto m = build_device_map<T, D>(call, p.pts, s, cuda_tuning::kResolveLeafPoints);
-  rs->levels = m.geo.leaf + 1;
-  rs->build_s += seconds_since(t0);
-  t0 = Clock::now();
+  const auto m = resolve_map<T, D>(call, p.pts, s, rs);
+  const auto t0 = Clock::now();
   u64* total = call.alloc<u64>(1, "pair count");
   G2_CUDA(cudaMemsetAsync(total, 0, 8, call.stream()));
   CountWalkOp<T> op{sizeof(T) == 4 ? T(p.r2_f) : T(p.r2), total};
