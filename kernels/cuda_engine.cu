@@ -823,10 +823,15 @@ class PageQueue {
     std::lock_guard<std::mutex> lk(mu_);
     if (free_.size() < cap_ + 2) free_.push_back(std::move(page));
   }
-  // Adds a page (producer threads); throws Error(Interrupted) once the queue is closed.
+  // Adds a page (producer threads; their waits for room go to their LastRun::queue_wait_ms);
+  // throws Error(Interrupted) once the queue is closed.
   void push(std::vector<PairRecord>&& page) {
     std::unique_lock<std::mutex> lk(mu_);
-    room_.wait(lk, [&] { return closed_ || q_.size() < cap_; });
+    if (!closed_ && q_.size() >= cap_) {
+      const auto t0 = Clock::now();
+      room_.wait(lk, [&] { return closed_ || q_.size() < cap_; });
+      last_run().queue_wait_ms += seconds_since(t0) * 1e3;
+    }
     if (closed_) throw Error(ErrorCode::Interrupted, "interrupted");
     q_.push_back(std::move(page));
     ready_.notify_one();
@@ -846,6 +851,22 @@ class PageQueue {
     std::lock_guard<std::mutex> lk(mu_);
     closed_ = true;
     room_.notify_all();
+  }
+  // Hands the queued pages to `sink` on the calling thread (waiting up to 1 ms for each unless
+  // `final`), enforcing max_pairs over `*emitted`; `sink_s` (if set) adds the sink's time.
+  // Returns early when `ctl` has an interrupt pending (run_shares then cancels the shares).
+  void drain_to(PairSink& sink, uint64_t max_pairs, uint64_t* emitted, Control& ctl, bool final,
+                double* sink_s) {
+    std::vector<PairRecord> page;
+    while (pop(&page, final ? 0 : 1)) {
+      if (max_pairs && *emitted + page.size() > max_pairs) split::throw_too_many_pairs(max_pairs);
+      *emitted += page.size();
+      const auto tm = Clock::now();
+      sink.consume(page.data(), page.size());
+      if (sink_s) *sink_s += seconds_since(tm);
+      recycle(std::move(page));
+      if (!final && ctl.interrupt_pending()) return;
+    }
   }
 
  private:
@@ -893,9 +914,10 @@ class QueueSink final : public PairSink {
 void simjoin_shares(const SimjoinProblem& p, PairSink& sink, Control& ctl, const std::vector<int>& devs,
                     size_t budget) {
   auto t0 = Clock::now();
-  split::SlabPlan fit = split::plan_slabs_for_budget(p, budget);
-  const split::SlabPlan plan =
-      fit.slabs.size() >= devs.size() ? std::move(fit) : split::plan_slabs(p, int(devs.size()));
+  split::SlabPlan fit = split::plan_slabs_for_budget(p, budget, ctl.threads);
+  const split::SlabPlan plan = fit.slabs.size() >= devs.size()
+                                   ? std::move(fit)
+                                   : split::plan_slabs(p, int(devs.size()), ctl.threads);
   ctl.stats.prepare_s += seconds_since(t0);
   PageQueue queue(size_t(2) * devs.size() + 2);
   std::atomic<size_t> next{0};
@@ -920,16 +942,7 @@ void simjoin_shares(const SimjoinProblem& p, PairSink& sink, Control& ctl, const
         }
         c.stats.slabs = plan.slabs.size();
       },
-      [&](bool final) {
-        std::vector<PairRecord> page;
-        while (queue.pop(&page, final ? 0 : 1)) {
-          if (p.max_pairs && emitted + page.size() > p.max_pairs) split::throw_too_many_pairs(p.max_pairs);
-          emitted += page.size();
-          sink.consume(page.data(), page.size());
-          queue.recycle(std::move(page));
-          if (!final && ctl.interrupt_pending()) return;
-        }
-      },
+      [&](bool final) { queue.drain_to(sink, p.max_pairs, &emitted, ctl, final, nullptr); },
       [&] { queue.close(); }, 0);
 }
 
@@ -957,22 +970,17 @@ void simjoin_slabs(const SimjoinProblem& p, const split::SlabPlan& plan, PairSin
         ReuseScope keep(facts_for(c.device).device);  // buffers kept from sub-join to sub-join
         QueueSink q(queue);
         split::slab_simjoin(
-            p, plan, q, [&](const SimjoinProblem& sub, PairSink& out) { cuda::simjoin(sub, out, c); }, true);
+            p, plan, q,
+            [&](const SimjoinProblem& sub, PairSink& out) {
+              const auto ts = Clock::now();
+              cuda::simjoin(sub, out, c);
+              last_run().subjoin_ms += seconds_since(ts) * 1e3;
+            },
+            true);
         q.flush();
         c.stats.slabs = plan.slabs.size();
       },
-      [&](bool final) {
-        std::vector<PairRecord> page;
-        while (queue.pop(&page, final ? 0 : 1)) {
-          if (p.max_pairs && emitted + page.size() > p.max_pairs) split::throw_too_many_pairs(p.max_pairs);
-          emitted += page.size();
-          auto tm = Clock::now();
-          sink.consume(page.data(), page.size());
-          sink_s += seconds_since(tm);
-          queue.recycle(std::move(page));
-          if (!final && ctl.interrupt_pending()) return;
-        }
-      },
+      [&](bool final) { queue.drain_to(sink, p.max_pairs, &emitted, ctl, final, &sink_s); },
       [&] { queue.close(); }, 0);
   ctl.stats.prepare_s += before.prepare_s + plan_s;
   ctl.stats.merge_s = before.merge_s + sink_s;
@@ -1101,7 +1109,7 @@ class CudaEngine final : public Engine {
       const size_t budget = min_share_budget(ctl, devs);
       if (devs.size() > 1) return simjoin_shares(p, sink, ctl, devs, budget);
       auto t0 = Clock::now();
-      const split::SlabPlan plan = split::plan_slabs_for_budget(p, budget);
+      const split::SlabPlan plan = split::plan_slabs_for_budget(p, budget, ctl.threads);
       const double plan_s = seconds_since(t0);
       if (plan.slabs.size() > 1) return simjoin_slabs(p, plan, sink, ctl, budget, plan_s);
       ctl.stats.prepare_s += plan_s;

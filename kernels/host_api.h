@@ -98,6 +98,15 @@ struct LastRun {
   double sample_ms = 0;      // count pass over the sample, cudaEvents
   double copy_ms = 0;        // device-to-host copies of result pages, cudaEvents (they
                              // overlap kernels of other streams)
+  // Host time of the batched join's launch-and-drain loops (summed over the sub-joins of a join
+  // in slabs) and its parts: waits with a launch in flight, waits for page copies alone, the
+  // sink's time (in slabs: copies into the page queue and waits for its room), the rest being
+  // the loop's own work (CUDA calls, bookkeeping); subjoin_ms is the sub-joins' whole host time.
+  double loop_ms = 0, loop_wait_ms = 0, loop_copy_wait_ms = 0, loop_sink_ms = 0;
+  double subjoin_ms = 0;
+  double launch_lag_ms = 0;  // batched join: host time from each launch's issue to the loop
+                             // taking its read-back, summed over the launches
+  double queue_wait_ms = 0;  // join in slabs: the worker's waits for room in the page queue
 };
 LastRun& last_run();
 

@@ -281,7 +281,12 @@ struct Lane {
   bool batch_done = false;
   // drain in progress: pages [0, d_used), copied up to d_issued, handed over up to d_consumed
   size_t d_used = 0, d_issued = 0, d_consumed = 0;
+  Clock::time_point issued;  // when the current launch was queued
 };
+
+// Pairs handed to the sink in one consume() at most, so that the loop takes the other lanes'
+// read-backs between the pieces of a large chunk (1 MiB of records).
+constexpr size_t kSinkPiecePairs = size_t(1) << 16;
 
 // One half of the pinned staging buffer and the chunk of a lane's pages copied into it.
 struct StagingHalf {
@@ -347,6 +352,7 @@ void lane_launch(Lane& L, JoinArgs<T> A, K kernel, unsigned grid, const uint2* i
   G2_CUDA(cudaMemcpyAsync(L.hctl, L.dctl, sizeof(JoinCtl), cudaMemcpyDeviceToHost, st));
   G2_CUDA(cudaEventRecord(L.ev_ctl, st));
   L.state = Lane::Running;
+  L.issued = Clock::now();
 }
 
 // Queues one count launch over the sample items [kb, ke) on lane L with the control block pair
@@ -658,6 +664,7 @@ JoinResult run_join_batched(Call& call, const DevGrid<T>& ga, const DevGrid<T>& 
       G2_CUDA(e);
       any = true;
       ++lr.launches;
+      lr.launch_lag_ms += seconds_since(L.issued) * 1e3;
       kin.add(ev_ref, L.ev_start, L.ev_end);
       lr.join_slots += L.hctl->slots;
       const bool done = lane_finish(L, res, warps);
@@ -687,12 +694,13 @@ JoinResult run_join_batched(Call& call, const DevGrid<T>& ga, const DevGrid<T>& 
     const char* base = H.buf;
     const unsigned* fills = L.hfills + H.first;
     for (size_t pg = 0; pg < H.cnt;) {
-      // A run of full pages and the page after them are contiguous records: one consume().
+      // A run of full pages and the page after them are contiguous records: one consume() of
+      // up to about kSinkPiecePairs.
       const size_t first = pg;
       size_t nrec = 0;
       while (pg < H.cnt) {
         nrec += fills[pg];
-        if (fills[pg++] != page_size) break;
+        if (fills[pg++] != page_size || nrec >= kSinkPiecePairs) break;
       }
       if (!nrec) continue;
       res.emitted += nrec;
@@ -762,10 +770,13 @@ JoinResult run_join_batched(Call& call, const DevGrid<T>& ga, const DevGrid<T>& 
   lr.kernel_ms += kin.union_ms();
   lr.copy_ms += cin.union_ms();
   lr.join_pairs = res.emitted;
+  lr.loop_ms += loop_s * 1e3;
+  lr.loop_wait_ms += other_s * 1e3;
+  lr.loop_copy_wait_ms += xfer_s * 1e3;
+  lr.loop_sink_ms += merge_s * 1e3;
   ctl.stats.merge_s += merge_s;
   ctl.stats.transfer_s += xfer_s;
   ctl.stats.kernel_s += std::max(0.0, loop_s - merge_s - xfer_s);
-  (void)other_s;
   return res;
 }
 

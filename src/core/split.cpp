@@ -166,11 +166,12 @@ namespace {
 // Points per part of the plan's passes (below: one thread).
 constexpr size_t kPlanPartPoints = size_t(1) << 16;
 
-// Parts (threads) for a pass of the plan over n points: one per kPlanPartPoints, at most 8 and
-// the machine's hardware threads.
-int plan_parts(size_t n) {
+// Parts (threads) for a pass of the plan over n points: one per kPlanPartPoints, at most
+// `threads` (0: 8 and the machine's hardware threads).
+int plan_parts(size_t n, int threads) {
   const size_t hw = std::max(1u, std::thread::hardware_concurrency());
-  return int(std::max<size_t>(1, std::min({size_t(8), hw, n / kPlanPartPoints})));
+  const size_t cap = threads > 0 ? size_t(threads) : std::min(size_t(8), hw);
+  return int(std::max<size_t>(1, std::min(cap, n / kPlanPartPoints)));
 }
 
 // The first index of part k of `parts` contiguous ranges of n indices.
@@ -244,7 +245,7 @@ void select_positions(std::vector<double>& v, size_t lo, size_t hi, const std::v
 // next). The first call on a large input tries the bracketed selection, which leaves no copy.
 class Quantiles {
  public:
-  Quantiles(const double* x, size_t n) : x_(x), n_(n), par_(plan_parts(n)) {}
+  Quantiles(const double* x, size_t n, int threads) : x_(x), n_(n), par_(plan_parts(n, threads)) {}
   // The slabs - 1 cuts at positions n k / slabs (k = 1 .. slabs - 1).
   std::vector<double> cuts(int slabs) {
     const size_t n = n_;
@@ -401,9 +402,10 @@ struct Tally {
 
 // The counts of the slabs of `cuts` (the sizes plan_with_cuts gives its lists), the parts
 // counted in parallel.
-void slab_counts(const SimjoinProblem& p, int axis, double h, const std::vector<double>& cuts, Tally* t) {
+void slab_counts(const SimjoinProblem& p, int axis, double h, const std::vector<double>& cuts, int threads,
+                 Tally* t) {
   const size_t S = cuts.size() + 1;
-  const int parts = plan_parts(std::max(p.a.n, p.self ? size_t(0) : p.b.n));
+  const int parts = plan_parts(std::max(p.a.n, p.self ? size_t(0) : p.b.n), threads);
   t->parts = parts;
   t->part_own.assign(size_t(parts), std::vector<uint64_t>(S, 0));
   t->part_halo.assign(size_t(parts), std::vector<uint64_t>(S, 0));
@@ -438,8 +440,8 @@ void slab_counts(const SimjoinProblem& p, int axis, double h, const std::vector<
 // Device bytes of the largest sub-join of the slabs of `cuts` (counts only, no lists).
 // The counts are left in `t` (plan_with_cuts takes them).
 uint64_t largest_slab_bytes(const SimjoinProblem& p, int axis, double h, const std::vector<double>& cuts,
-                            Tally* t) {
-  slab_counts(p, axis, h, cuts, t);
+                            int threads, Tally* t) {
+  slab_counts(p, axis, h, cuts, threads, t);
   uint64_t need = 0;
   for (size_t s = 0; s < t->own.size(); ++s) {
     if (p.self) need = std::max(need, join_core_bytes(t->own[s], 0, true, p.a.dims, p.prec));
@@ -451,7 +453,7 @@ uint64_t largest_slab_bytes(const SimjoinProblem& p, int axis, double h, const s
 // The plan of `cuts`: every point of a in its slab, the halos (lists sized by the counts of
 // slab_counts, given or counted here; indices ascending in every list: each part writes its
 // indices, in order, after those of the earlier parts).
-SlabPlan plan_with_cuts(const SimjoinProblem& p, int axis, std::vector<double> cut_values,
+SlabPlan plan_with_cuts(const SimjoinProblem& p, int axis, std::vector<double> cut_values, int threads,
                         Tally t = Tally()) {
   SlabPlan plan;
   plan.axis = axis;
@@ -460,7 +462,7 @@ SlabPlan plan_with_cuts(const SimjoinProblem& p, int axis, std::vector<double> c
   const auto& cuts = plan.cuts;
   const double h = plan.halo;
   const size_t S = cuts.size() + 1;
-  if (t.own.size() != S) slab_counts(p, axis, h, cuts, &t);
+  if (t.own.size() != S) slab_counts(p, axis, h, cuts, threads, &t);
   plan.slabs.resize(S);
   for (size_t s = 0; s < S; ++s) {
     plan.slabs[s].own.resize(t.own[s]);
@@ -497,10 +499,10 @@ SlabPlan plan_with_cuts(const SimjoinProblem& p, int axis, std::vector<double> c
 }  // namespace
 
 // Cuts at quantiles of the axis of largest extent.
-SlabPlan plan_slabs(const SimjoinProblem& p, int slabs) {
+SlabPlan plan_slabs(const SimjoinProblem& p, int slabs, int threads) {
   const int axis = slab_axis(p);
-  Quantiles q(p.a.coord[axis], p.a.n);
-  return plan_with_cuts(p, axis, q.cuts(std::max(slabs, 1)));
+  Quantiles q(p.a.coord[axis], p.a.n, threads);
+  return plan_with_cuts(p, axis, q.cuts(std::max(slabs, 1)), threads);
 }
 
 // Per point: raw and sorted coordinates, cell keys (two arrays), grid order (two arrays), the
@@ -590,7 +592,7 @@ uint64_t join_bank_reserve(uint64_t budget) {
   return std::min<uint64_t>(kJoinMinBankBytes, budget / 4);
 }
 
-SlabPlan plan_slabs_for_budget(const SimjoinProblem& p, uint64_t budget) {
+SlabPlan plan_slabs_for_budget(const SimjoinProblem& p, uint64_t budget, int threads) {
   const uint64_t nb = p.self ? 0 : p.b.n;
   // The banks keep their reserve (the join runs with any pool of at least one page).
   const uint64_t bank = join_bank_reserve(budget);
@@ -605,7 +607,7 @@ SlabPlan plan_slabs_for_budget(const SimjoinProblem& p, uint64_t budget) {
   uint64_t prev = UINT64_MAX;
   const int axis = slab_axis(p);
   const double h = slab_halo(p, axis);
-  Quantiles q(p.a.coord[axis], p.a.n);
+  Quantiles q(p.a.coord[axis], p.a.n, threads);
   // The largest slab holds at least ceil(n / slabs) points of its own (and its sub-joins need
   // at least their bytes), so fewer slabs than the first count where those fit cannot fit.
   int first = 2;
@@ -616,8 +618,8 @@ SlabPlan plan_slabs_for_budget(const SimjoinProblem& p, uint64_t budget) {
        slabs *= 2) {
     std::vector<double> cuts = q.cuts(slabs);
     Tally t;
-    const uint64_t need = largest_slab_bytes(p, axis, h, cuts, &t);
-    if (need <= avail) return plan_with_cuts(p, axis, std::move(cuts), std::move(t));
+    const uint64_t need = largest_slab_bytes(p, axis, h, cuts, threads, &t);
+    if (need <= avail) return plan_with_cuts(p, axis, std::move(cuts), threads, std::move(t));
     if (need >= prev) break;
     prev = need;
   }

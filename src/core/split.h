@@ -66,8 +66,9 @@ struct SlabPlan {
 // precision, float32 coordinates rounded from float64).
 double slab_halo(const SimjoinProblem& p, int axis);
 
-// The slab plan of `p` with `slabs` slabs (>= 1).
-SlabPlan plan_slabs(const SimjoinProblem& p, int slabs);
+// The slab plan of `p` with `slabs` slabs (>= 1). Its passes over the points run on up to
+// `threads` threads (gpu2bs.cpu_threads; 0: the machine's, at most 8), one per 65,536 points.
+SlabPlan plan_slabs(const SimjoinProblem& p, int slabs, int threads = 0);
 
 // Device bytes the GPU join of `p` needs for its points and grid (not its result banks).
 uint64_t join_core_bytes(uint64_t na, uint64_t nb, bool self, int dims, Precision prec);
@@ -83,8 +84,9 @@ uint64_t join_bank_reserve(uint64_t budget);
 
 // Slabs for a join whose points and grid exceed `budget`: the fewest (a power of two, at most
 // 2^16) whose largest slab (own points plus halo) fits the budget less the banks' part; one slab
-// with empty lists when the whole join fits. Throws Error(OutOfMemory) when no plan fits.
-SlabPlan plan_slabs_for_budget(const SimjoinProblem& p, uint64_t budget);
+// with empty lists when the whole join fits. Threads as plan_slabs. Throws Error(OutOfMemory)
+// when no plan fits.
+SlabPlan plan_slabs_for_budget(const SimjoinProblem& p, uint64_t budget, int threads = 0);
 
 // One slab's sub-join: (problem, sink) run by an engine; the problem's indices are the slab's.
 using RunJoin = std::function<void(const SimjoinProblem&, PairSink&)>;

@@ -50,6 +50,7 @@ struct Run {
   size_t peak = 0;
   double grid_ms = 0, jplan_ms = 0, sample_ms = 0, copy_ms = 0;  // cudaEvents, summed
   int launches = 0, drains = 0;
+  cuda::LastRun lr;  // the run's loop and worker times (host)
 };
 
 // The median run (by wall time) of `reps` joins of `p` under `limit` bytes (0: none).
@@ -76,6 +77,7 @@ Run median_run(Engine* gpu, const SimjoinProblem& p, size_t limit, int reps) {
     x.copy_ms = cuda::last_run().copy_ms;
     x.launches = cuda::last_run().launches;
     x.drains = cuda::last_run().drains;
+    x.lr = cuda::last_run();
     x.n = s.n;
     x.sum = s.sum;
     runs.push_back(x);
@@ -90,7 +92,7 @@ double plan_ms(const SimjoinProblem& p, size_t limit, int reps) {
   std::vector<double> t;
   for (int r = 0; r < reps; ++r) {
     const auto t0 = std::chrono::steady_clock::now();
-    const split::SlabPlan plan = split::plan_slabs_for_budget(p, limit);
+    const split::SlabPlan plan = split::plan_slabs_for_budget(p, limit, 8);
     t.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
     (void)plan;
   }
@@ -106,13 +108,18 @@ void show(const char* what, const Run& r, const Run& mem, size_t limit, double p
          "slabs %llu, plan %.1f, prepare %.1f, transfer %.1f, kernel_s %.1f, merge %.1f ms, peak %.1f MB, "
          "buffers kept/new %zu/%zu, pairs %llu, equal %s\n"
          "    device: grid %.1f ms, join plan %.1f ms, estimate %.1f ms, page copies %.1f ms, "
-         "launches %d, drains %d\n",
+         "launches %d, drains %d\n"
+         "    host: sub-joins %.1f ms, loops %.1f ms (waits with a launch in flight %.1f, for copies "
+         "alone %.1f, sink %.1f [of it queue room %.1f], rest %.1f), launch lag %.1f ms (%.3f ms per launch)\n",
          what, double(limit) / 1048576.0, r.wall_ms, mem.wall_ms / r.wall_ms, r.kernel_ms,
          r.kernel_ms > 0 ? mem.kernel_ms / r.kernel_ms : 0.0, (unsigned long long)r.st.slabs, plan,
          r.st.prepare_s * 1e3, r.st.transfer_s * 1e3, r.st.kernel_s * 1e3, r.st.merge_s * 1e3,
          double(r.peak) / 1048576.0, r.hits, r.misses, (unsigned long long)r.n,
          r.n == mem.n && r.sum == mem.sum ? "yes" : "NO", r.grid_ms, r.jplan_ms, r.sample_ms,
-         r.copy_ms, r.launches, r.drains);
+         r.copy_ms, r.launches, r.drains, r.lr.subjoin_ms, r.lr.loop_ms, r.lr.loop_wait_ms,
+         r.lr.loop_copy_wait_ms, r.lr.loop_sink_ms, r.lr.queue_wait_ms,
+         r.lr.loop_ms - r.lr.loop_wait_ms - r.lr.loop_copy_wait_ms - r.lr.loop_sink_ms,
+         r.lr.launch_lag_ms, r.launches ? r.lr.launch_lag_ms / r.launches : 0.0);
 }
 
 // The in-memory join and the slab joins of one input.
