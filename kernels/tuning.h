@@ -427,8 +427,8 @@ constexpr size_t kPairwiseFastChunkBytes = size_t(4) << 30;
 // Candidates of the certified path from an FP16 GEMM (rows scaled by powers of two, FP32
 // accumulation, FP16 output: half the bytes of S written and read, twice the tensor rate of
 // TF32) where cublasGemmEx is present; false: the TF32 GEMM with FP32 output. Self kNN l2,
-// n = 100,000, d = 768, k = 10, fast, H100 (median of 3, test/bench/results/
-// 2026-11-25-h100-knn-fast2.md, third run): TF32 108.3 ms end to end (GEMM 41.7 ms, selection
+// n = 100,000, d = 768, k = 10, fast, H100 (median of 3, bench_pairwise through
+// test/gpu/knn_fast_device.sh): TF32 108.3 ms end to end (GEMM 41.7 ms, selection
 // 36.9 ms); FP16 112.7 ms (GEMM 21.8 ms, selection 56.2 ms: same kernel time, 82.3 against
 // 82.7 ms), so TF32 by default.
 constexpr bool kPairwiseFp16Gemm = false;
@@ -436,8 +436,9 @@ constexpr bool kPairwiseFp16Gemm = false;
 // that) against the kept kc-th score before the offers, a step no lane can place making none.
 // Same run: selection TF32 36.9-37.3 ms with it, 48.9 ms without; FP16 56.2 ms, 62.4 ms without.
 constexpr bool kPairwiseSelectPrefilter = true;
-// Host merge and certificate of a chunk beside the next chunk's kernels (two pinned slots):
-// FP16 run above 264-265 ms against 273.7 ms one chunk at a time.
+// Host merge and certificate of a chunk beside the next chunk's kernels (two pinned slots): the
+// certificate's ~9 ms at the size above leave the critical path (264.2 against 273.7 ms end to
+// end, measured both ways in one run with a slower FP16 selection).
 constexpr bool kPairwiseFastOverlap = true;
 // Host to device copy of the vectors: upload_bytes with kParallelUploadBytes and kUploadWorkers
 // (the engine's values, below), which tests and benchmarks vary through pairwise_tuning().

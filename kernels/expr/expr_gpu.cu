@@ -402,7 +402,6 @@ Result run(const Job& job, PairSink* sink, Control& ctl) {
   }
   ctl.stats.prepare_s += seconds_since(tc);
   const void* fn = reinterpret_cast<const void*>(mod->kernel);
-  const std::string fast_compile_kept = fast_compile;
 
   cuda::LastRun& lr = cuda::last_run();
   lr = cuda::LastRun();
@@ -454,7 +453,7 @@ Result run(const Job& job, PairSink* sink, Control& ctl) {
     res.table_climb = true;
     double ms = 0;
     bool hit = false;
-    mod = detail::module_for(assemble_source(cfg, job.device_source, 1), arch, fast_compile_kept, &ms, &hit);
+    mod = detail::module_for(assemble_source(cfg, job.device_source, 1), arch, fast_compile, &ms, &hit);
     res.compile_ms += ms;
     res.cache_hit = res.cache_hit && hit;
     fn = reinterpret_cast<const void*>(mod->kernel);

@@ -115,9 +115,11 @@ struct G2Args {
   double q_scale, q_off, q_tol;  // G2_EDGES, used rounded to real: |fl(v * q_scale + q_off) -
                                  // Q| <= q_tol for every counted v (g2_visit)
   const float* tab_ts;        // G2_TABLE: the nbuckets + 3 thresholds of g (g2_tables)
-  const unsigned* tab_ce;     // G2_TABLE: the G2_CELLS cell entries (g2_tables)
-  const float* tab_par;       // G2_TABLE: the position map's scale and offset (g2_pos), then the
-                              // NaN and NULL g's outcomes (int bits)
+  const unsigned* tab_ce;     // G2_TABLE: the G2_CELLS cell entries (with G2_CLIMB), else the
+                              // tab_cells 16-bit entries of the folded map (g2_tables)
+  const float* tab_par;       // G2_TABLE: the position map's scale and offset (g2_pos), the
+                              // NaN and NULL g's outcomes (int bits), then par[4]: 1 when a
+                              // folded-map cell holds two thresholds (phase 2)
   int tab_dec;                // G2_TABLE: F is non-increasing (else non-decreasing)
   int tab_bytes;              // G2_TABLE: shared bytes of the tables (before the histograms)
   int tab_cells;              // G2_TABLE without G2_CLIMB: the cells of the folded map (g2_cell)

@@ -1144,9 +1144,11 @@ bool fast_knn(Call& call, const PairwiseProblem& p, const float* dA, const float
   // Chunk of rows whose GEMM output fits a quarter of the budget (at most fast_chunk_bytes).
   const size_t budget = std::min<size_t>(call.budget_left() / 4, pairwise_tuning().fast_chunk_bytes);
   size_t chunk = std::max<size_t>(64, budget / (ld * es) / 64 * 64);
-  // A chunk's candidates come down into one half of the pinned staging buffer (kept by the
-  // process): at most kStagingBytes / 2 of counts, worst scores, columns and keys.
-  const size_t host_row = sizeof(uint32_t) + sizeof(float) + size_t(kc) * (sizeof(uint32_t) + sizeof(float));
+  // A chunk's candidates come down into one half of the call's pinned staging buffer (the
+  // process's cached one when it is free): at most kStagingBytes / 2 of counts, worst scores,
+  // columns and keys.
+  const size_t host_row =
+      sizeof(uint32_t) + sizeof(float) + size_t(kc) * (sizeof(uint32_t) + sizeof(float));
   chunk = std::min(chunk, std::max<size_t>(64, cuda_tuning::kStagingBytes / 2 / host_row / 64 * 64));
   chunk = std::min(chunk, na);
   void* d_s = call.alloc_bytes(chunk * ld * es, "pairwise GEMM chunk");
@@ -1348,6 +1350,9 @@ bool fast_knn(Call& call, const PairwiseProblem& p, const float* dA, const float
       // Cost guard: recomputing this share of the rows costs more than the SIMT kernel.
       pairwise_last_run().recomputed = redo.size();
       pairwise_last_run().abandoned = true;
+      // The next chunk may still be queued: its copies into the other staging half must land
+      // before the caller's exact kernel reuses the staging buffer.
+      call.sync();
       release();
       return false;
     }

@@ -65,7 +65,7 @@
 // launch). Neither deadlocks however few blocks are resident, the first by the dispatch order,
 // the second by construction. A block never stores an element to the position it was read from
 // (the leading run of a tile when every element before it is kept), so unique may read the
-// element before its tile without a race (before publishing its own flag). Lane 0 of each warp
+// element before its tile without a race (before publishing its own loaded or look-back flag). Lane 0 of each warp
 // reads the element before the warp's chunks from memory, the other predecessors come from the
 // lane or the vector before through warp shuffles: no block barrier between loads and count.
 //
@@ -177,10 +177,10 @@ enum class SlideOrder {
               // (the tuned kernel uses one of these two by element size and mode:
               // cuda_tuning::kSlideOrder)
   Relaxed     // relaxed flags, no fence (benchmarks and tests): relies on every loaded chunk
-            // being consumed by the functor before the block barrier that precedes the flag,
-            // and on the stores' addresses depending on the flags read, as CUB's in-place
-            // select does when its block load goes through shared memory; the PTX memory model
-            // does not promise that ordering, so it is not the default
+              // being consumed by the functor before the block barrier that precedes the flag,
+              // and on the stores' addresses depending on the flags read, as CUB's in-place
+              // select does when its block load goes through shared memory; the PTX memory
+              // model does not promise that ordering, so it is not the default
 };
 
 // How a block learns its running offset.
@@ -339,7 +339,7 @@ __device__ __forceinline__ void st_release(unsigned long long* p, unsigned long 
   asm volatile("st.release.gpu.global.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
 }
 
-// Publishes a tile flag without ordering (SlideOrder::Relaxed).
+// Publishes a tile flag without ordering (the look-back flags under LoadFlags and Relaxed).
 __device__ __forceinline__ void st_relaxed(unsigned long long* p, unsigned long long v) {
   asm volatile("st.relaxed.gpu.global.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
 }
@@ -374,7 +374,8 @@ __device__ __forceinline__ void acquire_fence() {
   asm volatile("fence.acq_rel.gpu;" ::: "memory");
 }
 
-// acquire_fence() under SlideOrder::Release; nothing under Relaxed.
+// acquire_fence() under SlideOrder::Release; nothing under LoadFlags (its loaded flags are
+// acquired one by one) and Relaxed.
 template <SlideOrder ORDER>
 __device__ __forceinline__ void order_fence() {
   if constexpr (ORDER == SlideOrder::Release) acquire_fence();
@@ -545,7 +546,8 @@ constexpr size_t stage_bytes() {
 // tile is in dynamic shared memory (stage_bytes()).
 // IDS: tile ids from blockIdx.x (relies on blocks being dispatched in index order, as CUB's
 // look-back does) or from the atomic counter (forward progress whatever the block scheduling, one
-// round trip before the loads). ORDER: release / acquire flags, or relaxed ones (SlideOrder).
+// round trip before the loads). ORDER: loaded flags acquired by the writers, release / acquire
+// look-back flags, or relaxed ones (SlideOrder).
 // epoch: the launch's (SlideFlags), id_base: the counter's value before the launch.
 template <typename T, SlideMode MODE, SlideSync SYNC, int THREADS, int VECS, int MINB,
           SlideIds IDS, SlideOrder ORDER, typename F>
@@ -621,8 +623,10 @@ __global__ void __launch_bounds__(THREADS, MINB) slide_kernel(T* d, unsigned lon
   }
   load_tile<THREADS, VECS>(v, valid, w, pos, head, nn, warp, lane);
   // Unique: the element before the warp's first chunk (lane 0), the last of the previous warp's
-  // chunks or of the previous tile. Neither is overwritten before this block publishes its
-  // count (see the top of the file), and this block reads it before.
+  // chunks or of the previous tile. Neither is overwritten before this block's loads are
+  // published (its loaded flag under LoadFlags, which the writer into the previous tile
+  // acquires; its look-back flag under Release: see the top of the file), and this block reads
+  // it before.
   W before;
   memset(&before, 0, sizeof(W));
   if constexpr (UNIQUE) {

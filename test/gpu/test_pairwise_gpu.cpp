@@ -3,8 +3,8 @@
 // both list capacities, column splits, ties and duplicates, k beyond the other side and beyond
 // the device capacity, threshold output with buffer overflow; the certified TF32 path (exact and
 // fast precision) returns the SIMT kernel's lists, with rows recomputed and with the cost guard,
-// and so does its FP16 variant (scaled rows, selection by column groups), with the vectors
-// uploaded by several threads, in chunks with the host certification overlapped or not;
+// and so does its FP16 variant (scaled rows), with the vectors uploaded by several threads, in
+// chunks with the host certification overlapped or not;
 // values close to a float64 reference. Skips without a GPU.
 #include <gtest/gtest.h>
 
