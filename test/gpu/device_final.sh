@@ -9,13 +9,17 @@
 #                                                  test_gpu on the families given (a gtest
 #                                                  filter) and test_sliding: the check of a
 #                                                  merge when device time is short
+#   bash test/gpu/device_final.sh merge [FILTER]    the extension and test/gpu built side by
+#                                                  side, test_gpu on the families given,
+#                                                  test_sliding, then pg_regress + isolation
+#                                                  with gpu2bs.device = gpu: one call
 #   bash test/gpu/device_final.sh engine           test_gpu (every family), test_sliding,
 #                                                  bench_sliding, the peer tests (freud) on the
 #                                                  GPU engine, then the non-engine shares
 set -uo pipefail
 OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
 S="$OUT/final.txt"
-phase=${1:?build-regress or engine}
+phase=${1:?build-regress, families, merge or engine}
 t0=$(date +%s)
 at() { echo "$(( $(date +%s) - t0 )) s"; }
 if [ "$phase" = families ]; then
@@ -28,6 +32,29 @@ if [ "$phase" = families ]; then
   grep -E '^\[  FAILED  \]' "$OUT/test_gpu.log" | sort -u | tee -a "$S"
   timeout 120 test/gpu/build/test_sliding >"$OUT/test_sliding.log" 2>&1
   echo "test_sliding rc=$? at $(at): $(grep -E '^\[  (PASSED|FAILED) ' "$OUT/test_sliding.log" | tr '\n' ' ')" | tee -a "$S"
+elif [ "$phase" = merge ]; then
+  EXT_ONLY=1 bash test/gpu/device_build.sh >"$OUT/device_build.txt" 2>&1 &
+  ext=$!
+  make -C test/gpu -j16 all sliding >"$OUT/build-gpu-tests.log" 2>&1
+  tests_rc=$?
+  wait $ext
+  ext_rc=$?
+  echo "build: extension rc=$ext_rc, test/gpu rc=$tests_rc at $(at)" | tee "$S"
+  [ $tests_rc = 0 ] || grep -E "error" "$OUT/build-gpu-tests.log" | head -20 | tee -a "$S"
+  if [ $tests_rc = 0 ]; then
+    timeout "${TEST_GPU_S:-200}" test/gpu/build/test_gpu --gtest_filter="${2:-*}" >"$OUT/test_gpu.log" 2>&1
+    echo "test_gpu ${2:-*} rc=$? at $(at): $(grep -E '^\[  (PASSED|FAILED) ' "$OUT/test_gpu.log" | tr '\n' ' ')" | tee -a "$S"
+    grep -E '^\[  FAILED  \]' "$OUT/test_gpu.log" | sort -u | tee -a "$S"
+    timeout "${SLIDING_S:-100}" test/gpu/build/test_sliding >"$OUT/test_sliding.log" 2>&1
+    echo "test_sliding rc=$? at $(at): $(grep -E '^\[  (PASSED|FAILED) ' "$OUT/test_sliding.log" | tr '\n' ' ')" | tee -a "$S"
+  fi
+  if [ $ext_rc = 0 ]; then
+    GPU_ONLY=1 timeout "${REGRESS_S:-180}" bash test/gpu/device_suite.sh regress >"$OUT/regress.txt" 2>&1
+    echo "regress (gpu) rc=$? at $(at): $(tr '\n' ' ' <"$OUT/regress.txt" | grep -oE 'regress\(gpu\).*' | cut -c1-300)" | tee -a "$S"
+    grep -E 'FAILED|failed' "$OUT/regress-gpu.log" "$OUT/isolation-gpu.log" 2>/dev/null | tee -a "$S"
+  else
+    tail -30 "$OUT/device_build.txt" | tee -a "$S"
+  fi
 elif [ "$phase" = build-regress ]; then
   EXT_ONLY=1 bash test/gpu/device_build.sh >"$OUT/device_build.txt" 2>&1 &
   ext=$!
