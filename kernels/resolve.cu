@@ -73,6 +73,7 @@ struct DevMap {
   int leaf;
 };
 
+// Z-order keys of the leaf cells of `geo` and, where idx is not null, the identity order.
 template <typename T, int D>
 __global__ void keys_kernel(Coords<T> c, size_t n, DensityGeometry geo, u64* keys,
                             uint32_t* idx) {
@@ -81,7 +82,7 @@ __global__ void keys_kernel(Coords<T> c, size_t n, DensityGeometry geo, u64* key
     double x[3];
     for (int k = 0; k < D; ++k) x[k] = double(c.p[k][i]);
     keys[i] = geo.key(x);
-    idx[i] = uint32_t(i);
+    if (idx) idx[i] = uint32_t(i);
   }
 }
 
@@ -153,46 +154,63 @@ unsigned blocks_for(size_t n, int threads) {
 // Density map on the device; `sorted` receives the coordinates in map order.
 template <typename T, int D>
 struct DeviceMap {
-  DensityGeometry geo;
-  std::vector<size_t> cells;  // per level
-  DevMap<T> dev{};
+  DensityGeometry geo;         // the full-depth geometry of the keys (geo.leaf >= dev.leaf)
+  std::vector<size_t> cells;   // per built level
+  DevMap<T> dev{};             // levels 0 .. dev.leaf
   std::vector<T> root_box;     // host copy of the root's box (2 * D)
 };
 
+// The level the map stops at for a walk that splits only cell pairs of more than
+// `split_pairs` point pairs: the first level whose uniform cells hold at most
+// sqrt(split_pairs) points (at most `leaf`; `leaf` when split_pairs is 0).
+int map_stop_level(size_t n, int dims, unsigned long long split_pairs, int leaf) {
+  if (!split_pairs) return leaf;
+  const double per_cell = std::sqrt(double(split_pairs));
+  const double ratio = std::max(1.0, double(n) / per_cell);
+  return std::max(0, std::min(leaf, int(std::ceil(std::log2(ratio) / dims))));
+}
+
+// Builds the map of the call's points on the device. Points are sorted by their Z-order key at
+// the full depth of the geometry (about `leaf_points` per leaf cell), so every cell's points are
+// in Z order; the levels are built only down to the stop level of a walk that splits pairs of
+// more than `split_pairs` point pairs (0: every level). When a cell of that level holds more
+// than sqrt(split_pairs) points (clustered data), the walk may split its pairs, and the map
+// goes down to the full depth. So the walk never needs a level that is not built.
 template <typename T, int D>
 DeviceMap<T, D> build_device_map(Call& call, const PointsView& v, Coords<T>& sorted,
-                                 double leaf_points) {
+                                 double leaf_points, unsigned long long split_pairs) {
   const size_t n = v.n;
   Coords<T> raw{};
   for (int k = 0; k < D; ++k) raw.p[k] = call.alloc<T>(n, "points");
   upload_points<T>(call, v, raw.p);
   auto t0 = Clock::now();
   cudaStream_t st = call.stream();
-  // Bounding box of the rounded coordinates (host: the same values as the CPU engine's map).
+  // Bounding box of the rounded coordinates (host: the same values as the CPU engine's map),
+  // every axis's minimum and maximum read back at once.
   Bounds box;
   box.dims = D;
   {
-    T* mm = call.alloc<T>(2, "bounds");
+    T* mm = call.alloc<T>(2 * D, "bounds");
     size_t tmp_bytes = 0;
     G2_CUDA(cub::DeviceReduce::Min(nullptr, tmp_bytes, raw.p[0], mm, n, st));
     void* tmp = call.alloc_bytes(tmp_bytes, "reduce temp");
     for (int k = 0; k < D; ++k) {
-      G2_CUDA(cub::DeviceReduce::Min(tmp, tmp_bytes, raw.p[k], mm, n, st));
-      G2_CUDA(cub::DeviceReduce::Max(tmp, tmp_bytes, raw.p[k], mm + 1, n, st));
-      T h[2];
-      G2_CUDA(cudaMemcpyAsync(h, mm, sizeof h, cudaMemcpyDeviceToHost, st));
-      call.sync();
-      box.lo[k] = double(h[0]);
-      box.hi[k] = double(h[1]);
+      G2_CUDA(cub::DeviceReduce::Min(tmp, tmp_bytes, raw.p[k], mm + 2 * k, n, st));
+      G2_CUDA(cub::DeviceReduce::Max(tmp, tmp_bytes, raw.p[k], mm + 2 * k + 1, n, st));
+    }
+    T h[2 * D];
+    G2_CUDA(cudaMemcpyAsync(h, mm, sizeof h, cudaMemcpyDeviceToHost, st));
+    call.sync();
+    for (int k = 0; k < D; ++k) {
+      box.lo[k] = double(h[2 * k]);
+      box.hi[k] = double(h[2 * k + 1]);
     }
     call.free(tmp);
     call.free(mm);
   }
   DeviceMap<T, D> m;
   m.geo = density_geometry(n, box, leaf_points);
-  const int L = m.geo.leaf;
-  m.dev.leaf = L;
-  m.cells.assign(size_t(L) + 1, 0);
+  const int Lf = m.geo.leaf;
 
   u64* keys = call.alloc<u64>(n, "map keys");
   u64* keys2 = call.alloc<u64>(n, "map keys");
@@ -203,10 +221,10 @@ DeviceMap<T, D> build_device_map(Call& call, const PointsView& v, Coords<T>& sor
   {
     size_t tmp_bytes = 0;
     G2_CUDA(cub::DeviceRadixSort::SortPairs(nullptr, tmp_bytes, keys, keys2, idx, idx2, n, 0,
-                                            std::max(1, D * L), st));
+                                            std::max(1, D * Lf), st));
     void* tmp = call.alloc_bytes(tmp_bytes, "sort temp");
     G2_CUDA(cub::DeviceRadixSort::SortPairs(tmp, tmp_bytes, keys, keys2, idx, idx2, n, 0,
-                                            std::max(1, D * L), st));
+                                            std::max(1, D * Lf), st));
     call.free(tmp);
   }
   call.free(idx);
@@ -216,33 +234,64 @@ DeviceMap<T, D> build_device_map(Call& call, const PointsView& v, Coords<T>& sor
   call.free(idx2);
   for (int k = 0; k < D; ++k) call.free(raw.p[k]);
 
-  // Leaf level: runs of equal keys (keys2 sorted), counts -> begin by an exclusive scan.
-  uint32_t* nruns = call.alloc<uint32_t>(1, "run count");
-  auto run_length = [&](const u64* in, size_t len, u64* uniq, uint32_t* counts) -> size_t {
-    size_t tb = 0;
-    G2_CUDA(cub::DeviceRunLengthEncode::Encode(nullptr, tb, in, uniq, counts, nruns, len, st));
-    void* tmp = call.alloc_bytes(tb, "run-length temp");
-    G2_CUDA(cub::DeviceRunLengthEncode::Encode(tmp, tb, in, uniq, counts, nruns, len, st));
-    uint32_t h = 0;
-    G2_CUDA(cudaMemcpyAsync(&h, nruns, 4, cudaMemcpyDeviceToHost, st));
-    call.sync();
-    call.free(tmp);
-    return h;
-  };
-  auto exclusive_scan = [&](uint32_t* counts, size_t len, uint32_t* out) {
-    // counts has len + 1 entries, the last set to 0: out[len] is the total.
-    set_u32_kernel<<<1, 1, 0, st>>>(counts + len, 0);
-    G2_CUDA_LAUNCH("scan tail");
-    size_t tb = 0;
-    G2_CUDA(cub::DeviceScan::ExclusiveSum(nullptr, tb, counts, out, len + 1, st));
-    void* tmp = call.alloc_bytes(tb, "scan temp");
-    G2_CUDA(cub::DeviceScan::ExclusiveSum(tmp, tb, counts, out, len + 1, st));
-    call.free(tmp);
-  };
+  // One temporary buffer serves every run-length pass, scan and maximum (each sized for n).
   u64* uniq = keys;  // the unsorted keys are no longer needed
   uint32_t* counts = call.alloc<uint32_t>(n + 1, "run lengths");
-  size_t cells = run_length(keys2, n, uniq, counts);
+  uint32_t* rd = call.alloc<uint32_t>(2, "run count");  // [0] runs, [1] largest run
+  void* tmp = nullptr;
+  size_t tmp_bytes = 0;
   {
+    size_t a = 0, b = 0, c = 0;
+    G2_CUDA(cub::DeviceRunLengthEncode::Encode(nullptr, a, keys2, uniq, counts, rd, n, st));
+    G2_CUDA(cub::DeviceScan::ExclusiveSum(nullptr, b, counts, counts, n + 1, st));
+    G2_CUDA(cub::DeviceReduce::Max(nullptr, c, counts, rd + 1, n, st));
+    tmp_bytes = std::max({a, b, c, size_t(1)});
+    tmp = call.alloc_bytes(tmp_bytes, "map temp");
+  }
+  auto run_length = [&](const u64* in, size_t len, u64* out, uint32_t* cnt) {
+    size_t tb = tmp_bytes;
+    G2_CUDA(cub::DeviceRunLengthEncode::Encode(tmp, tb, in, out, cnt, rd, len, st));
+  };
+  auto read_runs = [&](uint32_t* two) {
+    G2_CUDA(cudaMemcpyAsync(two, rd, 8, cudaMemcpyDeviceToHost, st));
+    call.sync();
+  };
+  auto exclusive_scan = [&](uint32_t* cnt, size_t len, uint32_t* out) {
+    // cnt has len + 1 entries, the last set to 0: out[len] is the total.
+    set_u32_kernel<<<1, 1, 0, st>>>(cnt + len, 0);
+    G2_CUDA_LAUNCH("scan tail");
+    size_t tb = tmp_bytes;
+    G2_CUDA(cub::DeviceScan::ExclusiveSum(tmp, tb, cnt, out, len + 1, st));
+  };
+
+  // Leaf level of the map: runs of equal keys at the stop level (the sorted keys shifted), with
+  // the largest run; the count and the largest run come back in one read. Counts past the runs
+  // are zero, so the maximum runs over all n entries before their number is known.
+  int L = map_stop_level(n, D, split_pairs, Lf);
+  uint32_t hr[2] = {0, 0};
+  if (L < Lf) {
+    parent_keys_kernel<<<blocks_for(n, 256), 256, 0, st>>>(keys2, n, D * (Lf - L), keys2);
+    G2_CUDA_LAUNCH("density map stop keys");
+    G2_CUDA(cudaMemsetAsync(counts, 0, n * sizeof(uint32_t), st));
+    run_length(keys2, n, uniq, counts);
+    size_t tb = tmp_bytes;
+    G2_CUDA(cub::DeviceReduce::Max(tmp, tb, counts, rd + 1, n, st));
+    read_runs(hr);
+    if (u64(hr[1]) * hr[1] > split_pairs) {
+      // A cell the walk may split: the full depth, keys again from the sorted points.
+      L = Lf;
+      keys_kernel<T, D><<<blocks_for(n, 256), 256, 0, st>>>(sorted, n, m.geo, keys2, nullptr);
+      G2_CUDA_LAUNCH("density map keys");
+    }
+  }
+  if (L == Lf) {
+    run_length(keys2, n, uniq, counts);
+    read_runs(hr);
+  }
+  m.dev.leaf = L;
+  m.cells.assign(size_t(L) + 1, 0);
+  {
+    const size_t cells = hr[0];
     uint32_t* begin = call.alloc<uint32_t>(cells + 1, "map begin");
     exclusive_scan(counts, cells, begin);
     T* bx = call.alloc<T>(cells * 2 * D, "map boxes");
@@ -257,7 +306,9 @@ DeviceMap<T, D> build_device_map(Call& call, const PointsView& v, Coords<T>& sor
     const size_t fc = m.cells[size_t(l) + 1];
     parent_keys_kernel<<<blocks_for(fc, 256), 256, 0, st>>>(uniq, fc, D, pk);
     G2_CUDA_LAUNCH("density map parent keys");
-    const size_t pc = run_length(pk, fc, uniq, counts);
+    run_length(pk, fc, uniq, counts);
+    read_runs(hr);
+    const size_t pc = hr[0];
     uint32_t* child = call.alloc<uint32_t>(pc + 1, "map children");
     exclusive_scan(counts, pc, child);
     uint32_t* begin = call.alloc<uint32_t>(pc + 1, "map begin");
@@ -270,10 +321,11 @@ DeviceMap<T, D> build_device_map(Call& call, const PointsView& v, Coords<T>& sor
     m.dev.lv[l] = DevLevel<T>{begin, child, bx};
     m.cells[size_t(l)] = pc;
   }
+  call.free(tmp);
   call.free(counts);
   call.free(keys);
   call.free(keys2);
-  call.free(nruns);
+  call.free(rd);
   m.root_box.resize(2 * D);
   G2_CUDA(cudaMemcpyAsync(m.root_box.data(), m.dev.lv[0].box, 2 * D * sizeof(T),
                           cudaMemcpyDeviceToHost, st));
@@ -894,7 +946,7 @@ template <typename T, int D, bool SDH>
 void walk(Call& call, const DeviceMap<T, D>& m, const Coords<T>& s, SdhWalkOp<T> sdh,
           CountWalkOp<T> cnt, bool nocall, ResolveStats* rs) {
   cudaStream_t st = call.stream();
-  const int L = m.geo.leaf;
+  const int L = m.dev.leaf;
   const bool smem = SDH && sdh.nb <= kResolveSmemBuckets;
   const size_t smem_bytes = smem ? size_t(sdh.nb) * 8 : 0;
   const size_t work_smem = sizeof(T) * D * (kStageB + kStageA) * kWorkWarps +
@@ -1034,8 +1086,9 @@ void walk(Call& call, const DeviceMap<T, D>& m, const Coords<T>& s, SdhWalkOp<T>
 template <typename T, int D>
 DeviceMap<T, D> resolve_map(Call& call, const PointsView& v, Coords<T>& s, ResolveStats* rs) {
   const auto t0 = Clock::now();
-  auto m = build_device_map<T, D>(call, v, s, cuda_tuning::kResolveLeafPoints);
-  rs->levels = m.geo.leaf + 1;
+  auto m = build_device_map<T, D>(call, v, s, cuda_tuning::kResolveLeafPoints,
+                                  resolve_min_pairs(D, call.ctl.overrides.resolve_min_pairs));
+  rs->levels = m.dev.leaf + 1;
   rs->build_s += seconds_since(t0);
   return m;
 }

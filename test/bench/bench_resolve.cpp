@@ -79,6 +79,10 @@ struct Run {
   double cpu = 0;
   bool stopped = false;
   ResolveStats st;
+  double setup_s = 0;      // the problem: bounds of the points on the host
+  double prepare_s = 0;    // the engine's stats: conversion, map or grid build
+  double transfer_s = 0;   // host to device copies
+  double kernel_s = 0;     // the walk or the pair kernels
 };
 
 // A Control that asks the engine to stop after `cap_s` seconds (0: never).
@@ -118,10 +122,12 @@ Run run(const ref::Points& pts, bool sdh, int nb, double r_rel, SdhMethod m, dou
       p.pts = pts.view();
       p.prec = Precision::Float32;
       p.params = make_sdh_params(nb, 0, false, compute_bounds(p.pts), p.prec);
+      res.setup_s = std::chrono::duration<double>(Clock::now() - t0).count();
       res.out = g_engine->sdh(p, ctl);
     } else {
-      res.out = {
-          g_engine->pair_count(make_pair_count(pts.view(), r_rel, Precision::Float32), ctl)};
+      const PairCountProblem p = make_pair_count(pts.view(), r_rel, Precision::Float32);
+      res.setup_s = std::chrono::duration<double>(Clock::now() - t0).count();
+      res.out = {g_engine->pair_count(p, ctl)};
     }
   } catch (const Error& e) {
     if (e.code() != ErrorCode::Interrupted) throw;
@@ -129,7 +135,20 @@ Run run(const ref::Points& pts, bool sdh, int nb, double r_rel, SdhMethod m, dou
   }
   res.seconds = std::chrono::duration<double>(Clock::now() - t0).count();
   res.cpu = cpu_seconds() - c0;
+  res.prepare_s = ctl.stats.prepare_s;
+  res.transfer_s = ctl.stats.transfer_s;
+  res.kernel_s = ctl.stats.kernel_s;
   return res;
+}
+
+// One line of where a run's wall time went: the host's bounds pass, the engine's conversion
+// and map or grid build, its transfers, its kernels or walk, and the rest (allocation, frees,
+// stream setup and teardown).
+void phases(const char* what, const Run& r) {
+  const double rest = r.seconds - r.setup_s - r.prepare_s - r.transfer_s - r.kernel_s;
+  printf("phases %s: total %.3f s = setup %.3f + prepare %.3f + transfer %.3f + kernels %.3f "
+         "+ rest %.3f\n",
+         what, r.seconds, r.setup_s, r.prepare_s, r.transfer_s, r.kernel_s, rest);
 }
 
 // Per-level counters "L<level>:visited/resolved/examined", then the GPU work entries by test.
@@ -210,6 +229,8 @@ void one(int dims, const std::string& dist, size_t n, bool sdh, int nb, double r
          brute_cpu / std::max(r.cpu, 1e-9), r.stopped ? "-" : (equal ? "equal" : "DIFFERENT"),
          r.st.resolved_fraction(), r.st.build_s, r.st.walk_s, pick.c_str(),
          levels(r.st).c_str());
+  if (n <= brute_max) phases("brute", b);
+  phases("resolve", r);
   fflush(stdout);
 }
 

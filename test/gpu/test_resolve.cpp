@@ -194,4 +194,36 @@ TEST(Resolve, MillionsBitIdenticalToBrute) {
   }
 }
 
+// The device map goes only as deep as the walk can split: on uniform points it stops at the
+// first level whose cells hold at most sqrt(stop size) points (3-D, 16384 pairs: 128 points;
+// 30,000 points: level 3, cells of ~59, where the full depth of ~4 points a cell is level 5);
+// on clustered points a cell there holds more, and the map keeps every level. Either way the
+// count equals GPU brute force, CPU resolution and, within the pairs near r, the float64
+// reference, and every pair is counted once.
+TEST(Resolve, MapDepthFollowsTheWalk) {
+  REQUIRE_GPU();
+  const size_t n = 30000;
+  const double r = 0.03;
+  g_min_pairs = 0;
+  const ref::Points sets[2] = {ref::uniform(n, 3, 31), ref::clustered(n, 3, 32, 8, 0.05)};
+  const int want_levels[2] = {cuda_tuning::kResolveMinPairs[1] == 16384 ? 4 : 0, 6};
+  for (int si = 0; si < 2; ++si)
+    for (Precision prec : {Precision::Float32, Precision::Float64}) {
+      char what[64];
+      snprintf(what, sizeof what, "set=%d %s", si, pname(prec));
+      const ref::Points& pts = sets[si];
+      ResolveStats st;
+      const uint64_t c = count_with(gpu(), pts, prec, r, SdhMethod::Resolve, &st);
+      EXPECT_EQ(st.levels, want_levels[si]) << what;
+      EXPECT_EQ(c, count_with(gpu(), pts, prec, r, SdhMethod::Brute)) << what;
+      EXPECT_EQ(c, count_with(cpu(), pts, prec, r, SdhMethod::Resolve)) << what;
+      const auto want = ref::pair_count(pts, r, prec);
+      const uint64_t d = c > want.first ? c - want.first : want.first - c;
+      EXPECT_LE(d, want.second) << what;
+      EXPECT_EQ(st.resolved_pairs + st.examined_pairs, uint64_t(n) * (n - 1) / 2) << what;
+      printf("%s: map levels %d, build %.4f s, walk %.4f s\n", what, st.levels, st.build_s,
+             st.walk_s);
+    }
+}
+
 }  // namespace
