@@ -270,14 +270,15 @@ constexpr long long kExprSumMaxItems = 1LL << 18;
 constexpr int kExprHistEdgesMaxBuckets = 1 << 20;
 // Float32 histograms of a value F(g) whose F passes the device's monotonicity check (expr_gpu.cu,
 // "threshold table"): buckets up to this many (the cell entries hold the byte offset 4 m of a
-// class m in 0 .. nbuckets + 1, or 4 (m0 + 1) of the folded map, in 16 bits), and the linear
+// class m in 0 .. nbuckets + 1 in 16 bits, or 4 m0 of the folded map in the low 16 bits of
+// the threshold's bits), and the linear
 // cells of the kernel with the climb over the range of g's thresholds (32-bit entries in shared
 // memory, each cell 128 sub-positions: kernel_text.h, G2_SUB; cells x 128 <= 2^22).
 // bench_expr hist (H100, 117,955 stars, 1000 buckets, 128 x 2): 9.2 ms kernel through the folded
 // map, 13.5 ms with the climb, 38.0 ms evaluating acos per pair.
 constexpr int kExprTableMaxBuckets = 16380;
 constexpr int kExprTableCells = 4096;
-// Most cells of the threshold table's folded map (kernel_text.h, g2_cell: 16-bit entries in
+// Most cells of the threshold table's folded map (kernel_text.h, g2_cell: 32-bit entries in
 // shared memory); the host picks the coarsest shift whose cells hold at most one threshold each.
 // The angular histogram of 1000 buckets over [0, pi) takes 12,288 (shift 15), of 100 buckets
 // 1,536.

@@ -475,7 +475,7 @@ Result run(const Job& job, PairSink* sink, Control& ctl) {
       const int nb = job.nbuckets, cells = cuda_tuning::kExprTableCells;
       float* ts = call.alloc<float>(size_t(nb) + 3, "histogram thresholds");
       unsigned* ce = call.alloc<unsigned>(
-          size_t(std::max(cells, cuda_tuning::kExprTableMapCells / 2)), "histogram cell entries");
+          size_t(std::max(cells, cuda_tuning::kExprTableMapCells)), "histogram cell entries");
       float* par = call.alloc<float>(5, "histogram position map");
       G2_CUDA(cudaMemsetAsync(par, 0, 5 * sizeof(float), call.stream()));
       g.tab_ts = ts;
@@ -508,7 +508,7 @@ Result run(const Job& job, PairSink* sink, Control& ctl) {
         }
       }
       if (one) {
-        g.tab_bytes = int((4 * (size_t(nb) + 3) + 2 * size_t(g.tab_cells) + 15) / 16 * 16);
+        g.tab_bytes = int((4 * (size_t(nb) + 3) + 4 * size_t(g.tab_cells) + 15) / 16 * 16);
       } else {
         tables(1, cells);
         g.tab_bytes = int((4 * (size_t(nb) + 3) + 4 * size_t(cells) + 15) / 16 * 16);

@@ -219,7 +219,22 @@ struct G2Map {
   float c, w;  // centre and half-width
   int s, kb;   // shift of the bits of h, smallest kept h >> s
   int k2;      // 2 cells - 1 + kb: the right half's cells count down from it
+  unsigned mk; // the low bits of a cell entry that hold 4 m0 (g2_m0_mask)
+  unsigned ce_sh, ts_sh;  // shared-memory addresses of the cell entries and the thresholds
 };
+
+// A 32-bit word of shared memory at address a (tables written before the block's first sync).
+static __device__ __forceinline__ unsigned g2_lds(unsigned a) {
+  unsigned v;
+  asm("ld.shared.u32 %0, [%1];" : "=r"(v) : "r"(a));
+  return v;
+}
+
+// The folded map's cell entries hold 4 m0 (m0 at most nbuckets + 1) in the low bits this mask
+// covers and the bits of the threshold ts[m0 + 1] above those.
+static __device__ __forceinline__ unsigned g2_m0_mask(int nb) {
+  return (2u << (31 - __clz(4 * (nb + 1)))) - 1u;
+}
 
 // G2_TABLE without G2_CLIMB: the cell of g in [0, 2 H), non-decreasing in g (also for +-inf;
 // NaN lands in some cell, its class is replaced). With d = g - c and h = max(w - |d|, the
@@ -252,7 +267,6 @@ struct G2Acc {
   int t_nan, t_null;      // G2_TABLE: the class offset (or -fault) of a NaN or NULL g
   const float* ts;        // G2_TABLE: the thresholds in shared memory
   const unsigned* ce;     // G2_TABLE: the cell entries in shared memory
-  const unsigned short* ce1;  // G2_TABLE without G2_CLIMB: 4 (m0 + 1) per cell (g2_tables)
   G2Map map;              // G2_TABLE without G2_CLIMB: the cell map
   unsigned o_nan, o_null; // G2_TABLE without G2_CLIMB: the bin offset of a NaN or NULL g
   real e_first, e_last;   // G2_EDGES: edges[0] and edges[nbuckets]
@@ -458,11 +472,13 @@ extern "C" __global__ void g2_tables(const G2Args g, int phase, float* ts, unsig
     return;
   }
   if (phase == 2) {
-    // The folded map's cells (g2_cell, parameters in g from the host): the entry of cell j is
-    // 4 (m0 + 1), m0 the number of thresholds ts[1 ..] in cells before j (-inf ones in none:
-    // they are below every g), so a g of cell j has class m0 + (g >= ts[m0 + 1]) when at most
-    // one threshold lies in the cell; par[4] gets 1 where a cell holds two (the kernel with the
-    // climb then runs instead).
+    // The folded map's cells (g2_cell, parameters in g from the host): m0 is the number of
+    // thresholds ts[1 ..] in cells before j (-inf ones in none: they are below every g), so a g
+    // of cell j has class m0 + (g >= ts[m0 + 1]) when at most one threshold lies in the cell;
+    // par[4] gets 1 where a cell holds two (the kernel with the climb then runs instead). The
+    // entry of cell j is 4 m0 in the bits of g2_m0_mask and the bits of ts[m0 + 1] (NaN where
+    // there is none) above, so that one 32-bit shared load per pair decides the class except
+    // for a g whose bits share those upper bits.
     const int cells = g.tab_cells;
     if (j >= cells) return;
     G2Map m;
@@ -486,7 +502,7 @@ extern "C" __global__ void g2_tables(const G2Args g, int phase, float* ts, unsig
         hi = mid;
     }
     const int m0 = lo - 1;
-    reinterpret_cast<unsigned short*>(ce)[j] = (unsigned short)(4 * (m0 + 1));
+    ce[j] = (__float_as_uint(ts[m0 + 1]) & ~g2_m0_mask(nb)) | unsigned(4 * m0);
     const int k1 = m0 + 1, k2 = m0 + 2;
     if (k2 <= nb + 2 && ts[k1] == ts[k1] && ts[k2] == ts[k2] && tcell(k1) == j && tcell(k2) == j)
       atomicOr(reinterpret_cast<unsigned*>(par + 4), 1u);
@@ -619,7 +635,11 @@ static __device__ __forceinline__ void g2_visit(const G2Args& g, G2Acc& acc, con
   }
 #elif G2_KIND == 2 && G2_TABLE && !G2_CLIMB
   // The value is F(g): at most one threshold per cell (g2_tables phase 2), so the class is the
-  // cell's m0 plus (g >= ts[m0 + 1]), and a g that is NaN or NULL (s = 2, 3) or a pair not
+  // cell's m0 plus (g >= ts[m0 + 1]). The cell's entry e holds 4 m0 in its low bits (mask mk)
+  // and the upper bits of t = ts[m0 + 1] above: the floats whose upper bits are t's form one
+  // interval of values holding t and the float of e, so a g outside it compares with the
+  // float of e as with t; a g inside it compares with t itself (shared memory, loaded only by
+  // the lanes with such a g). A g that is NaN or NULL (s = 2, 3) or a pair not
   // kept (s = 0: class 0, not counted) takes its bin by selection: no branch per pair. The
   // count is a shared-memory reduction on the thread's copy (always shared here); the
   // reduction has no memory clobber, so the table loads of the step's pairs interleave.
@@ -627,9 +647,12 @@ static __device__ __forceinline__ void g2_visit(const G2Args& g, G2Acc& acc, con
   if (ok) {
     float x = 0.f;
     const int s = gpu2bs_pair_inner(ra, rb, &x);
-    const unsigned e = acc.ce1[g2_cell(x, acc.map)];
-    const float t = *reinterpret_cast<const float*>(reinterpret_cast<const char*>(acc.ts) + e);
-    unsigned off = e - (x >= t ? 0u : 4u);
+    const unsigned e = g2_lds(acc.map.ce_sh + 4u * unsigned(g2_cell(x, acc.map)));
+    unsigned off = e & acc.map.mk;
+    bool up = x >= __uint_as_float(e);
+    if ((__float_as_uint(x) ^ e) <= acc.map.mk)
+      up = x >= __uint_as_float(g2_lds(acc.map.ts_sh + off));
+    off += up ? 4u : 0u;
     off = s == 1 ? off : (s == 2 ? acc.o_nan : (s == 3 ? acc.o_null : 0u));
     asm volatile("red.shared.add.u32 [%0], 1;" ::"r"(acc.bins.sh + off * acc.bins.mul));
   }
@@ -755,10 +778,8 @@ extern "C" __global__ void __launch_bounds__(G2_B) g2_kernel(const G2Args g) {
     for (int k = tid; k < G2_CELLS; k += G2_B) ce[k] = g.tab_ce[k];
 #else
     {
-      unsigned short* c1 = reinterpret_cast<unsigned short*>(ce);
-      const unsigned short* src = reinterpret_cast<const unsigned short*>(g.tab_ce);
-      for (int k = tid; k < g.tab_cells; k += G2_B) c1[k] = src[k];
-      acc.ce1 = c1;
+      for (int k = tid; k < g.tab_cells; k += G2_B) ce[k] = g.tab_ce[k];
+      acc.map.mk = g2_m0_mask(g.nbuckets);
       acc.map.c = g.tm_c;
       acc.map.w = g.tm_w;
       acc.map.s = g.tm_s;
@@ -773,6 +794,11 @@ extern "C" __global__ void __launch_bounds__(G2_B) g2_kernel(const G2Args g) {
 #endif
     acc.ts = ts;
     acc.ce = ce;
+    acc.map.ce_sh = unsigned(__cvta_generic_to_shared(ce));
+    // The address of ts[1] (the threshold of class offset 4 m0 is at 4 m0 past it), opaque to
+    // the compiler so that it stays in one register instead of being rebuilt per pair.
+    acc.map.ts_sh = unsigned(__cvta_generic_to_shared(ts + 1));
+    asm volatile("mov.u32 %0, %0;" : "+r"(acc.map.ts_sh));
     acc.bins.sh = unsigned(__cvta_generic_to_shared(sh + acc.hbase));
     acc.bins.mul = g.copies > 0 ? unsigned(g.copies) : 0u;
     acc.bins.hist = g.hist;
