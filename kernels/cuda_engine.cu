@@ -918,6 +918,7 @@ class PageQueue {
     Item page;
     while (pop(&page, final ? 0 : 1)) {
       if (page.chunk) {
+        // The buffer goes back to the lender once read (also when the sink throws).
         struct Back {
           PageQueue& q;
           char* b;
