@@ -29,6 +29,7 @@
 #include "core/pair_expr.h"
 #include "pairwise/pairwise_api.h"
 #include "weights.h"
+#include "join/chunk_sink.h"
 
 namespace gpu2bs {
 namespace cuda {
@@ -805,10 +806,27 @@ size_t shares_block(const PointsView& pts, Precision prec, int nbuckets, size_t 
 
 // Result pages of joins on worker threads handed to the calling thread: bounded (a full queue
 // blocks the producing device's drain), closed on error or cancel; consumed pages come back for
-// reuse, so their memory is allocated once per queue slot.
+// reuse, so their memory is allocated once per queue slot. With `chunks` > 0 the queue also
+// lends up to that many pinned buffers of kChunkBytes (QueueSink::lend), into which the batched
+// join copies drained banks straight from the device; they come back when read.
 class PageQueue {
  public:
-  explicit PageQueue(size_t cap) : cap_(cap) {}
+  static constexpr size_t kChunkBytes = cuda_tuning::kStagingBytes / 2;
+  // One queued page: pairs in `recs`, or a lent buffer `chunk` of pages of `page_pairs` records
+  // whose first fills[k] of page k are pairs.
+  struct Item {
+    std::vector<PairRecord> recs;
+    char* chunk = nullptr;
+    std::vector<unsigned> fills;
+    size_t page_pairs = 0;
+  };
+  explicit PageQueue(size_t cap, size_t chunks = 0) : cap_(cap), max_chunks_(chunks) {}
+  // Frees the lent buffers (every user of them has finished: run_shares joins its workers).
+  ~PageQueue() {
+    for (char* b : chunk_all_) (void)cudaFreeHost(b);
+  }
+  PageQueue(const PageQueue&) = delete;
+  PageQueue& operator=(const PageQueue&) = delete;
   // An empty page to fill: a consumed one with its capacity kept, or a new one.
   std::vector<PairRecord> spare() {
     std::lock_guard<std::mutex> lk(mu_);
@@ -823,9 +841,46 @@ class PageQueue {
     std::lock_guard<std::mutex> lk(mu_);
     if (free_.size() < cap_ + 2) free_.push_back(std::move(page));
   }
+  // A pinned buffer of kChunkBytes for `bytes` (null when larger or the queue lends none): a free
+  // one, a new one while fewer than `chunks` exist, else the first one returned (the wait goes
+  // to LastRun::queue_wait_ms). Throws Error(Interrupted) once the queue is closed.
+  char* lend(size_t bytes) {
+    if (bytes > kChunkBytes || max_chunks_ == 0) return nullptr;
+    std::unique_lock<std::mutex> lk(mu_);
+    if (free_chunks_.empty() && chunk_all_.size() < max_chunks_) {
+      // Only the worker lends, so no other buffer is made meanwhile; the reader is not held up.
+      lk.unlock();
+      void* p = nullptr;
+      G2_CUDA(cudaHostAlloc(&p, kChunkBytes, cudaHostAllocDefault));
+      lk.lock();
+      chunk_all_.push_back(static_cast<char*>(p));
+      return static_cast<char*>(p);
+    }
+    if (!closed_ && free_chunks_.empty()) {
+      const auto t0 = Clock::now();
+      chunk_room_.wait(lk, [&] { return closed_ || !free_chunks_.empty(); });
+      last_run().queue_wait_ms += seconds_since(t0) * 1e3;
+    }
+    if (closed_) throw Error(ErrorCode::Interrupted, "interrupted");
+    char* b = free_chunks_.back();
+    free_chunks_.pop_back();
+    return b;
+  }
+  // Returns a lent buffer (read, or not used).
+  void give_back(char* buf) {
+    std::lock_guard<std::mutex> lk(mu_);
+    free_chunks_.push_back(buf);
+    chunk_room_.notify_one();
+  }
+  // Adds a page of pairs (see push(Item&&)).
+  void push(std::vector<PairRecord>&& page) {
+    Item it;
+    it.recs = std::move(page);
+    push(std::move(it));
+  }
   // Adds a page (producer threads; their waits for room go to their LastRun::queue_wait_ms);
   // throws Error(Interrupted) once the queue is closed.
-  void push(std::vector<PairRecord>&& page) {
+  void push(Item&& page) {
     std::unique_lock<std::mutex> lk(mu_);
     if (!closed_ && q_.size() >= cap_) {
       const auto t0 = Clock::now();
@@ -837,7 +892,7 @@ class PageQueue {
     ready_.notify_one();
   }
   // Takes a page, waiting up to `ms` milliseconds; false when none came.
-  bool pop(std::vector<PairRecord>* page, int ms) {
+  bool pop(Item* page, int ms) {
     std::unique_lock<std::mutex> lk(mu_);
     if (!ready_.wait_for(lk, std::chrono::milliseconds(ms), [&] { return !q_.empty(); }))
       return false;
@@ -851,37 +906,71 @@ class PageQueue {
     std::lock_guard<std::mutex> lk(mu_);
     closed_ = true;
     room_.notify_all();
+    chunk_room_.notify_all();
   }
   // Hands the queued pages to `sink` on the calling thread (waiting up to 1 ms for each unless
-  // `final`), enforcing max_pairs over `*emitted`; `sink_s` (if set) adds the sink's time.
-  // Returns early when `ctl` has an interrupt pending (run_shares then cancels the shares).
+  // `final`), enforcing max_pairs over `*emitted`; `sink_s` (if set) adds the sink's time. A
+  // chunk goes as runs of contiguous records (full pages and the page after them), its buffer
+  // then given back. Returns early when `ctl` has an interrupt pending (run_shares then cancels
+  // the shares).
   void drain_to(PairSink& sink, uint64_t max_pairs, uint64_t* emitted, Control& ctl, bool final,
                 double* sink_s) {
-    std::vector<PairRecord> page;
+    Item page;
     while (pop(&page, final ? 0 : 1)) {
-      if (max_pairs && *emitted + page.size() > max_pairs) split::throw_too_many_pairs(max_pairs);
-      *emitted += page.size();
-      const auto tm = Clock::now();
-      sink.consume(page.data(), page.size());
-      if (sink_s) *sink_s += seconds_since(tm);
-      recycle(std::move(page));
+      if (page.chunk) {
+        // The buffer goes back to the lender once read (also when the sink throws).
+        struct Back {
+          PageQueue& q;
+          char* b;
+          ~Back() { q.give_back(b); }
+        } back{*this, page.chunk};
+        page.chunk = nullptr;
+        size_t total = 0;
+        for (unsigned f : page.fills) total += f;
+        if (max_pairs && *emitted + total > max_pairs) split::throw_too_many_pairs(max_pairs);
+        *emitted += total;
+        const size_t page_bytes = page.page_pairs * sizeof(PairRecord);
+        const auto tm = Clock::now();
+        for (size_t pg = 0; pg < page.fills.size();) {
+          const size_t first = pg;
+          size_t nrec = 0;
+          while (pg < page.fills.size()) {
+            nrec += page.fills[pg];
+            if (page.fills[pg++] != page.page_pairs) break;
+          }
+          if (nrec)
+            sink.consume(reinterpret_cast<const PairRecord*>(back.b + first * page_bytes), nrec);
+        }
+        if (sink_s) *sink_s += seconds_since(tm);
+      } else {
+        if (max_pairs && *emitted + page.recs.size() > max_pairs)
+          split::throw_too_many_pairs(max_pairs);
+        *emitted += page.recs.size();
+        const auto tm = Clock::now();
+        sink.consume(page.recs.data(), page.recs.size());
+        if (sink_s) *sink_s += seconds_since(tm);
+        recycle(std::move(page.recs));
+      }
       if (!final && ctl.interrupt_pending()) return;
     }
   }
 
  private:
   std::mutex mu_;
-  std::condition_variable room_, ready_;
-  std::deque<std::vector<PairRecord>> q_;
+  std::condition_variable room_, ready_, chunk_room_;
+  std::deque<Item> q_;
   std::vector<std::vector<PairRecord>> free_;
   size_t cap_;
+  size_t max_chunks_;
+  std::vector<char*> chunk_all_, free_chunks_;
   bool closed_ = false;
 };
 
 // A device's sink for one slab's sub-join (whose pairs carry the input's indices: the slab's
 // points carry them, PointsView::index): queues pages of up to kBatch pairs for the calling
-// thread (flush() queues the rest).
-class QueueSink final : public PairSink {
+// thread (flush() queues the rest), and lends the queue's pinned buffers to the batched join,
+// whose drained chunks it queues as they are, after the pairs held back.
+class QueueSink final : public ChunkSink {
  public:
   static constexpr size_t kBatch = size_t(1) << 16;
   explicit QueueSink(PageQueue& q) : q_(q), page_(q.spare()) { page_.reserve(kBatch); }
@@ -895,6 +984,24 @@ class QueueSink final : public PairSink {
       if (page_.size() == kBatch) flush();
     }
   }
+  // A pinned buffer of the queue (null when it lends none of that size).
+  char* lend(size_t bytes) override { return q_.lend(bytes); }
+  // Queues the pairs held back, then the chunk.
+  void take(char* buf, const unsigned* fills, size_t pages, size_t page_pairs) override {
+    PageQueue::Item it;
+    it.chunk = buf;
+    it.page_pairs = page_pairs;
+    try {
+      it.fills.assign(fills, fills + pages);
+      flush();
+      q_.push(std::move(it));
+    } catch (...) {
+      q_.give_back(buf);
+      throw;
+    }
+  }
+  // Returns a buffer to the queue.
+  void give_back(char* buf) override { q_.give_back(buf); }
   // Queues the pairs held back.
   void flush() {
     if (page_.empty()) return;
@@ -947,18 +1054,22 @@ void simjoin_shares(const SimjoinProblem& p, PairSink& sink, Control& ctl, const
 }
 
 // Result pages the one-device slab join may queue ahead of the sink (kBatch pairs each: 64 MiB
-// of host memory), enough to cover a slab's upload, grid build and estimate at the sink's pace.
+// of host memory), enough to cover a slab's upload, grid build and estimate at the sink's pace;
+// the pinned buffers the queue lends to the drains hold as much again (8 of 8 MiB at most).
 constexpr size_t kSlabQueuePages = 64;
 
 // The join in slabs on one device: a worker thread runs the slabs' sub-joins one after another
 // (split::slab_simjoin: the next slab's points gathered ahead) and queues their pages; the
 // calling thread hands them to `sink` meanwhile, so the sink's work overlaps the next slabs'
 // uploads, grid builds, estimates and kernels. The pairs reach the sink in the order of the
-// serial slab loop. Stats: prepare_s adds the plan (`plan_s`) to the worker's, merge_s is the
-// calling thread's time in the sink (the worker's page copies and waits for room are left out).
+// serial slab loop. The batched join drains its banks straight into pinned buffers lent by the
+// queue (QueueSink as a ChunkSink), so the worker copies no pairs on the host. Stats: prepare_s
+// adds the plan (`plan_s`) to the worker's, merge_s is the calling thread's time in the sink (the
+// worker's hand-offs and waits for room are left out).
 void simjoin_slabs(const SimjoinProblem& p, const split::SlabPlan& plan, PairSink& sink, Control& ctl,
                    size_t budget, double plan_s) {
-  PageQueue queue(kSlabQueuePages);
+  PageQueue queue(kSlabQueuePages,
+                  kSlabQueuePages * QueueSink::kBatch * sizeof(PairRecord) / PageQueue::kChunkBytes);
   uint64_t emitted = 0;
   double sink_s = 0;
   const RunStats before = ctl.stats;  // run_shares merges the worker's times by maximum
@@ -971,9 +1082,11 @@ void simjoin_slabs(const SimjoinProblem& p, const split::SlabPlan& plan, PairSin
         QueueSink q(queue);
         split::slab_simjoin(
             p, plan, q,
-            [&](const SimjoinProblem& sub, PairSink& out) {
+            [&](const SimjoinProblem& sub, PairSink&) {
+              // The sub-joins emit input indices (engine_maps) and drain_to enforces max_pairs,
+              // so they write to the queue's sink itself, which lends the drains its buffers.
               const auto ts = Clock::now();
-              cuda::simjoin(sub, out, c);
+              cuda::simjoin(sub, q, c);
               last_run().subjoin_ms += seconds_since(ts) * 1e3;
             },
             true);

@@ -12,6 +12,7 @@
 #include <thread>
 #include <vector>
 
+#include "chunk_sink.h"
 #include "join.cuh"
 
 namespace gpu2bs {
@@ -594,8 +595,30 @@ JoinResult run_join_batched(Call& call, const DevGrid<T>& ga, const DevGrid<T>& 
   // time anyway, and a small ring stays in the CPU's caches.
   const size_t chunk_pages = std::max<size_t>(1, chunk_bytes_max / page_bytes);
   StagingHalf half[2];
+  // A sink that lends pinned buffers gets the drained chunks copied straight into them; the
+  // halves then hold lent buffers, given back on every exit.
+  ChunkSink* direct = dynamic_cast<ChunkSink*>(sink);
+  struct Lent {
+    ChunkSink*& sink;
+    StagingHalf* half;
+    ~Lent() {
+      if (!sink) return;
+      for (int h = 0; h < 2; ++h)
+        if (half[h].buf) sink->give_back(half[h].buf);
+    }
+  } lent{direct, half};
+  if (direct) {
+    for (int h = 0; h < 2 && direct; ++h) {
+      half[h].buf = direct->lend(chunk_pages * page_bytes);
+      if (!half[h].buf) {
+        if (h == 1) direct->give_back(half[0].buf);
+        half[0].buf = nullptr;
+        direct = nullptr;
+      }
+    }
+  }
   for (int h = 0; h < 2; ++h) {
-    half[h].buf = call.staging(h, chunk_pages * page_bytes);
+    if (!direct) half[h].buf = call.staging(h, chunk_pages * page_bytes);
     half[h].beg = call.event(true);
     half[h].end = call.event(true);
   }
@@ -693,7 +716,22 @@ JoinResult run_join_batched(Call& call, const DevGrid<T>& ga, const DevGrid<T>& 
     Lane& L = *H.lane;
     const char* base = H.buf;
     const unsigned* fills = L.hfills + H.first;
-    for (size_t pg = 0; pg < H.cnt;) {
+    if (direct) {
+      // The whole chunk goes to the sink, which hands the lent buffer on; a new one takes its
+      // place (waiting, when the sink holds all it lends, for its reader to return one).
+      size_t nrec = 0;
+      for (size_t pg = 0; pg < H.cnt; ++pg) nrec += fills[pg];
+      res.emitted += nrec;
+      if (max_pairs && res.emitted > max_pairs) too_many_pairs(max_pairs);
+      auto tm = Clock::now();
+      char* taken = H.buf;
+      H.buf = nullptr;
+      direct->take(taken, fills, H.cnt, page_size);
+      H.buf = direct->lend(chunk_pages * page_bytes);
+      merge_s += seconds_since(tm);
+      call.poll();
+    }
+    for (size_t pg = 0; !direct && pg < H.cnt;) {
       // A run of full pages and the page after them are contiguous records: one consume() of
       // up to about kSinkPiecePairs.
       const size_t first = pg;
