@@ -173,9 +173,10 @@ int map_stop_level(size_t n, int dims, unsigned long long split_pairs, int leaf)
 // Builds the map of the call's points on the device. Points are sorted by their Z-order key at
 // the full depth of the geometry (about `leaf_points` per leaf cell), so every cell's points are
 // in Z order; the levels are built only down to the stop level of a walk that splits pairs of
-// more than `split_pairs` point pairs (0: every level). When a cell of that level holds more
-// than sqrt(split_pairs) points (clustered data), the walk may split its pairs, and the map
-// goes down to the full depth. So the walk never needs a level that is not built.
+// more than `split_pairs` point pairs (0: every level). While a cell of that level holds more
+// than sqrt(split_pairs) points (clustered data, or points that do not fill the cube), the walk
+// may split its pairs, and the map goes one level deeper, at most to the full depth. So the walk
+// never needs a level that is not built.
 template <typename T, int D>
 DeviceMap<T, D> build_device_map(Call& call, const PointsView& v, Coords<T>& sorted,
                                  double leaf_points, unsigned long long split_pairs) {
@@ -252,6 +253,7 @@ DeviceMap<T, D> build_device_map(Call& call, const PointsView& v, Coords<T>& sor
     size_t tb = tmp_bytes;
     G2_CUDA(cub::DeviceRunLengthEncode::Encode(tmp, tb, in, out, cnt, rd, len, st));
   };
+  // Reads the last pass's run count and largest run back (one synchronization).
   auto read_runs = [&](uint32_t* two) {
     G2_CUDA(cudaMemcpyAsync(two, rd, 8, cudaMemcpyDeviceToHost, st));
     call.sync();
@@ -269,7 +271,7 @@ DeviceMap<T, D> build_device_map(Call& call, const PointsView& v, Coords<T>& sor
   // are zero, so the maximum runs over all n entries before their number is known.
   int L = map_stop_level(n, D, split_pairs, Lf);
   uint32_t hr[2] = {0, 0};
-  if (L < Lf) {
+  while (L < Lf) {
     parent_keys_kernel<<<blocks_for(n, 256), 256, 0, st>>>(keys2, n, D * (Lf - L), keys2);
     G2_CUDA_LAUNCH("density map stop keys");
     G2_CUDA(cudaMemsetAsync(counts, 0, n * sizeof(uint32_t), st));
@@ -277,12 +279,12 @@ DeviceMap<T, D> build_device_map(Call& call, const PointsView& v, Coords<T>& sor
     size_t tb = tmp_bytes;
     G2_CUDA(cub::DeviceReduce::Max(tmp, tb, counts, rd + 1, n, st));
     read_runs(hr);
-    if (u64(hr[1]) * hr[1] > split_pairs) {
-      // A cell the walk may split: the full depth, keys again from the sorted points.
-      L = Lf;
-      keys_kernel<T, D><<<blocks_for(n, 256), 256, 0, st>>>(sorted, n, m.geo, keys2, nullptr);
-      G2_CUDA_LAUNCH("density map keys");
-    }
+    if (u64(hr[1]) * hr[1] <= split_pairs) break;
+    // A cell the walk may split (clustered data, or points not filling the cube): one level
+    // deeper, the keys again from the sorted points.
+    ++L;
+    keys_kernel<T, D><<<blocks_for(n, 256), 256, 0, st>>>(sorted, n, m.geo, keys2, nullptr);
+    G2_CUDA_LAUNCH("density map keys");
   }
   if (L == Lf) {
     run_length(keys2, n, uniq, counts);

@@ -213,8 +213,9 @@ constexpr size_t kResolveWorkEntries = size_t(1) << 22;
 // resolve3_device.sh and resolve4_device.sh (bench_resolve). 2-D, with the stop size of 65536
 // pairs: the speedup over brute force follows about 0.6 .. 0.95 / (predicted fraction) (100
 // buckets: 0.088: 7.39x at 1e8 points, 0.35: 2.67x at 1e7, 0.70: 1.25x at 2,097,152; 10
-// buckets: 0.14: 5.70x at 1e6), so resolution is chosen below 0.8. 3-D: 0.28 .. 0.43 / fraction (0.27: 1.04x at 1e6 and 1.58x at
-// 2,097,152 points, 1.35: 0.21x); below 1e6 points nothing was measured.
+// buckets: 0.14: 5.70x at 1e6), so resolution is chosen below 0.8. 3-D: 0.25 .. 0.43 /
+// fraction (0.27: 0.93 .. 1.04x at 1e6 and 1.58x at 2,097,152 points, 1.35: 0.21x); below 1e6
+// points nothing was measured.
 constexpr double kResolveUnresolvedCoef[2] = {1.27, 1.5};
 constexpr double kResolveWinFraction[2] = {0.8, 0.3};
 constexpr size_t kResolveMinPoints = size_t(1) << 19;

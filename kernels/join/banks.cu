@@ -285,8 +285,9 @@ struct Lane {
   Clock::time_point issued;  // when the current launch was queued
 };
 
-// Pairs handed to the sink in one consume() at most, so that the loop takes the other lanes'
-// read-backs between the pieces of a large chunk (1 MiB of records).
+// Pairs after which a piece of a large chunk ends (at the next page boundary, so a piece holds
+// up to kSinkPiecePairs plus one page), so that the loop takes the other lanes' read-backs
+// between the pieces (about 1 MiB of records).
 constexpr size_t kSinkPiecePairs = size_t(1) << 16;
 
 // One half of the pinned staging buffer and the chunk of a lane's pages copied into it.

@@ -2,6 +2,7 @@
 // brute-force histogram / count. GPU resolve vs GPU brute vs CPU resolve, bit for bit, on
 // random, clustered, lattice (exact ties at bucket edges) and coincident points, both
 // precisions, derived and explicit widths.
+#include "core/density_map.h"
 #include "fixtures.h"
 
 using namespace gpu2bs;
@@ -204,10 +205,21 @@ TEST(Resolve, MapDepthFollowsTheWalk) {
   REQUIRE_GPU();
   const size_t n = 30000;
   const double r = 0.03;
-  g_min_pairs = 0;
-  const ref::Points sets[2] = {ref::uniform(n, 3, 31), ref::clustered(n, 3, 32, 8, 0.05)};
-  const int want_levels[2] = {cuda_tuning::kResolveMinPairs[1] == 16384 ? 4 : 0, 6};
-  for (int si = 0; si < 2; ++si)
+  // Stop size 16384 pairs: levels whose cells hold at most 128 points end the walk.
+  g_min_pairs = 16384;
+  ref::Points slab = ref::uniform(n, 3, 33);
+  for (double& z : slab.c[2]) z *= 0.125;  // a 1 x 1 x 1/8 box: half the cube's cells stay empty
+  const ref::Points sets[3] = {ref::uniform(n, 3, 31), slab, ref::clustered(n, 3, 32, 8, 0.05)};
+  // Uniform: the first level of at most 128 points a cell in the cube, 8^3 cells of ~59 points
+  // (levels 0..3). The slab: 8 x 8 x 1 cells of ~469 points there, so one level deeper (16 x 16
+  // x 2 cells of ~59). Clustered: a cluster's densest cell holds more than 128 points at every
+  // level above the leaves, so the map goes to its full depth.
+  const int full =
+      density_geometry(n, compute_bounds(sets[2].view()), cuda_tuning::kResolveLeafPoints).leaf;
+  const int want_levels[3] = {int(std::ceil(std::log2(double(n) / 128.0) / 3)) + 1,
+                              int(std::ceil(std::log2(double(n) / 128.0) / 3)) + 2, full + 1};
+  ASSERT_LT(want_levels[1], full + 1);  // the slab must not need the full depth
+  for (int si = 0; si < 3; ++si)
     for (Precision prec : {Precision::Float32, Precision::Float64}) {
       char what[64];
       snprintf(what, sizeof what, "set=%d %s", si, pname(prec));
@@ -224,6 +236,7 @@ TEST(Resolve, MapDepthFollowsTheWalk) {
       printf("%s: map levels %d, build %.4f s, walk %.4f s\n", what, st.levels, st.build_s,
              st.walk_s);
     }
+  g_min_pairs = 0;
 }
 
 }  // namespace

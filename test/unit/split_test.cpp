@@ -437,6 +437,16 @@ TEST(Split, SlabListsOfLargeInputs) {
         halo_points += halo[s].size();
       }
       EXPECT_GT(halo_points, 0u);
+      // The same plan whatever the planner's threads (1: the selection by copy, 3 and 7: the
+      // bracketed selection over parts of other sizes).
+      for (int threads : {1, 3, 7}) {
+        const split::SlabPlan t = split::plan_slabs(p, slabs, threads);
+        ASSERT_EQ(t.cuts, plan.cuts) << "threads " << threads;
+        for (size_t s = 0; s < size_t(slabs); ++s) {
+          EXPECT_TRUE(t.slabs[s].own == plan.slabs[s].own) << "threads " << threads << " slab " << s;
+          EXPECT_TRUE(t.slabs[s].halo == plan.slabs[s].halo) << "threads " << threads << " slab " << s;
+        }
+      }
       // The same lists from the budget planner, whose counts it takes from its fitting pass.
       const uint64_t core = split::join_core_bytes(p.a.n, self ? 0 : p.b.n, self, 2, p.prec);
       const split::SlabPlan fit = split::plan_slabs_for_budget(p, core / 2);
