@@ -201,6 +201,42 @@ TEST(Resolve, MillionsBitIdenticalToBrute) {
 // on clustered points a cell there holds more, and the map keeps every level. Either way the
 // count equals GPU brute force, CPU resolution and, within the pairs near r, the float64
 // reference, and every pair is counted once.
+// A work entry of more than 2^32 point pairs (two leaf cells of 66,000 coincident-ish points
+// each, whose distances straddle a bucket edge and the radius): its counts take the 64-bit warp
+// sums. GPU resolve = GPU brute force, and the entry is computed, not resolved whole.
+TEST(Resolve, EntriesBeyond32BitPairs) {
+  REQUIRE_GPU();
+  const size_t m = 66000;
+  ref::Points pts;
+  pts.dims = 2;
+  pts.c.assign(2, std::vector<double>());
+  std::mt19937_64 rng(41);
+  std::uniform_real_distribution<double> u(0.0, 1e-4);
+  for (double base : {0.1, 0.5})
+    for (size_t i = 0; i < m; ++i) {
+      pts.c[0].push_back(base + u(rng));
+      pts.c[1].push_back(base + u(rng));
+    }
+  pts.c[0].push_back(1.0);  // an outlier stretches the box: cells of ~0.0035, one per cluster
+  pts.c[1].push_back(1.0);
+  const double centre = 0.4 * std::sqrt(2.0);  // distance of the clusters' corners
+  g_min_pairs = 0;
+  // Float32 only: the entry is one warp's (4.4e9 pairs, seconds of one warp).
+  for (Precision prec : {Precision::Float32}) {
+    ResolveStats st;
+    const auto h = sdh_with(gpu(), pts, prec, 20, centre / 10, SdhMethod::Resolve, &st);
+    EXPECT_EQ(h, sdh_with(gpu(), pts, prec, 20, centre / 10, SdhMethod::Brute)) << pname(prec);
+    EXPECT_GE(st.examined_pairs, uint64_t(m) * m) << pname(prec);
+    EXPECT_GT(h[9], 0u) << pname(prec);
+    EXPECT_GT(h[10], 0u) << pname(prec);
+    ResolveStats sc;
+    const uint64_t c = count_with(gpu(), pts, prec, centre, SdhMethod::Resolve, &sc);
+    EXPECT_EQ(c, count_with(gpu(), pts, prec, centre, SdhMethod::Brute)) << pname(prec);
+    EXPECT_GE(sc.examined_pairs, uint64_t(m) * m) << pname(prec);
+    EXPECT_GT(c, 2 * (uint64_t(m) * (m - 1) / 2)) << pname(prec);  // both clusters and some across
+  }
+}
+
 TEST(Resolve, MapDepthFollowsTheWalk) {
   REQUIRE_GPU();
   const size_t n = 30000;
