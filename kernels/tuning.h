@@ -286,12 +286,14 @@ constexpr int kExprTableCells = 4096;
 constexpr int kExprTableMapCells = 16384;
 // The threshold-table histogram's tile configuration (threads per block, rows per thread) and
 // private copies per block (0: the privatization model's choice). bench_expr histsweep (H100,
-// stars, kernel ms, the kernel without the climb): 1024 x 1 with the model's copies (32) 8.01,
-// with 1-16 copies 8.71-9.78; 512 x 2 8.27 (16 copies); 256 x 2 8.87-9.20 up to 16 copies;
-// 128 x 2 9.19 (1-2 copies), 11.47 with 8, 29.55 with 32 (occupancy); 128 x 4 and 256 x 4
-// 9.1-9.3. The kernel with the climb: 1024 x 1 13.18-13.25, 128 x 2 13.57.
+// stars, kernel ms, the kernel without the climb, median of 3): 1024 x 2 with the model's copies
+// (32) 7.23, with 16 7.26, with 8 7.50; 1024 x 1 7.55-7.63 with 16-32, 8.05 with 8; 512 x 2
+// 7.78 (8 copies: two blocks per SM), 9.2-9.4 with 16-32; 512 x 1 7.96-8.06 up to 8; 256 x 2
+// 8.21 (4); 1024 x 4 (64 registers, spills), 512 x 4 and 256 x 4 (91 registers) 10.7-11.2;
+// 128 x 2 11.8 (4), 30 with 16-32 (occupancy). The inner step's SASS instructions per pair:
+// 27.5 at 2 rows, 29.0 at 1 row, 32.4-33.75 at 4 rows; 48 registers at 1024 x 2.
 constexpr int kExprTableThreads = 1024;
-constexpr int kExprTableRegRows = 1;
+constexpr int kExprTableRegRows = 2;
 constexpr int kExprTableCopies = 0;
 // Join: capacity of the direct output buffer in pairs (16 bytes each), at most, and at most
 // this fraction of the call's device memory budget left after the inputs.

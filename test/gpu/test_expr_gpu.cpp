@@ -770,11 +770,12 @@ TEST(ExprGpu, AngularTableMatchesDirectCpuAndReference) {
             EXPECT_EQ(t.hist, d.hist) << "table vs direct, n=" << n << " nb=" << nb << (bp ? " a x b" : " self")
                                       << ": " << first_diff(t.hist, d.hist);
             // Other tile configurations and private copies (bins interleaved): the same counts.
-            // The default (0, 0: kExprTableThreads x kExprTableRegRows, 1024 x 1) also by
-            // name, and 128 x 2; n = 2500 and the a x b runs have full tiles at 1024 x 1.
+            // The default (0, 0: kExprTableThreads x kExprTableRegRows, 1024 x 2) also by
+            // name, 1024 x 1, 128 x 2 and 512 x 1; n = 2500 and the a x b runs have full tiles
+            // at 1024 x 1.
             for (const std::pair<int, int>& tr :
                  {std::make_pair(0, 0), std::make_pair(cuda_tuning::kExprTableThreads, cuda_tuning::kExprTableRegRows),
-                  std::make_pair(128, 2), std::make_pair(512, 1)})
+                  std::make_pair(1024, 1), std::make_pair(128, 2), std::make_pair(512, 1)})
               for (int copies : {1, 8, 16, 32}) {
                 exprgpu::detail::set_tile_override(tr.first, tr.second);
                 forced().sdh_copies = copies;
