@@ -587,11 +587,33 @@ void SlabSink::consume(const PairRecord* pairs, size_t n) {
   out_.consume(buf_.data(), n);
 }
 
-// Slab counts 2, 4, 8, ... sized by counts of points per slab until the largest fits.
+// The most points a slab's halo may hold, estimated from a strided sample of the axis: the
+// sample points in the densest window of the halo's width (self: h above a cut; a x b: h on
+// either side), scaled to the whole set.
+uint64_t halo_estimate(const SimjoinProblem& p, int axis, double h) {
+  const PointsView& v = p.self ? p.a : p.b;
+  const size_t n = v.n, k = std::min<size_t>(n, size_t(1) << 16);
+  if (k == 0) return 0;
+  std::vector<double> x(k);
+  for (size_t i = 0; i < k; ++i) x[i] = v.coord[axis][i * n / k];
+  std::sort(x.begin(), x.end());
+  const double w = p.self ? h : 2 * h;
+  size_t most = 0;
+  for (size_t i = 0, j = 0; j < k; ++j) {
+    while (x[j] - x[i] > w) ++i;
+    most = std::max(most, j - i + 1);
+  }
+  return (uint64_t(most) * n + k - 1) / k;
+}
+
+// The banks' part of a budget: kJoinMinBankBytes, or a quarter of a smaller budget.
 uint64_t join_bank_reserve(uint64_t budget) {
   return std::min<uint64_t>(kJoinMinBankBytes, budget / 4);
 }
 
+// Slab counts from the fewest whose own points and estimated halo fit upwards, each next count
+// sized by the counts of points per slab of the last (its largest own list and halo) until the
+// largest fits.
 SlabPlan plan_slabs_for_budget(const SimjoinProblem& p, uint64_t budget, int threads) {
   const uint64_t nb = p.self ? 0 : p.b.n;
   // The banks keep their reserve (the join runs with any pool of at least one page).
@@ -602,26 +624,43 @@ SlabPlan plan_slabs_for_budget(const SimjoinProblem& p, uint64_t budget, int thr
     return whole;
   }
   const uint64_t avail = budget - bank;
-  // Below the fixed part no slab fits; past the point where more slabs stop shrinking the
-  // largest one (its halo dominates) none will.
-  uint64_t prev = UINT64_MAX;
-  const int axis = slab_axis(p);
-  const double h = slab_halo(p, axis);
-  Quantiles q(p.a.coord[axis], p.a.n, threads);
-  // The largest slab holds at least ceil(n / slabs) points of its own (and its sub-joins need
-  // at least their bytes), so fewer slabs than the first count where those fit cannot fit.
-  int first = 2;
-  while (first < (1 << 16) &&
-         join_core_bytes((p.a.n + uint64_t(first) - 1) / uint64_t(first), 0, true, p.a.dims, p.prec) > avail)
-    first *= 2;
-  for (int slabs = first; slabs <= (1 << 16) && avail > join_core_bytes(1, 0, true, p.a.dims, p.prec);
-       slabs *= 2) {
-    std::vector<double> cuts = q.cuts(slabs);
-    Tally t;
-    const uint64_t need = largest_slab_bytes(p, axis, h, cuts, threads, &t);
-    if (need <= avail) return plan_with_cuts(p, axis, std::move(cuts), threads, std::move(t));
-    if (need >= prev) break;
-    prev = need;
+  const uint64_t fixed = join_core_bytes(0, 0, true, p.a.dims, p.prec);
+  const uint64_t per = join_core_bytes(1, 0, true, p.a.dims, p.prec) - fixed;  // bytes per point
+  // Below the fixed part and one point no slab fits; past the point where more slabs stop
+  // shrinking the largest one (its halo dominates) none will.
+  if (avail > fixed + per) {
+    const uint64_t fit = (avail - fixed) / per;  // points one sub-join may hold
+    const int axis = slab_axis(p);
+    const double h = slab_halo(p, axis);
+    Quantiles q(p.a.coord[axis], p.a.n, threads);
+    // The largest slab holds at least ceil(n / slabs) points of its own (a x b: and about as
+    // large a share of b), so fewer slabs than those whose own points alone fit cannot fit; the
+    // first count leaves room for the band of width h the sample predicts.
+    const uint64_t band = halo_estimate(p, axis, h);
+    const uint64_t room = band < fit / 2 ? fit - band : fit;
+    const uint64_t spread = uint64_t(p.a.n) + (p.self ? 0 : uint64_t(p.b.n));
+    uint64_t slabs = std::max<uint64_t>(2, (spread + room - 1) / room);
+    uint64_t prev = UINT64_MAX;
+    while (slabs <= (uint64_t(1) << 16)) {
+      std::vector<double> cuts = q.cuts(int(slabs));
+      Tally t;
+      const uint64_t need = largest_slab_bytes(p, axis, h, cuts, threads, &t);
+      if (need <= avail) return plan_with_cuts(p, axis, std::move(cuts), threads, std::move(t));
+      if (need >= prev) break;
+      prev = need;
+      // The own lists shrink with more slabs and a self-join's halos stay about as wide: the
+      // next count gives the largest own list the room its largest halo leaves (a x b, whose
+      // halos shrink too: the largest own list and halo scaled together); one more slab at
+      // least, twice as many at most.
+      const uint64_t own_max = *std::max_element(t.own.begin(), t.own.end());
+      const uint64_t halo_max = *std::max_element(t.halo.begin(), t.halo.end());
+      uint64_t next = 2 * slabs;
+      if (!p.self)
+        next = (slabs * (own_max + halo_max) + fit - 1) / fit;
+      else if (halo_max < fit)
+        next = (slabs * own_max + (fit - halo_max) - 1) / (fit - halo_max);
+      slabs = std::min(std::max(next, slabs + 1), 2 * slabs);
+    }
   }
   throw Error(ErrorCode::OutOfMemory, "GPU memory limit exceeded",
               "The similarity join needs " +

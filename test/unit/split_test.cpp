@@ -343,7 +343,7 @@ TEST(Split, SlabCutsAreQuantiles) {
     const split::SlabPlan plan = split::plan_slabs_for_budget(p, budget);
     ASSERT_GT(plan.slabs.size(), 1u) << "budget 1/" << div;
     expect_quantiles(plan);
-    // The fewest slabs (a power of two) that fit: half as many do not.
+    // Few slabs: half as many do not fit.
     const uint64_t avail = budget - split::join_bank_reserve(budget);
     if (plan.slabs.size() > 2) {
       const split::SlabPlan fewer = split::plan_slabs(p, int(plan.slabs.size() / 2));
@@ -378,6 +378,33 @@ TEST(Split, SlabsForBudget) {
   } catch (const Error& e) {
     EXPECT_EQ(e.code(), ErrorCode::OutOfMemory);
   }
+  // Skewed inputs (dense near the origin: halos far wider than on uniform points at the dense
+  // end) and a x b joins: every sub-join fits, and half as many slabs do not.
+  auto e = ref::exponential(600000, 2, 11, 40);
+  auto f = ref::exponential(400000, 2, 12, 40);
+  const PointsView fv = f.view();
+  for (bool self : {true, false})
+    for (uint64_t div : {2, 5}) {
+      const SimjoinProblem q = make_simjoin(e.view(), self ? nullptr : &fv, 0.0005, Precision::Float32, 0);
+      const uint64_t qcore = split::join_core_bytes(q.a.n, self ? 0 : q.b.n, self, 2, q.prec);
+      const uint64_t qbudget = (qcore / div) / 3 * 4;
+      const uint64_t qavail = qbudget - split::join_bank_reserve(qbudget);
+      auto largest = [&](const split::SlabPlan& pl) {
+        uint64_t need = 0;
+        for (const auto& s : pl.slabs) {
+          if (self) need = std::max(need, split::join_core_bytes(s.own.size(), 0, true, 2, q.prec));
+          need = std::max(need, split::join_core_bytes(s.own.size(), s.halo.size(), false, 2, q.prec));
+        }
+        return need;
+      };
+      const split::SlabPlan qp = split::plan_slabs_for_budget(q, qbudget);
+      ASSERT_GT(qp.slabs.size(), 1u) << "self " << self << " budget 1/" << div;
+      EXPECT_LE(largest(qp), qavail) << "self " << self << " budget 1/" << div;
+      if (qp.slabs.size() >= 4) {
+        EXPECT_GT(largest(split::plan_slabs(q, int(qp.slabs.size() / 2))), qavail)
+            << "self " << self << " budget 1/" << div;
+      }
+    }
 }
 
 // Large inputs take the plan's parallel passes (counts, lists, and the bracketed selection of
