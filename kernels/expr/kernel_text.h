@@ -292,7 +292,6 @@ struct G2Acc {
   const unsigned* ce;     // G2_TABLE: the cell entries in shared memory
   G2Map map;              // G2_TABLE without G2_CLIMB: the cell map
   unsigned o_nan, o_null; // G2_TABLE without G2_CLIMB: the bin offset of a NaN or NULL g
-  unsigned sh_up;         // G2_TABLE without G2_CLIMB: bins.sh + 4 copies (class m0 + 1's bin)
   real e_first, e_last;   // G2_EDGES: edges[0] and edges[nbuckets]
   real q_scale, q_off, q_tol;  // G2_EDGES: G2Args' as real
 };
@@ -677,8 +676,9 @@ static __device__ __forceinline__ void g2_visit(const G2Args& g, G2Acc& acc, con
     bool up = x >= __uint_as_float(e);
     if ((__float_as_uint(x) ^ e) <= acc.map.mk)
       up = x >= __uint_as_float(g2_lds(acc.map.ts_sh + off));
+    off += up ? 4u : 0u;
     off = s == 1 ? off : (s == 2 ? acc.o_nan : (s == 3 ? acc.o_null : 0u));
-    asm volatile("red.shared.add.u32 [%0], 1;" ::"r"((up && s == 1 ? acc.sh_up : acc.bins.sh) + off * acc.bins.mul));
+    asm volatile("red.shared.add.u32 [%0], 1;" ::"r"(acc.bins.sh + off * acc.bins.mul));
   }
 #elif G2_KIND == 2 && G2_TABLE
   // The value is F(g): the class of g from its cell's entry and, for few pairs, the thresholds
@@ -830,7 +830,6 @@ extern "C" __global__ void __launch_bounds__(G2_B) g2_kernel(const G2Args g) {
     asm volatile("mov.u32 %0, %0;" : "+r"(acc.map.ts_sh));
     acc.bins.sh = unsigned(__cvta_generic_to_shared(sh + acc.hbase));
     acc.bins.mul = g.copies > 0 ? unsigned(g.copies) : 0u;
-    acc.sh_up = acc.bins.sh + 4u * acc.bins.mul;
     acc.bins.hist = g.hist;
     acc.bins.nb = g.nbuckets;
     acc.bins.dec = g.tab_dec;
