@@ -73,10 +73,13 @@ struct FoldMap {
 // g2_cell on the host (the same float operations, rounded to nearest).
 int fold_cell(float x, const FoldMap& m) {
   const float d = x - m.c;
-  const float h = std::fmax(m.w - std::fabs(d), std::numeric_limits<float>::denorm_min());
+  const int hb = std::max(m.kb << m.s, 1);
+  float hmin;
+  std::memcpy(&hmin, &hb, 4);
+  const float h = std::fmax(m.w - std::fabs(d), hmin);
   int bits;
   std::memcpy(&bits, &h, 4);
-  const int q = std::max(bits >> m.s, m.kb);
+  const int q = bits >> m.s;
   return d < 0.f ? q - m.kb : m.cells - 1 + m.kb - q;
 }
 

@@ -217,10 +217,12 @@ static __device__ __forceinline__ void g2_block_nsum(double& s, double& c, doubl
 // G2_TABLE without G2_CLIMB: the folded cell map of g (g2_cell), in registers.
 struct G2Map {
   float c, w;  // centre and half-width
+  float hmin;  // the float of bits max(kb << s, 1): the smallest h kept (g2_fold_q)
   int s, kb;   // shift of the bits of h, smallest kept h >> s
   int k2;      // 2 cells - 1 + kb: the right half's cells count down from it
   unsigned mk; // the low bits of a cell entry that hold 4 m0 (g2_m0_mask)
-  unsigned ce_sh, ts_sh;  // shared-memory addresses of the cell entries and the thresholds
+  unsigned ce_l, ce_r;  // shared addresses of the halves' entries minus 4 kb (g2_cell_addr)
+  unsigned ts_sh;       // shared-memory address of the thresholds
 };
 
 // A 32-bit word of shared memory at address a (tables written before the block's first sync).
@@ -236,6 +238,14 @@ static __device__ __forceinline__ unsigned g2_m0_mask(int nb) {
   return (2u << (31 - __clz(4 * (nb + 1)))) - 1u;
 }
 
+// The folded map's q + kb for d = g - c: bits(max(w - |d|, hmin)) >> s. The one float maximum
+// with hmin clamps both h (to the smallest subnormal) and q (to kb): for positive floats the
+// order of the bits is that of the values, and max(bits, kb << s) >> s is max(bits >> s, kb).
+static __device__ __forceinline__ int g2_fold_q(float d, const G2Map& m) {
+  const float h = fmaxf(__fsub_rn(m.w, fabsf(d)), m.hmin);
+  return __float_as_int(h) >> m.s;
+}
+
 // G2_TABLE without G2_CLIMB: the cell of g in [0, 2 H), non-decreasing in g (also for +-inf;
 // NaN lands in some cell, its class is replaced). With d = g - c and h = max(w - |d|, the
 // smallest subnormal) (both rounded, so non-increasing in |d|), q = max(bits(h) >> s, kb) - kb
@@ -244,9 +254,24 @@ static __device__ __forceinline__ unsigned g2_m0_mask(int nb) {
 // near c - w and c + w, in proportion to h (the bits of a float are its binade and mantissa).
 static __device__ __forceinline__ int g2_cell(float x, const G2Map& m) {
   const float d = __fsub_rn(x, m.c);
-  const float h = fmaxf(__fsub_rn(m.w, fabsf(d)), 1.401298464e-45f);
-  const int q = max(__float_as_int(h) >> m.s, m.kb);
+  const int q = g2_fold_q(d, m);
   return d < 0.f ? q - m.kb : m.k2 - q;
+}
+
+// The shared address of the entry of x's cell (g2_cell) in the kernel's layout: the left half's
+// cells in order, then the right half's in reverse (g2_fold_pos), so that both halves' entries
+// lie at a base plus 4 q (the base chosen by the sign of d, kb folded into it).
+static __device__ __forceinline__ unsigned g2_cell_addr(float x, const G2Map& m) {
+  const float d = __fsub_rn(x, m.c);
+  const int q = g2_fold_q(d, m);
+  return (d < 0.f ? m.ce_l : m.ce_r) + 4u * unsigned(q);
+}
+
+// Where the kernel keeps the entry of cell j of `cells` (g2_cell_addr): j in the left half,
+// 3 H - 1 - j in the right half (H = cells / 2).
+static __device__ __forceinline__ int g2_fold_pos(int j, int cells) {
+  const int h = cells >> 1;
+  return j < h ? j : 3 * h - 1 - j;
 }
 
 // G2_TABLE: where a thread counts its pairs, all in registers (the hot loop reads no G2Args).
@@ -487,6 +512,7 @@ extern "C" __global__ void g2_tables(const G2Args g, int phase, float* ts, unsig
     m.s = g.tm_s;
     m.kb = g.tm_kb;
     m.k2 = cells - 1 + g.tm_kb;
+    m.hmin = __int_as_float(max(g.tm_kb << g.tm_s, 1));
     // The cell of threshold k (ts[k] non-NaN); -1 for -inf.
     auto tcell = [&](int k) -> int {
       const float t = ts[k];
@@ -647,7 +673,7 @@ static __device__ __forceinline__ void g2_visit(const G2Args& g, G2Acc& acc, con
   if (ok) {
     float x = 0.f;
     const int s = gpu2bs_pair_inner(ra, rb, &x);
-    const unsigned e = g2_lds(acc.map.ce_sh + 4u * unsigned(g2_cell(x, acc.map)));
+    const unsigned e = g2_lds(g2_cell_addr(x, acc.map));
     unsigned off = e & acc.map.mk;
     bool up = x >= __uint_as_float(e);
     if ((__float_as_uint(x) ^ e) <= acc.map.mk)
@@ -778,13 +804,14 @@ extern "C" __global__ void __launch_bounds__(G2_B) g2_kernel(const G2Args g) {
     for (int k = tid; k < G2_CELLS; k += G2_B) ce[k] = g.tab_ce[k];
 #else
     {
-      for (int k = tid; k < g.tab_cells; k += G2_B) ce[k] = g.tab_ce[k];
+      for (int k = tid; k < g.tab_cells; k += G2_B) ce[g2_fold_pos(k, g.tab_cells)] = g.tab_ce[k];
       acc.map.mk = g2_m0_mask(g.nbuckets);
       acc.map.c = g.tm_c;
       acc.map.w = g.tm_w;
       acc.map.s = g.tm_s;
       acc.map.kb = g.tm_kb;
       acc.map.k2 = g.tab_cells - 1 + g.tm_kb;
+      acc.map.hmin = __int_as_float(max(g.tm_kb << g.tm_s, 1));
       // A NaN or NULL g: its class's bin, or the fault bins nbuckets + 2 and + 3 (raised when
       // the block ends).
       const int tn = __float_as_int(g.tab_par[2]), tl = __float_as_int(g.tab_par[3]);
@@ -794,7 +821,11 @@ extern "C" __global__ void __launch_bounds__(G2_B) g2_kernel(const G2Args g) {
 #endif
     acc.ts = ts;
     acc.ce = ce;
-    acc.map.ce_sh = unsigned(__cvta_generic_to_shared(ce));
+    {
+      const unsigned ce_sh = unsigned(__cvta_generic_to_shared(ce));
+      acc.map.ce_l = ce_sh - 4u * unsigned(g.tm_kb);
+      acc.map.ce_r = ce_sh + 4u * unsigned((g.tab_cells >> 1) - g.tm_kb);
+    }
     // The address of ts[1] (the threshold of class offset 4 m0 is at 4 m0 past it), opaque to
     // the compiler so that it stays in one register instead of being rebuilt per pair.
     acc.map.ts_sh = unsigned(__cvta_generic_to_shared(ts + 1));
