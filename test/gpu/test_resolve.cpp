@@ -226,14 +226,21 @@ TEST(Resolve, EntriesBeyond32BitPairs) {
     ResolveStats st;
     const auto h = sdh_with(gpu(), pts, prec, 20, centre / 10, SdhMethod::Resolve, &st);
     EXPECT_EQ(h, sdh_with(gpu(), pts, prec, 20, centre / 10, SdhMethod::Brute)) << pname(prec);
-    EXPECT_GE(st.examined_pairs, uint64_t(m) * m) << pname(prec);
+    // Cell level: the cross pair is one work entry (pairs that the entry's point-by-box test
+    // settles count as resolved, a few per cent here).
+    EXPECT_GE(st.examined_pairs, uint64_t(m) * m / 2) << pname(prec);
     EXPECT_GT(h[9], 0u) << pname(prec);
     EXPECT_GT(h[10], 0u) << pname(prec);
     ResolveStats sc;
     const uint64_t c = count_with(gpu(), pts, prec, centre, SdhMethod::Resolve, &sc);
     EXPECT_EQ(c, count_with(gpu(), pts, prec, centre, SdhMethod::Brute)) << pname(prec);
-    EXPECT_GE(sc.examined_pairs, uint64_t(m) * m) << pname(prec);
+    EXPECT_GE(sc.examined_pairs, uint64_t(m) * m / 2) << pname(prec);
     EXPECT_GT(c, 2 * (uint64_t(m) * (m - 1) / 2)) << pname(prec);  // both clusters and some across
+    printf("%s: sdh examined %llu of %llu, count examined %llu, count %llu, h[9] %llu h[10] %llu\n",
+           pname(prec), (unsigned long long)st.examined_pairs,
+           (unsigned long long)(st.examined_pairs + st.resolved_pairs),
+           (unsigned long long)sc.examined_pairs, (unsigned long long)c,
+           (unsigned long long)h[9], (unsigned long long)h[10]);
   }
 }
 
