@@ -227,7 +227,7 @@ TEST(Resolve, EntriesBeyond32BitPairs) {
     const auto h = sdh_with(gpu(), pts, prec, 20, centre / 10, SdhMethod::Resolve, &st);
     EXPECT_EQ(h, sdh_with(gpu(), pts, prec, 20, centre / 10, SdhMethod::Brute)) << pname(prec);
     // Cell level: the cross pair is one work entry (pairs that the entry's point-by-box test
-    // settles count as resolved, a few per cent here).
+    // settles count as resolved: the points whose range to a staged box misses the edge).
     EXPECT_GE(st.examined_pairs, uint64_t(m) * m / 2) << pname(prec);
     EXPECT_GT(h[9], 0u) << pname(prec);
     EXPECT_GT(h[10], 0u) << pname(prec);
