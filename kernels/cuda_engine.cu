@@ -820,7 +820,11 @@ class PageQueue {
     std::vector<unsigned> fills;
     size_t page_pairs = 0;
   };
-  explicit PageQueue(size_t cap, size_t chunks = 0) : cap_(cap), max_chunks_(chunks) {}
+  explicit PageQueue(size_t cap, size_t chunks = 0) : cap_(cap), max_chunks_(chunks) {
+    // give_back runs in destructors: its push_back must not allocate.
+    chunk_all_.reserve(chunks);
+    free_chunks_.reserve(chunks);
+  }
   // Frees the lent buffers (every user of them has finished: run_shares joins its workers).
   ~PageQueue() {
     for (char* b : chunk_all_) (void)cudaFreeHost(b);
@@ -843,7 +847,9 @@ class PageQueue {
   }
   // A pinned buffer of kChunkBytes for `bytes` (null when larger or the queue lends none): a free
   // one, a new one while fewer than `chunks` exist, else the first one returned (the wait goes
-  // to LastRun::queue_wait_ms). Throws Error(Interrupted) once the queue is closed.
+  // to LastRun::queue_wait_ms). Null too when pinned memory runs out with fewer than two
+  // buffers made (the join holds two at once, so it could wait for ever on one): the join then
+  // copies through its staging buffer. Throws Error(Interrupted) once the queue is closed.
   char* lend(size_t bytes) {
     if (bytes > kChunkBytes || max_chunks_ == 0) return nullptr;
     std::unique_lock<std::mutex> lk(mu_);
@@ -851,11 +857,16 @@ class PageQueue {
       // Only the worker lends, so no other buffer is made meanwhile; the reader is not held up.
       lk.unlock();
       void* p = nullptr;
-      G2_CUDA(cudaHostAlloc(&p, kChunkBytes, cudaHostAllocDefault));
+      const cudaError_t rc = cudaHostAlloc(&p, kChunkBytes, cudaHostAllocDefault);
       lk.lock();
-      chunk_all_.push_back(static_cast<char*>(p));
-      return static_cast<char*>(p);
+      if (rc == cudaSuccess) {
+        chunk_all_.push_back(static_cast<char*>(p));
+        return static_cast<char*>(p);
+      }
+      (void)cudaGetLastError();          // an allocation failure is not sticky: clear it
+      max_chunks_ = chunk_all_.size();   // lend the buffers made so far
     }
+    if (free_chunks_.empty() && chunk_all_.size() < 2) return nullptr;
     if (!closed_ && free_chunks_.empty()) {
       const auto t0 = Clock::now();
       chunk_room_.wait(lk, [&] { return closed_ || !free_chunks_.empty(); });

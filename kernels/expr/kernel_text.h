@@ -116,7 +116,7 @@ struct G2Args {
                                  // Q| <= q_tol for every counted v (g2_visit)
   const float* tab_ts;        // G2_TABLE: the nbuckets + 3 thresholds of g (g2_tables)
   const unsigned* tab_ce;     // G2_TABLE: the G2_CELLS cell entries (with G2_CLIMB), else the
-                              // tab_cells 16-bit entries of the folded map (g2_tables)
+                              // tab_cells 32-bit entries of the folded map (g2_tables)
   const float* tab_par;       // G2_TABLE: the position map's scale and offset (g2_pos), the
                               // NaN and NULL g's outcomes (int bits), then par[4]: 1 when a
                               // folded-map cell holds two thresholds (phase 2)
@@ -665,7 +665,9 @@ static __device__ __forceinline__ void g2_visit(const G2Args& g, G2Acc& acc, con
   // and the upper bits of t = ts[m0 + 1] above: the floats whose upper bits are t's form one
   // interval of values holding t and the float of e, so a g outside it compares with the
   // float of e as with t; a g inside it compares with t itself (shared memory, loaded only by
-  // the lanes with such a g). A g that is NaN or NULL (s = 2, 3) or a pair not
+  // the lanes with such a g). The sign bit is left out of the test: -0 and +0 are equal values
+  // with different signs, so a zero g beside a threshold of zero's upper bits (a subnormal t,
+  // m0 = 0: e is +0 or -0) compares with t itself. A g that is NaN or NULL (s = 2, 3) or a pair not
   // kept (s = 0: class 0, not counted) takes its bin by selection: no branch per pair. The
   // count is a shared-memory reduction on the thread's copy (always shared here); the
   // reduction has no memory clobber, so the table loads of the step's pairs interleave.
@@ -676,7 +678,7 @@ static __device__ __forceinline__ void g2_visit(const G2Args& g, G2Acc& acc, con
     const unsigned e = g2_lds(g2_cell_addr(x, acc.map));
     unsigned off = e & acc.map.mk;
     bool up = x >= __uint_as_float(e);
-    if ((__float_as_uint(x) ^ e) <= acc.map.mk)
+    if (((__float_as_uint(x) ^ e) & 0x7fffffffu) <= acc.map.mk)
       up = x >= __uint_as_float(g2_lds(acc.map.ts_sh + off));
     off += up ? 4u : 0u;
     off = s == 1 ? off : (s == 2 ? acc.o_nan : (s == 3 ? acc.o_null : 0u));

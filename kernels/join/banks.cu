@@ -605,7 +605,12 @@ JoinResult run_join_batched(Call& call, const DevGrid<T>& ga, const DevGrid<T>& 
     ~Lent() {
       if (!sink) return;
       for (int h = 0; h < 2; ++h)
-        if (half[h].buf) sink->give_back(half[h].buf);
+        if (half[h].buf) {
+          // A copy into the buffer may still run when an error ends the loop: wait for it
+          // before the sink may lend the buffer again.
+          if (half[h].end) (void)cudaEventSynchronize(half[h].end);
+          sink->give_back(half[h].buf);
+        }
     }
   } lent{direct, half};
   if (direct) {

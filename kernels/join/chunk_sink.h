@@ -10,6 +10,7 @@
 namespace gpu2bs {
 namespace cuda {
 
+// The lending side of a sink (the slab queue's QueueSink): lend, take, give_back.
 class ChunkSink : public PairSink {
  public:
   // A pinned buffer of at least `bytes` bytes, or null when the sink lends none of that size
@@ -20,7 +21,8 @@ class ChunkSink : public PairSink {
   // first fills[k] of page k are pairs (the fills are copied); the pairs follow, in order, every
   // pair passed to consume() before.
   virtual void take(char* buf, const unsigned* fills, size_t pages, size_t page_pairs) = 0;
-  // Returns a lent buffer that is not handed over (the end of the join, or an error).
+  // Returns a lent buffer that is not handed over (the end of the join, or an error), once no
+  // copy into it is pending.
   virtual void give_back(char* buf) = 0;
 };
 

@@ -641,12 +641,21 @@ SlabPlan plan_slabs_for_budget(const SimjoinProblem& p, uint64_t budget, int thr
     const uint64_t spread = uint64_t(p.a.n) + (p.self ? 0 : uint64_t(p.b.n));
     uint64_t slabs = std::max<uint64_t>(2, (spread + room - 1) / room);
     uint64_t prev = UINT64_MAX;
+    bool stalled = false;
     while (slabs <= (uint64_t(1) << 16)) {
       std::vector<double> cuts = q.cuts(int(slabs));
       Tally t;
       const uint64_t need = largest_slab_bytes(p, axis, h, cuts, threads, &t);
       if (need <= avail) return plan_with_cuts(p, axis, std::move(cuts), threads, std::move(t));
-      if (need >= prev) break;
+      if (need >= prev) {
+        // A few more slabs need not shrink the largest one (a cut just below a dense band
+        // narrower than h puts the band in a halo): twice as many once before giving up.
+        if (stalled) break;
+        stalled = true;
+        slabs *= 2;
+        continue;
+      }
+      stalled = false;
       prev = need;
       // The own lists shrink with more slabs and a self-join's halos stay about as wide: the
       // next count gives the largest own list the room its largest halo leaves (a x b, whose

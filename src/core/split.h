@@ -84,8 +84,9 @@ uint64_t join_bank_reserve(uint64_t budget);
 
 // Slabs for a join whose points and grid exceed `budget`: a count (any, at most 2^16) whose
 // largest slab (own points plus halo) fits the budget less the banks' part, searched upwards from
-// the fewest whose own points alone fit (at most twice the last count that does not fit); one slab
-// with empty lists when the whole join fits. Threads as plan_slabs. Throws Error(OutOfMemory)
+// the fewest whose own points and the halo band a sample predicts fit (at most twice the last
+// count that does not fit; twice as many once more where the largest slab stops shrinking); one
+// slab with empty lists when the whole join fits. Threads as plan_slabs. Throws Error(OutOfMemory)
 // when no plan fits.
 SlabPlan plan_slabs_for_budget(const SimjoinProblem& p, uint64_t budget, int threads = 0);
 

@@ -869,6 +869,10 @@ TEST(ExprGpu, TableThresholdLatticeExact) {
       {"sqrt greatest", [&](PairExpr& e, int g) { return ir_op(e, ExprOp::Sqrt, {ir_op(e, ExprOp::Greatest, {ir_const(e, 0), g})}); },
        0, 2, 999, false},
       {"acos clamp, 7 buckets", [&](PairExpr& e, int g) { return ir_op(e, ExprOp::Acos, {clamp(e, g)}); }, 0.5, 2.5, 7, true},
+      // The first threshold a subnormal (about 1e-42) whose bits lie below the entry's mask:
+      // g = -0 (a product with -0) is below it although +0 compares equal to -0.
+      {"sqrt greatest, tiny lo", [&](PairExpr& e, int g) { return ir_op(e, ExprOp::Sqrt, {ir_op(e, ExprOp::Greatest, {ir_const(e, 0), g})}); },
+       1e-21, 2, 999, false},
   };
   Cols one;
   one.ncols = 1;

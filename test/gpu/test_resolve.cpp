@@ -195,12 +195,6 @@ TEST(Resolve, MillionsBitIdenticalToBrute) {
   }
 }
 
-// The device map goes only as deep as the walk can split: on uniform points it stops at the
-// first level whose cells hold at most sqrt(stop size) points (3-D, 16384 pairs: 128 points;
-// 30,000 points: level 3, cells of ~59, where the full depth of ~4 points a cell is level 5);
-// on clustered points a cell there holds more, and the map keeps every level. Either way the
-// count equals GPU brute force, CPU resolution and, within the pairs near r, the float64
-// reference, and every pair is counted once.
 // A work entry of more than 2^32 point pairs (two leaf cells of 66,000 coincident-ish points
 // each, whose distances straddle a bucket edge and the radius): its counts take the 64-bit warp
 // sums. GPU resolve = GPU brute force, and the entry is computed, not resolved whole.
@@ -244,12 +238,22 @@ TEST(Resolve, EntriesBeyond32BitPairs) {
   }
 }
 
+// The device map goes only as deep as the walk can split: on uniform points it stops at the
+// first level whose cells hold at most sqrt(stop size) points (3-D, 16384 pairs: 128 points;
+// 30,000 points: level 3, cells of ~59, where the full depth of ~4 points a cell is level 5);
+// where a cell there holds more (slab-shaped points) it goes one level deeper, and on clustered
+// points it keeps every level. Either way the count equals GPU brute force, CPU resolution and,
+// within the pairs near r, the float64 reference, and every pair is counted once.
 TEST(Resolve, MapDepthFollowsTheWalk) {
   REQUIRE_GPU();
   const size_t n = 30000;
   const double r = 0.03;
-  // Stop size 16384 pairs: levels whose cells hold at most 128 points end the walk.
+  // Stop size 16384 pairs: levels whose cells hold at most 128 points end the walk (reset to
+  // the tuning table's on every exit).
   g_min_pairs = 16384;
+  struct Reset {
+    ~Reset() { g_min_pairs = 0; }
+  } reset;
   ref::Points slab = ref::uniform(n, 3, 33);
   for (double& z : slab.c[2]) z *= 0.125;  // a 1 x 1 x 1/8 box: half the cube's cells stay empty
   const ref::Points sets[3] = {ref::uniform(n, 3, 31), slab, ref::clustered(n, 3, 32, 8, 0.05)};
