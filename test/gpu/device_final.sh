@@ -22,61 +22,57 @@ S="$OUT/final.txt"
 phase=${1:?build-regress, families, merge or engine}
 t0=$(date +%s)
 at() { echo "$(( $(date +%s) - t0 )) s"; }
+# Builds the extension (installed into the bundle) and test/gpu side by side on 16 cores; sets
+# ext_rc and tests_rc and starts the summary.
+build_both() {
+  EXT_ONLY=1 bash test/gpu/device_build.sh >"$OUT/device_build.txt" 2>&1 &
+  local ext=$!
+  make -C test/gpu -j16 all sliding >"$OUT/build-gpu-tests.log" 2>&1
+  tests_rc=$?
+  wait $ext
+  ext_rc=$?
+  echo "build: extension rc=$ext_rc, test/gpu rc=$tests_rc at $(at)" | tee "$S"
+}
+# test_gpu on the gtest filter $2 within $1 s, then test_sliding within $3 s; lines to the summary.
+gpu_tests() {
+  timeout "$1" test/gpu/build/test_gpu --gtest_filter="$2" >"$OUT/test_gpu.log" 2>&1
+  echo "test_gpu $2 rc=$? at $(at): $(grep -E '^\[  (PASSED|FAILED) ' "$OUT/test_gpu.log" | tr '\n' ' ')" | tee -a "$S"
+  grep -E '^\[  FAILED  \]' "$OUT/test_gpu.log" | sort -u | tee -a "$S"
+  timeout "$3" test/gpu/build/test_sliding >"$OUT/test_sliding.log" 2>&1
+  echo "test_sliding rc=$? at $(at): $(grep -E '^\[  (PASSED|FAILED) ' "$OUT/test_sliding.log" | tr '\n' ' ')" | tee -a "$S"
+}
+# pg_regress and isolation with gpu2bs.device = gpu within $1 s; lines to the summary.
+gpu_regress() {
+  GPU_ONLY=1 timeout "$1" bash test/gpu/device_suite.sh regress >"$OUT/regress.txt" 2>&1
+  echo "regress (gpu) rc=$? at $(at): $(tr '\n' ' ' <"$OUT/regress.txt" | grep -oE 'regress\(gpu\).*' | cut -c1-300)" | tee -a "$S"
+  grep -E 'FAILED|failed' "$OUT/regress-gpu.log" "$OUT/isolation-gpu.log" 2>/dev/null | tee -a "$S"
+}
 if [ "$phase" = families ]; then
   make -C test/gpu -j16 all sliding >"$OUT/build-gpu-tests.log" 2>&1
   rc=$?
   echo "build: test/gpu rc=$rc at $(at)" | tee "$S"
   [ $rc = 0 ] || { grep -E "error" "$OUT/build-gpu-tests.log" | head -20 | tee -a "$S"; exit 1; }
-  timeout "${TEST_GPU_S:-300}" test/gpu/build/test_gpu --gtest_filter="${2:-*}" >"$OUT/test_gpu.log" 2>&1
-  echo "test_gpu ${2:-*} rc=$? at $(at): $(grep -E '^\[  (PASSED|FAILED) ' "$OUT/test_gpu.log" | tr '\n' ' ')" | tee -a "$S"
-  grep -E '^\[  FAILED  \]' "$OUT/test_gpu.log" | sort -u | tee -a "$S"
-  timeout 120 test/gpu/build/test_sliding >"$OUT/test_sliding.log" 2>&1
-  echo "test_sliding rc=$? at $(at): $(grep -E '^\[  (PASSED|FAILED) ' "$OUT/test_sliding.log" | tr '\n' ' ')" | tee -a "$S"
+  gpu_tests "${TEST_GPU_S:-300}" "${2:-*}" 120
 elif [ "$phase" = merge ]; then
-  EXT_ONLY=1 bash test/gpu/device_build.sh >"$OUT/device_build.txt" 2>&1 &
-  ext=$!
-  make -C test/gpu -j16 all sliding >"$OUT/build-gpu-tests.log" 2>&1
-  tests_rc=$?
-  wait $ext
-  ext_rc=$?
-  echo "build: extension rc=$ext_rc, test/gpu rc=$tests_rc at $(at)" | tee "$S"
+  build_both
   [ $tests_rc = 0 ] || grep -E "error" "$OUT/build-gpu-tests.log" | head -20 | tee -a "$S"
-  if [ $tests_rc = 0 ]; then
-    timeout "${TEST_GPU_S:-200}" test/gpu/build/test_gpu --gtest_filter="${2:-*}" >"$OUT/test_gpu.log" 2>&1
-    echo "test_gpu ${2:-*} rc=$? at $(at): $(grep -E '^\[  (PASSED|FAILED) ' "$OUT/test_gpu.log" | tr '\n' ' ')" | tee -a "$S"
-    grep -E '^\[  FAILED  \]' "$OUT/test_gpu.log" | sort -u | tee -a "$S"
-    timeout "${SLIDING_S:-100}" test/gpu/build/test_sliding >"$OUT/test_sliding.log" 2>&1
-    echo "test_sliding rc=$? at $(at): $(grep -E '^\[  (PASSED|FAILED) ' "$OUT/test_sliding.log" | tr '\n' ' ')" | tee -a "$S"
-  fi
+  [ $tests_rc = 0 ] && gpu_tests "${TEST_GPU_S:-200}" "${2:-*}" "${SLIDING_S:-100}"
   if [ $ext_rc = 0 ]; then
-    GPU_ONLY=1 timeout "${REGRESS_S:-180}" bash test/gpu/device_suite.sh regress >"$OUT/regress.txt" 2>&1
-    echo "regress (gpu) rc=$? at $(at): $(tr '\n' ' ' <"$OUT/regress.txt" | grep -oE 'regress\(gpu\).*' | cut -c1-300)" | tee -a "$S"
-    grep -E 'FAILED|failed' "$OUT/regress-gpu.log" "$OUT/isolation-gpu.log" 2>/dev/null | tee -a "$S"
+    gpu_regress "${REGRESS_S:-180}"
   else
     tail -30 "$OUT/device_build.txt" | tee -a "$S"
   fi
 elif [ "$phase" = build-regress ]; then
-  EXT_ONLY=1 bash test/gpu/device_build.sh >"$OUT/device_build.txt" 2>&1 &
-  ext=$!
-  make -C test/gpu -j16 all sliding >"$OUT/build-gpu-tests.log" 2>&1
-  tests_rc=$?
-  wait $ext
-  ext_rc=$?
-  echo "build: extension rc=$ext_rc, test/gpu rc=$tests_rc at $(at)" | tee "$S"
+  build_both
   [ $ext_rc = 0 ] || { tail -30 "$OUT/device_build.txt" "$OUT/build-ext.log"; exit 1; }
   [ $tests_rc = 0 ] || tail -30 "$OUT/build-gpu-tests.log"
-  GPU_ONLY=1 timeout "${REGRESS_S:-240}" bash test/gpu/device_suite.sh regress >"$OUT/regress.txt" 2>&1
-  echo "regress (gpu) rc=$? at $(at): $(tr '\n' ' ' <"$OUT/regress.txt" | grep -oE 'regress\(gpu\).*' | cut -c1-300)" | tee -a "$S"
-  grep -E 'FAILED|failed' "$OUT/regress-gpu.log" "$OUT/isolation-gpu.log" 2>/dev/null | tee -a "$S"
+  gpu_regress "${REGRESS_S:-240}"
   timeout "${SESSIONS_S:-150}" bash test/gpu/sessions_device.sh "${CLIENTS:-32}" "${SECONDS_RUN:-60}" >"$OUT/sessions.txt" 2>&1
   echo "sessions rc=$? at $(at)" | tee -a "$S"
   tail -25 "$OUT/sessions.md" 2>/dev/null | tee -a "$S"
 else
-  timeout "${TEST_GPU_S:-330}" test/gpu/build/test_gpu >"$OUT/test_gpu.log" 2>&1
-  echo "test_gpu rc=$? at $(at): $(grep -E '^\[  (PASSED|FAILED) ' "$OUT/test_gpu.log" | tr '\n' ' ')" | tee "$S"
-  grep -E '^\[  FAILED  \]' "$OUT/test_gpu.log" | sort -u | tee -a "$S"
-  timeout 200 test/gpu/build/test_sliding >"$OUT/test_sliding.log" 2>&1
-  echo "test_sliding rc=$? at $(at): $(grep -E '^\[  (PASSED|FAILED) ' "$OUT/test_sliding.log" | tr '\n' ' ')" | tee -a "$S"
+  : >"$S"
+  gpu_tests "${TEST_GPU_S:-330}" '*' 200
   if [ -x test/gpu/build/bench_sliding ]; then
     timeout 90 test/gpu/build/bench_sliding 5 >"$OUT/bench_sliding.txt" 2>&1
     echo "bench_sliding rc=$? at $(at)" | tee -a "$S"

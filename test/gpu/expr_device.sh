@@ -14,17 +14,7 @@ set -uo pipefail
 OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
 T0=$(date +%s)
 DEADLINE=${DEADLINE:-570}
-left() { echo $(( DEADLINE - ($(date +%s) - T0) )); }
-# Runs "$@" with at most min(max, time left) seconds; logs its rc and time to steps.log.
-step() {
-  local name=$1 max=$2 log=$3; shift 3
-  local l; l=$(left); [ "$l" -lt "$max" ] && max=$l
-  if [ "$max" -le 5 ]; then echo "$name: skipped (no time left)" | tee -a "$OUT/steps.log"; return; fi
-  local t=$(date +%s)
-  timeout "$max" "$@" >"$log" 2>&1
-  local rc=$?
-  echo "$name rc=$rc in $(( $(date +%s) - t )) s $(grep -E '^\[  (PASSED|FAILED)' "$log" | tr '\n' ' ')" | tee -a "$OUT/steps.log"
-}
+source test/gpu/run_step.sh
 source test/gpu/device_env.sh || exit 1
 { nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv; nproc; cat COMMIT 2>/dev/null || git log -1 --oneline 2>/dev/null; } >"$OUT/steps.log" 2>&1
 # The extension and the test binaries build side by side (16 cores).

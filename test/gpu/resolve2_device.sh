@@ -17,16 +17,7 @@ make -C test/gpu -j16 TEST_SRC=test_resolve.cpp build/test_gpu build/bench_resol
 rc=$?
 echo "build rc=$rc in $(( $(date +%s) - t0 )) s" | tee "$OUT/resolve2-steps.txt"
 [ $rc = 0 ] || { tail -40 "$OUT/resolve2-build.log"; exit 1; }
-run() {  # run LIMIT_S FILE CMD...: appends the output, notes a timeout and the wall time
-  local lim=$1 file=$2; shift 2
-  echo "\$ ${PRE:-}$*" >> "$file"
-  local t0=$(date +%s%N)
-  timeout "$lim" "$@" >> "$file" 2>&1
-  local rc=$?
-  [ $rc = 124 ] && echo "(stopped after $lim s)" >> "$file"
-  echo "(rc=$rc, $(( ($(date +%s%N) - t0) / 1000000 )) ms)" >> "$file"
-  return 0
-}
+source test/gpu/run_step.sh
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm --format=csv,noheader > "$OUT/resolve2-gpu.txt"
 run 120 "$OUT/resolve2-test_gpu.txt" $B/test_gpu --gtest_filter='Resolve.*'
 M="$OUT/resolve2-bench.md"

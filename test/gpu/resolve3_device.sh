@@ -20,17 +20,8 @@ make -C test/gpu -j16 TEST_SRC=test_resolve.cpp build/test_gpu build/bench_resol
 rc=$?
 echo "build rc=$rc in $(( $(date +%s) - T0 )) s" | tee "$OUT/resolve3-steps.txt"
 [ $rc = 0 ] || { tail -40 "$OUT/resolve3-build.log"; exit 1; }
-run() {  # run LIMIT_S FILE CMD...: appends the output, notes a timeout and the wall time
-  local lim=$1 file=$2; shift 2
-  echo "\$ ${PRE:-}$*" >> "$file"
-  local t0=$(date +%s%N)
-  timeout "$lim" "$@" >> "$file" 2>&1
-  local rc=$?
-  [ $rc = 124 ] && echo "(stopped after $lim s)" >> "$file"
-  echo "(rc=$rc, $(( ($(date +%s%N) - t0) / 1000000 )) ms)" >> "$file"
-  echo "$(( $(date +%s) - T0 )) s: $*" >> "$OUT/resolve3-steps.txt"
-  return 0
-}
+STEPS="$OUT/resolve3-steps.txt"
+source test/gpu/run_step.sh
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm --format=csv,noheader > "$OUT/resolve3-gpu.txt"
 run 180 "$OUT/resolve3-test_gpu.txt" $B/test_gpu --gtest_filter='Resolve.*'
 M="$OUT/resolve3-bench.md"

@@ -27,17 +27,8 @@ if [ -z "$B" ]; then
     > "$OUT/resolve4-build.log" 2>&1 || { tail -40 "$OUT/resolve4-build.log"; exit 1; }
 fi
 echo "binaries in $B, ready after $(( $(date +%s) - T0 )) s" | tee "$OUT/resolve4-steps.txt"
-run() {  # run LIMIT_S FILE CMD...: appends the output, notes a timeout and the wall time
-  local lim=$1 file=$2; shift 2
-  echo "\$ ${PRE:-}$*" >> "$file"
-  local t0=$(date +%s%N)
-  timeout "$lim" "$@" >> "$file" 2>&1
-  local rc=$?
-  [ $rc = 124 ] && echo "(stopped after $lim s)" >> "$file"
-  echo "(rc=$rc, $(( ($(date +%s%N) - t0) / 1000000 )) ms)" >> "$file"
-  echo "$(( $(date +%s) - T0 )) s: $*" >> "$OUT/resolve4-steps.txt"
-  return 0
-}
+STEPS="$OUT/resolve4-steps.txt"
+source test/gpu/run_step.sh
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm --format=csv,noheader > "$OUT/resolve4-gpu.txt"
 M="$OUT/resolve4-bench.md"
 if [ "${2:-}" = 1e8 ]; then

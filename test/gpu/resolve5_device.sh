@@ -13,17 +13,8 @@ set -uo pipefail
 OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
 T0=$(date +%s)
 B=$1
-run() {  # run LIMIT_S FILE CMD...: appends the output, notes a timeout and the wall time
-  local lim=$1 file=$2; shift 2
-  echo "\$ $*" >> "$file"
-  local t0=$(date +%s%N)
-  timeout "$lim" "$@" >> "$file" 2>&1
-  local rc=$?
-  [ $rc = 124 ] && echo "(stopped after $lim s)" >> "$file"
-  echo "(rc=$rc, $(( ($(date +%s%N) - t0) / 1000000 )) ms)" >> "$file"
-  echo "$(( $(date +%s) - T0 )) s: $*" >> "$OUT/resolve5-steps.txt"
-  return 0
-}
+STEPS="$OUT/resolve5-steps.txt"
+source test/gpu/run_step.sh
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm --format=csv,noheader > "$OUT/resolve5-gpu.txt"
 M="$OUT/resolve5-bench.md"
 run 40 "$OUT/resolve5-test_gpu.txt" $B/test_gpu \

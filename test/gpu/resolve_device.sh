@@ -13,16 +13,7 @@ set -uo pipefail
 OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
 B=${1:-test/gpu/build}
 [ -x $B/test_gpu ] && [ -x $B/bench_resolve ] || make -C test/gpu -j16 all bench > "$OUT/resolve-build.log" 2>&1
-run() {  # run LIMIT_S FILE CMD...: appends the output, notes a timeout and the wall time
-  local lim=$1 file=$2; shift 2
-  echo "\$ ${PRE:-}$*" >> "$file"
-  local t0=$(date +%s%N)
-  timeout "$lim" "$@" >> "$file" 2>&1
-  local rc=$?
-  [ $rc = 124 ] && echo "(stopped after $lim s)" >> "$file"
-  echo "(rc=$rc, $(( ($(date +%s%N) - t0) / 1000000 )) ms)" >> "$file"
-  return 0
-}
+source test/gpu/run_step.sh
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm --format=csv,noheader > "$OUT/resolve-gpu.txt"
 M="$OUT/resolve-bench.md"
 run 100 "$OUT/resolve-test_gpu.txt" $B/test_gpu --gtest_filter='Resolve.*'
