@@ -12,10 +12,12 @@
 #include <cstring>
 #include <deque>
 #include <exception>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include <pthread.h>
@@ -424,11 +426,87 @@ char* Call::staging(int half, size_t min_half_bytes) {
 
 // ---- transfers -------------------------------------------------------------------------------
 
+// The part of each staging half that one of up to `workers` threads fills: its size in bytes
+// (a multiple of 4096) and, in *parts, how many such parts the halves hold.
+static size_t staged_part_bytes(Call& call, int workers, int* parts) {
+  call.staging(0, cuda_tuning::kStagingBytes / 2);
+  call.staging(1, cuda_tuning::kStagingBytes / 2);
+  const size_t piece = std::max<size_t>(4096, call.half_bytes() / size_t(workers) / 4096 * 4096);
+  *parts = int(std::min<size_t>(size_t(workers), call.half_bytes() / piece));
+  return piece;
+}
+
+// Queues `slices` host-to-device copies through the staging halves on `parts` of the engine's
+// threads: worker w fills part w of the two halves in turn (fill(item, part) writes slice `item`
+// there and returns its device destination and byte count, at most one part) and queues that
+// slice's transfer on the call's stream; returns after the stream is idle. False where the
+// worker threads cannot start: the slices that did go are the caller's to send again.
+static bool staged_parallel(Call& call, size_t slices, size_t piece, int parts,
+                            const std::function<std::pair<void*, size_t>(size_t, char*)>& fill) {
+  char* const halves[2] = {call.staging(0, piece), call.staging(1, piece)};
+  call.wait(call.staging_event(0));  // earlier transfers from the staging are done
+  call.wait(call.staging_event(1));
+  std::vector<cudaEvent_t> ev(2 * size_t(parts));
+  for (auto& e : ev) e = call.event();
+  std::vector<int> turn(size_t(parts), 0);
+  std::vector<char> bound(size_t(parts), 0);
+  int dev_id = 0;
+  G2_CUDA(cudaGetDevice(&dev_id));
+  const cudaStream_t st = call.stream();
+  bool started = true;
+  try {
+    parallel_for(
+        call.ctl, slices,
+        [&](size_t item, int w) {
+          if (!bound[size_t(w)]) {
+            G2_CUDA(cudaSetDevice(dev_id));
+            bound[size_t(w)] = 1;
+          }
+          const int h = turn[size_t(w)];
+          turn[size_t(w)] ^= 1;
+          const cudaEvent_t e = ev[2 * size_t(w) + size_t(h)];
+          G2_CUDA(cudaEventSynchronize(e));  // the transfer that last read this part is done
+          char* s = halves[h] + size_t(w) * piece;
+          const std::pair<void*, size_t> d = fill(item, s);
+          G2_CUDA(cudaMemcpyAsync(d.first, s, d.second, cudaMemcpyHostToDevice, st));
+          G2_CUDA(cudaEventRecord(e, st));
+        },
+        parts);
+  } catch (const Error& err) {
+    if (err.code() != ErrorCode::OutOfMemory) throw;
+    started = false;
+  }
+  call.sync();
+  return started;
+}
+
+// Coordinates converted to T and copied into device SoA arrays (common.cuh).
 template <typename T>
 void upload_points(Call& call, const PointsView& v, T* const* dst) {
   const size_t n = v.n;
   if (n == 0) return;
   auto t0 = Clock::now();
+  const int workers = std::min(call.ctl.threads, cuda_tuning::kUploadWorkers);
+  if (n * size_t(v.dims) * sizeof(double) >= cuda_tuning::kParallelUploadBytes && workers >= 2) {
+    // Conversion and copies overlap on the worker threads: the whole wall time is preparation.
+    int parts = 0;
+    const size_t piece = staged_part_bytes(call, workers, &parts);
+    const size_t per = piece / sizeof(T);
+    const size_t per_axis = (n + per - 1) / per;
+    const bool done = staged_parallel(
+        call, per_axis * size_t(v.dims), piece, parts, [&](size_t item, char* part) {
+          const size_t k = item / per_axis, off = (item % per_axis) * per;
+          const size_t cnt = std::min(per, n - off);
+          T* s = reinterpret_cast<T*>(part);
+          const double* in = v.coord[k] + off;
+          for (size_t i = 0; i < cnt; ++i) s[i] = static_cast<T>(in[i]);
+          return std::pair<void*, size_t>(dst[k] + off, cnt * sizeof(T));
+        });
+    if (done) {
+      call.ctl.stats.prepare_s += seconds_since(t0);
+      return;
+    }
+  }
   double conv_s = 0;
   const size_t per =
       std::min(n, std::max<size_t>(cuda_tuning::kStagingBytes / 2 / sizeof(T), 1024));
@@ -468,51 +546,19 @@ void upload_bytes(Call& call, void* dev, const void* host, size_t bytes, int wor
   if (!bytes) return;
   auto t0 = Clock::now();
   workers = std::min(call.ctl.threads, workers);
-  bool threaded = bytes >= parallel_from && workers >= 2;
-  if (threaded) {
-    char* const halves[2] = {call.staging(0, cuda_tuning::kStagingBytes / 2),
-                             call.staging(1, cuda_tuning::kStagingBytes / 2)};
-    const size_t piece = std::max<size_t>(4096, call.half_bytes() / size_t(workers) / 4096 * 4096);
-    const int parts = int(std::min<size_t>(size_t(workers), call.half_bytes() / piece));
-    call.wait(call.staging_event(0));  // earlier transfers from the staging are done
-    call.wait(call.staging_event(1));
-    std::vector<cudaEvent_t> ev(2 * size_t(parts));
-    for (auto& e : ev) e = call.event();
-    std::vector<int> turn(size_t(parts), 0);
-    std::vector<char> bound(size_t(parts), 0);
-    int dev_id = 0;
-    G2_CUDA(cudaGetDevice(&dev_id));
-    const cudaStream_t st = call.stream();
+  if (bytes >= parallel_from && workers >= 2) {
+    int parts = 0;
+    const size_t piece = staged_part_bytes(call, workers, &parts);
     const size_t slices = (bytes + piece - 1) / piece;
-    // Worker w copies slices into part w of the halves in turn; slice `item` covers
-    // [item * piece, min(bytes, (item + 1) * piece)), so the slices cover every byte once.
-    // Where the worker threads cannot start, the transfers queued by those that did are
-    // awaited and this thread copies everything (bytes copied twice are the same bytes).
-    try {
-      parallel_for(
-          call.ctl, slices,
-          [&](size_t item, int w) {
-            if (!bound[size_t(w)]) {
-              G2_CUDA(cudaSetDevice(dev_id));
-              bound[size_t(w)] = 1;
-            }
-            const int h = turn[size_t(w)];
-            turn[size_t(w)] ^= 1;
-            const cudaEvent_t e = ev[2 * size_t(w) + size_t(h)];
-            G2_CUDA(cudaEventSynchronize(e));  // the transfer that last read this part is done
-            char* s = halves[h] + size_t(w) * piece;
-            const size_t off = item * piece, cnt = std::min(piece, bytes - off);
-            std::memcpy(s, static_cast<const char*>(host) + off, cnt);
-            G2_CUDA(cudaMemcpyAsync(static_cast<char*>(dev) + off, s, cnt, cudaMemcpyHostToDevice, st));
-            G2_CUDA(cudaEventRecord(e, st));
-          },
-          parts);
-    } catch (const Error& err) {
-      if (err.code() != ErrorCode::OutOfMemory) throw;
-      threaded = false;
-    }
-    call.sync();
-    if (threaded) {
+    // Slice `item` covers [item * piece, min(bytes, (item + 1) * piece)), so the slices cover
+    // every byte once. Where the worker threads cannot start, this thread copies everything
+    // (bytes copied twice are the same bytes).
+    const bool done = staged_parallel(call, slices, piece, parts, [&](size_t item, char* part) {
+      const size_t off = item * piece, cnt = std::min(piece, bytes - off);
+      std::memcpy(part, static_cast<const char*>(host) + off, cnt);
+      return std::pair<void*, size_t>(static_cast<char*>(dev) + off, cnt);
+    });
+    if (done) {
       call.ctl.stats.transfer_s += seconds_since(t0);
       return;
     }

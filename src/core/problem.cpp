@@ -5,9 +5,11 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cmath>
+#include <algorithm>
 #include <limits>
 
 #include "error.h"
+#include "parallel.h"
 
 namespace gpu2bs {
 
@@ -33,47 +35,79 @@ double Bounds::diagonal() const {
   return std::sqrt(s);
 }
 
-// Bounding box over one or two point sets (an empty set contributes nothing).
-Bounds compute_bounds(const PointsView& a, const PointsView* b) {
+namespace {
+
+// Coordinates per chunk of the bounds scan: each chunk is one parallel_for item (~1 ms).
+constexpr size_t kBoundsChunk = size_t(1) << 20;
+
+// Minimum and maximum of c[0, n): kSeg contiguous segments scanned side by side (independent
+// comparison chains), merged in segment order; every chain keeps the first of equal extremes,
+// so the result is the sequential scan's bit for bit (which of -0.0 and +0.0 included).
+void scan_extremes(const double* c, size_t n, double* lo_out, double* hi_out) {
+  constexpr size_t kSeg = 8;
+  const size_t seg = n / kSeg;
+  double lo = std::numeric_limits<double>::infinity();
+  double hi = -std::numeric_limits<double>::infinity();
+  if (seg > 0) {
+    double slo[kSeg], shi[kSeg];
+    for (size_t s = 0; s < kSeg; ++s) slo[s] = shi[s] = c[s * seg];
+    for (size_t i = 1; i < seg; ++i)
+      for (size_t s = 0; s < kSeg; ++s) {
+        const double v = c[s * seg + i];
+        slo[s] = v < slo[s] ? v : slo[s];
+        shi[s] = v > shi[s] ? v : shi[s];
+      }
+    for (size_t s = 0; s < kSeg; ++s) {
+      lo = slo[s] < lo ? slo[s] : lo;
+      hi = shi[s] > hi ? shi[s] : hi;
+    }
+  }
+  for (size_t i = seg * kSeg; i < n; ++i) {
+    lo = c[i] < lo ? c[i] : lo;
+    hi = c[i] > hi ? c[i] : hi;
+  }
+  *lo_out = lo;
+  *hi_out = hi;
+}
+
+}  // namespace
+
+// Bounding box over one or two point sets (an empty set contributes nothing). Each axis is
+// cut into chunks of kBoundsChunk coordinates whose extremes are merged in order, keeping the
+// first of equal ones: the same box on one thread or on ctl's threads.
+Bounds compute_bounds(const PointsView& a, const PointsView* b, Control* ctl) {
   Bounds box;
   box.dims = a.dims;
   for (int k = 0; k < a.dims; ++k) {
     box.lo[k] = std::numeric_limits<double>::infinity();
     box.hi[k] = -std::numeric_limits<double>::infinity();
   }
-  // Each axis is scanned as kSeg contiguous segments side by side (independent comparison
-  // chains), merged in segment order: every chain keeps the first of equal extremes, so the
-  // result is the sequential scan's bit for bit (which of -0.0 and +0.0 included).
-  constexpr size_t kSeg = 8;
-  auto add = [&](const PointsView& p) {
-    const size_t seg = p.n / kSeg;
-    for (int k = 0; k < p.dims; ++k) {
-      const double* c = p.coord[k];
-      double lo = box.lo[k], hi = box.hi[k];
-      if (seg > 0) {
-        double slo[kSeg], shi[kSeg];
-        for (size_t s = 0; s < kSeg; ++s) slo[s] = shi[s] = c[s * seg];
-        for (size_t i = 1; i < seg; ++i)
-          for (size_t s = 0; s < kSeg; ++s) {
-            const double v = c[s * seg + i];
-            slo[s] = v < slo[s] ? v : slo[s];
-            shi[s] = v > shi[s] ? v : shi[s];
-          }
-        for (size_t s = 0; s < kSeg; ++s) {
-          lo = slo[s] < lo ? slo[s] : lo;
-          hi = shi[s] > hi ? shi[s] : hi;
-        }
-      }
-      for (size_t i = seg * kSeg; i < p.n; ++i) {
-        lo = c[i] < lo ? c[i] : lo;
-        hi = c[i] > hi ? c[i] : hi;
-      }
-      box.lo[k] = lo;
-      box.hi[k] = hi;
-    }
+  const PointsView* sets[2] = {&a, b};
+  // Items: (set, axis, chunk) in the order of the sequential scan.
+  struct Item {
+    const double* c;
+    size_t n;
+    int axis;
   };
-  add(a);
-  if (b) add(*b);
+  std::vector<Item> items;
+  for (const PointsView* p : sets) {
+    if (!p) continue;
+    for (int k = 0; k < p->dims; ++k)
+      for (size_t off = 0; off < p->n; off += kBoundsChunk)
+        items.push_back({p->coord[k] + off, std::min(kBoundsChunk, p->n - off), k});
+  }
+  std::vector<double> lo(items.size()), hi(items.size());
+  auto body = [&](size_t i, int) { scan_extremes(items[i].c, items[i].n, &lo[i], &hi[i]); };
+  if (ctl && ctl->threads > 1 && items.size() >= 2) {
+    parallel_for(*ctl, items.size(), body);
+  } else {
+    for (size_t i = 0; i < items.size(); ++i) body(i, 0);
+  }
+  for (size_t i = 0; i < items.size(); ++i) {
+    const int k = items[i].axis;
+    box.lo[k] = lo[i] < box.lo[k] ? lo[i] : box.lo[k];
+    box.hi[k] = hi[i] > box.hi[k] ? hi[i] : box.hi[k];
+  }
   for (int k = 0; k < a.dims; ++k)
     if (box.lo[k] > box.hi[k]) box.lo[k] = box.hi[k] = 0;  // no points
   return box;
@@ -207,23 +241,23 @@ SdhParams make_sdh_params(int nbuckets, double width, bool explicit_width, const
 }
 
 SdhProblem make_sdh(const PointsView& pts, int nbuckets, double width, bool explicit_width,
-                    Precision prec) {
+                    Precision prec, Control* ctl) {
   check_point_count(pts.n, pts.name);
   SdhProblem p;
   p.pts = pts;
   p.prec = prec;
-  p.box = compute_bounds(pts);
+  p.box = compute_bounds(pts, nullptr, ctl);
   check_range(p.box, prec);
   p.params = make_sdh_params(nbuckets, width, explicit_width, p.box, prec);
   return p;
 }
 
-PairCountProblem make_pair_count(const PointsView& pts, double r, Precision prec) {
+PairCountProblem make_pair_count(const PointsView& pts, double r, Precision prec, Control* ctl) {
   const Threshold t = make_radius(r, prec);
   check_point_count(pts.n, pts.name);
   PairCountProblem p;
   p.pts = pts;
-  p.box = compute_bounds(pts);
+  p.box = compute_bounds(pts, nullptr, ctl);
   check_range(p.box, prec);
   p.r = t.v;
   p.r2 = t.sq;

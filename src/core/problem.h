@@ -47,8 +47,12 @@ struct Bounds {
   double diagonal() const;
 };
 
-// Bounding box of `a` (and of `b` too when given).
-Bounds compute_bounds(const PointsView& a, const PointsView* b = nullptr);
+class Control;  // engine.h
+
+// Bounding box of `a` (and of `b` too when given). With a Control of more than one thread and
+// at least two chunks of kBoundsChunk coordinates, the chunks are scanned on its threads
+// (parallel_for); the box is the same bit for bit whatever the thread count.
+Bounds compute_bounds(const PointsView& a, const PointsView* b = nullptr, Control* ctl = nullptr);
 
 // Refuses data whose distances would overflow the chosen precision (a silently wrong answer
 // otherwise): |coordinate| beyond float32 range, or a bounding box diagonal whose square
@@ -100,8 +104,9 @@ struct SdhProblem {
 
 // Validates the points (count, range) and the parameters; computes the bounding box once.
 // Throws Error(InvalidParameter) or Error(ProgramLimit).
+// The bounding box is computed on ctl's threads when given (compute_bounds).
 SdhProblem make_sdh(const PointsView& pts, int nbuckets, double width, bool explicit_width,
-                    Precision prec);
+                    Precision prec, Control* ctl = nullptr);
 
 // Two-point correlation count: unordered pairs with d <= r (2-BS Type-I).
 struct PairCountProblem {
@@ -114,8 +119,9 @@ struct PairCountProblem {
 };
 
 // Validates the points and r (make_radius) and derives r2. Throws Error(InvalidParameter) or
-// Error(ProgramLimit).
-PairCountProblem make_pair_count(const PointsView& pts, double r, Precision prec);
+// Error(ProgramLimit). The bounding box is computed on ctl's threads when given (compute_bounds).
+PairCountProblem make_pair_count(const PointsView& pts, double r, Precision prec,
+                                 Control* ctl = nullptr);
 
 // Distance similarity join (2-BS Type-III): every pair with d <= eps. Self-join when b is null:
 // unordered pairs i != j. Otherwise every (a_i, b_j).

@@ -17,10 +17,11 @@ using namespace gpu2bs::pg;
 
 namespace {
 
-// The SDH problem of the state (bucket count, explicit or derived width), validated.
-SdhProblem sdh_problem_of(const PointsState* st) {
+// The SDH problem of the state (bucket count, explicit or derived width), validated; the
+// bounding box on ctl's threads when given.
+SdhProblem sdh_problem_of(const PointsState* st, Control* ctl = nullptr) {
   return make_sdh(points_view(st), st->nbuckets, st->has_param ? st->param : 0, st->has_param,
-                  current_precision());
+                  current_precision(), ctl);
 }
 
 }  // namespace
@@ -29,10 +30,10 @@ SdhProblem sdh_problem_of(const PointsState* st) {
 GPU2BS_FUNCTION(gpu2bs_sdh_final) {
   if (PG_ARGISNULL(0)) PG_RETURN_NULL();
   const PointsState* st = (const PointsState*)PG_GETARG_POINTER(0);
-  const SdhProblem prob = sdh_problem_of(st);
+  PgControl ctl;
+  const SdhProblem prob = sdh_problem_of(st, &ctl);
   std::string reason;
   Engine* eng = choose_engine(&reason);
-  PgControl ctl;
   ctl.stats.scan_s = scan_seconds(st);
   DeviceGrant grant(eng, ctl, admission_want(prob.pts, prob.prec, prob.params.nbuckets),
                     admission_min(prob.pts, prob.prec, prob.params.nbuckets),
@@ -61,10 +62,11 @@ GPU2BS_FUNCTION(gpu2bs_sdh_width_final) {
 GPU2BS_FUNCTION(gpu2bs_pair_count_final) {
   if (PG_ARGISNULL(0)) PG_RETURN_NULL();
   const PointsState* st = (const PointsState*)PG_GETARG_POINTER(0);
-  const PairCountProblem prob = make_pair_count(points_view(st), st->param, current_precision());
+  PgControl ctl;
+  const PairCountProblem prob =
+      make_pair_count(points_view(st), st->param, current_precision(), &ctl);
   std::string reason;
   Engine* eng = choose_engine(&reason);
-  PgControl ctl;
   ctl.stats.scan_s = scan_seconds(st);
   DeviceGrant grant(eng, ctl, admission_want_count(prob.pts, prob.prec, prob.r), admission_min(prob.pts, prob.prec, 0),
                     admission_in_memory(prob.pts, prob.prec, 0), true);

@@ -53,10 +53,11 @@ Datum sdh_relation(FunctionCallInfo fcinfo, Oid relid, int32 nbuckets, ArrayType
     drop_points(&in);
     PG_RETURN_NULL();
   }
-  const SdhProblem prob = make_sdh(points_view(in.rels[0]), nbuckets, width, explicit_width, prec);
+  PgControl ctl;
+  const SdhProblem prob =
+      make_sdh(points_view(in.rels[0]), nbuckets, width, explicit_width, prec, &ctl);
   std::string reason;
   Engine* eng = choose_engine(&reason);
-  PgControl ctl;
   ctl.stats.scan_s = in.scan_s;
   DeviceGrant grant(eng, ctl, admission_want(prob.pts, prob.prec, prob.params.nbuckets),
                     admission_min(prob.pts, prob.prec, prob.params.nbuckets),
@@ -98,10 +99,10 @@ GPU2BS_FUNCTION(gpu2bs_pair_count_rel) {
     drop_points(&in);
     PG_RETURN_NULL();
   }
-  const PairCountProblem prob = make_pair_count(points_view(in.rels[0]), r, prec);
+  PgControl ctl;
+  const PairCountProblem prob = make_pair_count(points_view(in.rels[0]), r, prec, &ctl);
   std::string reason;
   Engine* eng = choose_engine(&reason);
-  PgControl ctl;
   ctl.stats.scan_s = in.scan_s;
   DeviceGrant grant(eng, ctl, admission_want_count(prob.pts, prob.prec, prob.r), admission_min(prob.pts, prob.prec, 0),
                     admission_in_memory(prob.pts, prob.prec, 0), true);

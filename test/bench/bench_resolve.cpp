@@ -16,9 +16,14 @@
 // time. The "auto" column is the engine's cost model's choice and "ok" when its method is
 // within 10% of the faster one (or the slower one is stopped past 1.1x the faster one).
 // BENCH_RESOLVE_MIN_PAIRS=K sets the GPU walk's stop size (EngineOverrides::resolve_min_pairs).
+// BENCH_RESOLVE_REPEAT=K runs both methods K times alternately where brute force is measured on
+// the whole set: medians in the row, every run's time on a "times" line.
+// BENCH_RESOLVE_THREADS=T gives the engine T host threads (default: every core); with 1 the
+// bounds pass and the conversion of the upload run on one thread.
 // Built by test/unit (CPU: test/unit/build/bench_resolve) and test/gpu (make -C test/gpu bench).
 #include <sys/resource.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -110,6 +115,7 @@ Run run(const ref::Points& pts, bool sdh, int nb, double r_rel, SdhMethod m, dou
   Run res;
   CapControl ctl(cap_s);
   ctl.threads = int(std::max(1u, std::thread::hardware_concurrency()));
+  if (const char* t = getenv("BENCH_RESOLVE_THREADS")) ctl.threads = std::max(1, atoi(t));
   ctl.sdh_method = m;
   ctl.resolve_stats = &res.st;
   if (const char* mp = getenv("BENCH_RESOLVE_MIN_PAIRS"))
@@ -121,11 +127,11 @@ Run run(const ref::Points& pts, bool sdh, int nb, double r_rel, SdhMethod m, dou
       SdhProblem p;
       p.pts = pts.view();
       p.prec = Precision::Float32;
-      p.params = make_sdh_params(nb, 0, false, compute_bounds(p.pts), p.prec);
+      p.params = make_sdh_params(nb, 0, false, compute_bounds(p.pts, nullptr, &ctl), p.prec);
       res.setup_s = std::chrono::duration<double>(Clock::now() - t0).count();
       res.out = g_engine->sdh(p, ctl);
     } else {
-      const PairCountProblem p = make_pair_count(pts.view(), r_rel, Precision::Float32);
+      const PairCountProblem p = make_pair_count(pts.view(), r_rel, Precision::Float32, &ctl);
       res.setup_s = std::chrono::duration<double>(Clock::now() - t0).count();
       res.out = {g_engine->pair_count(p, ctl)};
     }
@@ -180,6 +186,11 @@ void one(int dims, const std::string& dist, size_t n, bool sdh, int nb, double r
   const char* how;
   bool equal = false;
   Run b;
+  // BENCH_RESOLVE_REPEAT=K (measured rows): brute force and resolution run K times each,
+  // alternately; the row gives the median of each, and a "times" line every run.
+  const char* repf = getenv("BENCH_RESOLVE_REPEAT");
+  const int reps = n <= brute_max && repf ? std::max(1, atoi(repf)) : 1;
+  std::vector<Run> bs, rs_all;
   if (n <= brute_max) {
     b = run(pts, sdh, nb, r_rel, SdhMethod::Brute);
     how = "measured";
@@ -211,6 +222,29 @@ void one(int dims, const std::string& dist, size_t n, bool sdh, int nb, double r
   const double cap = capf ? atof(capf) * brute_s : 0.0;
   Run r = run(pts, sdh, nb, r_rel, SdhMethod::Resolve, cap);
   if (n <= brute_max) equal = !r.stopped && b.out == r.out;
+  if (reps > 1) {
+    bs.push_back(b);
+    rs_all.push_back(r);
+    for (int i = 1; i < reps; ++i) {
+      bs.push_back(run(pts, sdh, nb, r_rel, SdhMethod::Brute));
+      rs_all.push_back(run(pts, sdh, nb, r_rel, SdhMethod::Resolve, cap));
+      equal = equal && !rs_all.back().stopped && bs.back().out == b.out &&
+              rs_all.back().out == b.out;
+    }
+    auto median = [](std::vector<Run> v) {
+      std::sort(v.begin(), v.end(), [](const Run& x, const Run& y) { return x.seconds < y.seconds; });
+      return v[v.size() / 2];
+    };
+    printf("times (s, in run order) brute:");
+    for (const Run& x : bs) printf(" %.3f", x.seconds);
+    printf("; resolve:");
+    for (const Run& x : rs_all) printf(" %.3f", x.seconds);
+    printf("\n");
+    b = median(bs);
+    r = median(rs_all);
+    brute_s = b.seconds;
+    brute_cpu = b.cpu;
+  }
   // The cost model's choice, and whether its method is within 10% of the faster one.
   std::string pick = "-";
   if (sdh) {

@@ -230,11 +230,46 @@ TEST(Resolve, EntriesBeyond32BitPairs) {
     EXPECT_EQ(c, count_with(gpu(), pts, prec, centre, SdhMethod::Brute)) << pname(prec);
     EXPECT_GE(sc.examined_pairs, uint64_t(m) * m / 2) << pname(prec);
     EXPECT_GT(c, 2 * (uint64_t(m) * (m - 1) / 2)) << pname(prec);  // both clusters and some across
+    // Every pair is resolved (a cell pair whole, or a point against a staged box) or examined
+    // once, and only the cross entry is examined: the clusters' own pairs and the outlier's
+    // resolve whole.
+    const uint64_t all = uint64_t(pts.n()) * (pts.n() - 1) / 2;
+    EXPECT_EQ(st.resolved_pairs + st.examined_pairs, all) << pname(prec);
+    EXPECT_EQ(sc.resolved_pairs + sc.examined_pairs, all) << pname(prec);
+    EXPECT_LE(st.examined_pairs, uint64_t(m) * m) << pname(prec);
+    EXPECT_LE(sc.examined_pairs, uint64_t(m) * m) << pname(prec);
     printf("%s: sdh examined %llu of %llu, count examined %llu, count %llu, h[9] %llu h[10] %llu\n",
            pname(prec), (unsigned long long)st.examined_pairs,
            (unsigned long long)(st.examined_pairs + st.resolved_pairs),
            (unsigned long long)sc.examined_pairs, (unsigned long long)c,
            (unsigned long long)h[9], (unsigned long long)h[10]);
+  }
+}
+
+// Points whose float64 coordinates take at least kParallelUploadBytes go to the device through
+// the engine's threads (each converts slices into its own part of the staging halves): 2,000,003
+// points in 3-D (48 MB, slices of 2^18 float4 or 2^17 float8 values, the last one short) on 4
+// threads. The GPU count (resolution and the grid path) equals the CPU engine's, which reads
+// the float64 input directly.
+TEST(Resolve, ThreadedUploadEqualsCpu) {
+  REQUIRE_GPU();
+  const size_t n = 2000003;
+  const ref::Points pts = ref::uniform(n, 3, 61);
+  ASSERT_GE(n * 3 * sizeof(double), cuda_tuning::kParallelUploadBytes);
+  for (Precision prec : {Precision::Float32, Precision::Float64}) {
+    const PairCountProblem p = make_pair_count(pts.view(), 0.02, prec);
+    uint64_t got[3];
+    const SdhMethod how[3] = {SdhMethod::Resolve, SdhMethod::Brute, SdhMethod::Resolve};
+    for (int i = 0; i < 3; ++i) {
+      Ctl ctl;
+      ctl.threads = std::max(ctl.threads, 4);
+      ctl.sdh_method = how[i];
+      got[i] = (i < 2 ? gpu() : cpu())->pair_count(p, ctl);
+    }
+    EXPECT_EQ(got[0], got[2]) << pname(prec);
+    EXPECT_EQ(got[1], got[2]) << pname(prec);
+    EXPECT_GT(got[2], uint64_t(n) * 10) << pname(prec);  // ~34 neighbours a point at r = 0.02
+    printf("%s: count %llu\n", pname(prec), (unsigned long long)got[2]);
   }
 }
 

@@ -85,3 +85,46 @@ TEST(Bounds, SegmentedScanIsTheSequentialScanBitForBit) {
     }
   }
 }
+
+// Chunks of 2^20 coordinates scanned on several threads: the same box as the sequential scan
+// bit for bit, for sizes around the chunk boundaries and with signed zeros at the extremes.
+TEST(Bounds, ThreadedChunksAreTheSequentialScanBitForBit) {
+  std::mt19937_64 rng(11);
+  const size_t chunk = size_t(1) << 20;
+  for (size_t n : {chunk - 1, chunk, chunk + 1, 2 * chunk + 3, 5 * chunk / 2}) {
+    for (int trial = 0; trial < 2; ++trial) {
+      const int dims = 2 + trial;
+      std::vector<std::vector<double>> a(dims), b(dims);
+      PointsView va, vb;
+      va.dims = vb.dims = dims;
+      va.n = n;
+      vb.n = chunk + 7;
+      for (int k = 0; k < dims; ++k) {
+        a[k] = few_values(n, rng);
+        b[k] = few_values(vb.n, rng);
+        if (trial) {  // the extremes once each, in the last chunk, beside zeros of both signs
+          std::uniform_real_distribution<double> u(-1, 1);
+          for (auto& x : a[k]) x = rng() % 3 == 0 ? (rng() % 2 ? 0.0 : -0.0) : u(rng);
+          a[k][n - 2] = -7.0;
+          a[k][n - 1] = 9.0;
+        }
+        va.coord[k] = a[k].data();
+        vb.coord[k] = b[k].data();
+      }
+      const Bounds want1 = sequential_bounds({&va});
+      const Bounds want2 = sequential_bounds({&va, &vb});
+      for (int threads : {1, 2, 3, 8}) {
+        Control ctl;
+        ctl.threads = threads;
+        const Bounds got1 = compute_bounds(va, nullptr, &ctl);
+        const Bounds got2 = compute_bounds(va, &vb, &ctl);
+        for (int k = 0; k < dims; ++k) {
+          EXPECT_TRUE(same_bits(got1.lo[k], want1.lo[k])) << "n=" << n << " t=" << threads;
+          EXPECT_TRUE(same_bits(got1.hi[k], want1.hi[k])) << "n=" << n << " t=" << threads;
+          EXPECT_TRUE(same_bits(got2.lo[k], want2.lo[k])) << "n=" << n << " t=" << threads;
+          EXPECT_TRUE(same_bits(got2.hi[k], want2.hi[k])) << "n=" << n << " t=" << threads;
+        }
+      }
+    }
+  }
+}
