@@ -74,7 +74,8 @@ void scan_extremes(const double* c, size_t n, double* lo_out, double* hi_out) {
 
 // Bounding box over one or two point sets (an empty set contributes nothing). Each axis is
 // cut into chunks of kBoundsChunk coordinates whose extremes are merged in order, keeping the
-// first of equal ones: the same box on one thread or on ctl's threads.
+// first of equal ones: the same box on one thread or on ctl's threads (used from two chunks'
+// worth of coordinates on).
 Bounds compute_bounds(const PointsView& a, const PointsView* b, Control* ctl) {
   Bounds box;
   box.dims = a.dims;
@@ -90,15 +91,17 @@ Bounds compute_bounds(const PointsView& a, const PointsView* b, Control* ctl) {
     int axis;
   };
   std::vector<Item> items;
+  size_t coords = 0;
   for (const PointsView* p : sets) {
     if (!p) continue;
+    coords += p->n * size_t(p->dims);
     for (int k = 0; k < p->dims; ++k)
       for (size_t off = 0; off < p->n; off += kBoundsChunk)
         items.push_back({p->coord[k] + off, std::min(kBoundsChunk, p->n - off), k});
   }
   std::vector<double> lo(items.size()), hi(items.size());
   auto body = [&](size_t i, int) { scan_extremes(items[i].c, items[i].n, &lo[i], &hi[i]); };
-  if (ctl && ctl->threads > 1 && items.size() >= 2) {
+  if (ctl && ctl->threads > 1 && coords >= 2 * kBoundsChunk) {
     parallel_for(*ctl, items.size(), body);
   } else {
     for (size_t i = 0; i < items.size(); ++i) body(i, 0);

@@ -50,7 +50,7 @@ struct Bounds {
 class Control;  // engine.h
 
 // Bounding box of `a` (and of `b` too when given). With a Control of more than one thread and
-// at least two chunks of kBoundsChunk coordinates, the chunks are scanned on its threads
+// at least 2^21 coordinates (two chunks of 2^20), the chunks are scanned on its threads
 // (parallel_for); the box is the same bit for bit whatever the thread count.
 Bounds compute_bounds(const PointsView& a, const PointsView* b = nullptr, Control* ctl = nullptr);
 

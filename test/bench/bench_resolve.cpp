@@ -19,7 +19,8 @@
 // BENCH_RESOLVE_REPEAT=K runs both methods K times alternately where brute force is measured on
 // the whole set: medians in the row, every run's time on a "times" line.
 // BENCH_RESOLVE_THREADS=T gives the engine T host threads (default: every core); with 1 the
-// bounds pass and the conversion of the upload run on one thread.
+// bounds pass and the conversion of the upload run on one thread. BENCH_RESOLVE_UPLOAD_WORKERS=W
+// converts and copies the points on up to W of them (EngineOverrides::upload_workers).
 // Built by test/unit (CPU: test/unit/build/bench_resolve) and test/gpu (make -C test/gpu bench).
 #include <sys/resource.h>
 
@@ -118,6 +119,8 @@ Run run(const ref::Points& pts, bool sdh, int nb, double r_rel, SdhMethod m, dou
   if (const char* t = getenv("BENCH_RESOLVE_THREADS")) ctl.threads = std::max(1, atoi(t));
   ctl.sdh_method = m;
   ctl.resolve_stats = &res.st;
+  if (const char* uw = getenv("BENCH_RESOLVE_UPLOAD_WORKERS"))
+    ctl.overrides.upload_workers = atoi(uw);
   if (const char* mp = getenv("BENCH_RESOLVE_MIN_PAIRS"))
     ctl.overrides.resolve_min_pairs = strtoull(mp, nullptr, 10);
   auto t0 = Clock::now();
