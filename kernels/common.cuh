@@ -185,7 +185,7 @@ class Call {
 
 // Coordinates of `v` converted to T ((float)x for float32) and copied into device SoA arrays
 // dst[k] (n elements each), through the pinned staging buffer (double-buffered). From
-// kParallelUploadBytes of float64 input on, up to kUploadWorkers of the engine's threads
+// kParallelUploadBytes of float64 input on, up to kPointUploadWorkers of the engine's threads
 // convert slices into their own parts of the staging halves and queue each slice's copy (the
 // whole time goes to stats.prepare_s); otherwise one thread converts (stats.prepare_s) while
 // the copies run (the rest to stats.transfer_s).

@@ -487,7 +487,7 @@ void upload_points(Call& call, const PointsView& v, T* const* dst) {
   if (n == 0) return;
   auto t0 = Clock::now();
   const int want = call.ctl.overrides.upload_workers > 0 ? call.ctl.overrides.upload_workers
-                                                         : cuda_tuning::kUploadWorkers;
+                                                         : cuda_tuning::kPointUploadWorkers;
   const int workers = std::min(call.ctl.threads, want);
   if (n * size_t(v.dims) * sizeof(double) >= cuda_tuning::kParallelUploadBytes && workers >= 2) {
     // Conversion and copies overlap on the worker threads: the whole wall time is preparation.

@@ -385,6 +385,12 @@ constexpr size_t kStagingBytes = size_t(16) << 20;
 // vectors (n = 100,000, d = 768): 39.1 ms with one thread, 12.1 ms with 4, 7.8 ms with 8.
 constexpr size_t kParallelUploadBytes = size_t(32) << 20;
 constexpr int kUploadWorkers = 8;
+// Points (upload_points) from kParallelUploadBytes of float64 input on: up to this many of the
+// engine's threads convert slices to the working precision and queue their copies. H100 host
+// (16 cores), 3-D pair count of 1e8 points at r = 0.01 (bench_resolve, median of 3): the
+// preparation (conversion, copies, then the map or the grid) 0.079 / 0.069 s (resolution /
+// grid path) with 8 workers, 0.062 / 0.052 s with 16, 0.36 / 0.31 s on one thread.
+constexpr int kPointUploadWorkers = 16;
 
 // --- all-pairs vectors (gpu_pairwise) -----------------------------------------------------------
 // "bench_pairwise sweep FILE 100000 768 10 3" (test/gpu/bench_pairwise.sh step 1b): self kNN l2,

@@ -120,7 +120,8 @@ struct EngineOverrides {
   double join_estimate_scale = 1.0;  // GPU join: factor on the sampled result-size estimate
   unsigned long long resolve_min_pairs = 0;  // GPU resolution: the walk's stop size in point
                                              // pairs (0: tuning.h)
-  int upload_workers = 0;  // GPU: host threads converting and copying points (0: tuning.h)
+  int upload_workers = 0;  // GPU: host threads converting and copying points (0: tuning.h,
+                           // kPointUploadWorkers)
   // GPU: the device ordinals of the call, replacing Control::devices; an ordinal may repeat
   // (emulated devices: the multi-device paths run with several shares on one GPU).
   std::vector<int> devices;
