@@ -96,6 +96,7 @@ struct Tally {
 
 }  // namespace
 
+// Reads the stars and both histograms, recounts every pair on all cores and prints the account.
 int main(int argc, char** argv) {
   if (argc < 5) {
     fprintf(stderr, "usage: angular_edges STARS.csv.gz NBINS GPU_HIST.txt TREECORR_HIST.txt [THREADS]\n");
