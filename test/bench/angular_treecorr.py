@@ -10,7 +10,7 @@ bins of the great-circle separation over [0, pi) (TreeCorr's Arc metric; TC_METR
 the chord length, TreeCorr's default for such catalogues), with the given
 bin_slop (0: every pair in its exact bin; TreeCorr's default is 1). Prints the wall and CPU
 time of process() and, with GPU_HIST.txt (one count per line, bench_expr G2_HIST_OUT), the
-pairs per bin against the GPU histogram."""
+pairs per bin against the GPU histogram. TC_HIST_OUT=<file>: TreeCorr's counts, one per line."""
 import gzip
 import math
 import os
@@ -50,6 +50,8 @@ def main():
           f"bin_slop {slop}, {threads} threads: process() wall {wall:.3f} s, cpu {cpu:.2f} s, "
           f"npairs sum {total:.0f} (all pairs {n * (n - 1) // 2})")
     print("  treecorr bins 0..4: " + " ".join(f"{v:.0f}" for v in nn.npairs[:5]))
+    if os.environ.get("TC_HIST_OUT"):  # the counts, one per line (test/bench/angular_edges.cpp)
+        np.savetxt(os.environ["TC_HIST_OUT"], nn.npairs, fmt="%.0f")
     if len(sys.argv) > 5 and os.path.exists(sys.argv[5]):
         g = np.loadtxt(sys.argv[5], dtype=np.float64)
         d = np.abs(nn.npairs - g)
