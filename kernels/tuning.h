@@ -319,13 +319,27 @@ constexpr double kExprJoinBudgetShare = 0.5;
 // SM, 163 registers) 2305 2477 / 2176 2370 / 2472 1709 and 128x16 at 4 blocks 2029 2234 / 1950
 // 2190 / 2337 1648 vs 256x16/2 2334 2476 / 2178 2380 / 2531 1738; 4 B 128x16/4 1925 2215 / 1804
 // 2137 / 2193 1639 vs 512x8/2 2193 2363 / 2104 2315 / 2091 1583 (partition alone faster).
-constexpr int kSlideThreads[3] = {512, 256, 256};
-constexpr int kSlideVecs[3] = {8, 16, 16};
+// By element size (4, 8, 16 bytes) and mode (select, unique, partition). 4 B partition takes
+// 256x16: at 512x8 its kernel needs more than the 64 registers of two 512-thread blocks and
+// spills 40 bytes (-Xptxas -v, sm_90); at 256x16 it fits in 128 without spills.
+constexpr int kSlideThreads[3][3] = {{512, 512, 256}, {256, 256, 256}, {256, 256, 256}};
+constexpr int kSlideVecs[3][3] = {{8, 8, 16}, {16, 16, 16}, {16, 16, 16}};
 // Resident blocks per SM asked of the compiler (__launch_bounds__), which caps the registers
 // (2 blocks: 64 at 512 threads, 128 at 256). 256x16 at 3 blocks (80 registers, spills in
 // -Xptxas -v) loses, bench_sliding sweep with that shape, 256M 50 %: 4 B 1964 / 1371 / 1361 vs
 // 2348 / 2121 / 1583 at 2 blocks; 8 B 2126 / 1281 / 1259 vs 2377 / 2274 / 1685.
-constexpr int kSlideMinBlocks[3] = {2, 2, 2};
+constexpr int kSlideMinBlocks[3][3] = {{2, 2, 2}, {2, 2, 2}, {2, 2, 2}};
+// Arrays of at most kSlideSmallBytes take the small-array shape below (threads x vectors / min
+// blocks by element size and mode): with few tiles per resident block, launch and tail weigh
+// more and smaller tiles spread the last wave over more blocks.
+constexpr size_t kSlideSmallBytes = size_t(256) << 20;
+constexpr int kSlideSmallThreads[3][3] = {{512, 512, 256}, {256, 128, 256}, {256, 256, 256}};
+constexpr int kSlideSmallVecs[3][3] = {{8, 8, 8}, {16, 16, 16}, {16, 16, 16}};
+constexpr int kSlideSmallMinBlocks[3][3] = {{2, 2, 3}, {2, 4, 2}, {2, 2, 2}};
+// Partition's three kernels (direction, sliding pass, append) chained by programmatic dependent
+// launch (sm_90 and later): each is launched while the one before runs and waits for it on the
+// device (griddepcontrol.wait), so the launch latency between them overlaps the work.
+constexpr bool kSlidePdl = true;
 // Source of the tile ids (sliding::SlideIds): 0 the atomic counter before the loads (forward
 // progress whatever the block scheduling), 1 blockIdx.x (in-order dispatch, as CUB's look-back).
 // "bench_sliding sweep 5", select / unique at 10 % then 50 %, blockIdx.x vs counter: 16M 4 B
