@@ -65,9 +65,10 @@
 // launch). Neither deadlocks however few blocks are resident, the first by the dispatch order,
 // the second by construction. A block never stores an element to the position it was read from
 // (the leading run of a tile when every element before it is kept), so unique may read the
-// element before its tile without a race (before publishing its own loaded or look-back flag). Lane 0 of each warp
-// reads the element before the warp's chunks from memory, the other predecessors come from the
-// lane or the vector before through warp shuffles: no block barrier between loads and count.
+// element before its tile without a race (before publishing its own loaded or look-back flag).
+// Lane 0 of each warp reads the element before the warp's chunks from memory, the other
+// predecessors come from the lane or the vector before through warp shuffles: no block barrier
+// between loads and count.
 //
 // Memory access: tiles are laid over the 16-byte chunks of the array (tile 0 starts at the chunk
 // holding d[0]), each warp owns a contiguous run of the tile's chunks and a thread loads whole
@@ -82,6 +83,19 @@
 // later in the processing order: the memory stays busy while the resident blocks count, look
 // back and store, and that tile's block finds its data in L2. A prefetch only reads [d, d + n)
 // into L2; it changes no result.
+//
+// Launch: the shape (threads x 16-byte vectors, resident blocks per SM) is tuned by element
+// size and mode (cuda_tuning::kSlide*), with a second shape for arrays of at most
+// kSlideSmallBytes (slide_tuned). Partition runs three kernels (direction sample, sliding pass,
+// append of the part in aux); on sm_90 and later the second and third are launched by
+// programmatic dependent launch: each starts while the one before runs and waits for its
+// completion (griddepcontrol.wait, which also makes that grid's memory operations visible)
+// before its first access to d, the flags or aux, so the in-place argument above is unchanged.
+//
+// Partition's traffic: forwards or backwards, the part whose place depends on the total count
+// (unknown until every tile is read) goes through aux: n + max(kept, rejected) + 3
+// min(kept, rejected) elements moved, 3n at 50 % against CUB's 2n out of place (measured DRAM
+// bytes: test/bench/results/2026-11-25-h100-sliding4.md).
 //
 // ---- API (host, on a device array `d` of n elements and a stream) ------------------------------
 //
@@ -1053,8 +1067,8 @@ inline size_t read_count(const unsigned long long* d_count, cudaStream_t s,
 }
 
 // The tuned sliding pass in MODE: the small-array shape for arrays of at most
-// cuda_tuning::kSlideSmallBytes, else the tuned shape; returns the device count word.
-// pdl: partition's programmatic dependent launch (-1 the tuned cuda_tuning::kSlidePdl, 0 off, 1 on).
+// cuda_tuning::kSlideSmallBytes, else the tuned shape; returns the device count word. pdl:
+// partition's programmatic dependent launch (-1 the tuned cuda_tuning::kSlidePdl, 0 off, 1 on).
 template <typename T, SlideMode MODE, typename F>
 unsigned long long* slide_tuned(T* d, size_t n, F f, unsigned long long* d_count, cudaStream_t s,
                                 SlidingScratch& scratch, int pdl = -1) {

@@ -331,8 +331,8 @@ void check_shape(uint64_t seed) {
 }
 
 // The tuned shape with the tile-flag ordering R in every mode (SlideOrder: loaded flags,
-// release flags with a fence after the look-back, or relaxed flags): sizes around the tile, many tiles, 0-100 % kept, runs for
-// unique, both tile-id sources and synchronizations.
+// release flags with a fence after the look-back, or relaxed flags): sizes around the tile, many
+// tiles, 0-100 % kept, runs for unique, both tile-id sources and synchronizations.
 template <typename T, SlideOrder R>
 void check_order(uint64_t seed) {
   const size_t t = tile_elems<T>();
