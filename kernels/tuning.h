@@ -319,13 +319,36 @@ constexpr double kExprJoinBudgetShare = 0.5;
 // SM, 163 registers) 2305 2477 / 2176 2370 / 2472 1709 and 128x16 at 4 blocks 2029 2234 / 1950
 // 2190 / 2337 1648 vs 256x16/2 2334 2476 / 2178 2380 / 2531 1738; 4 B 128x16/4 1925 2215 / 1804
 // 2137 / 2193 1639 vs 512x8/2 2193 2363 / 2104 2315 / 2091 1583 (partition alone faster).
-constexpr int kSlideThreads[3] = {512, 256, 256};
-constexpr int kSlideVecs[3] = {8, 16, 16};
+// By element size (4, 8, 16 bytes) and mode (select, unique, partition). 4 B partition takes
+// 256x8 at 3 blocks per SM (32 KiB tiles, 80 registers): at 512x8/2 its kernel spills 40 bytes
+// (64 registers, -Xptxas -v, sm_90). "bench_sliding 5", two runs, partition GB/s at 10 / 50 /
+// 90 %: 256M 256x8/3 2358 1726 2325 (run 2: 2361 1729 2328), 512x8/2 2230 1662 2192, 256x16/2
+// (128 registers, no spills) 2246 1678 2216, 128x16/4 2262 1678 2237; 16M 256x8/3 1846 1474
+// 1700, 512x8/2 1722 1379 1587, 256x16/2 1679 1356 1543.
+constexpr int kSlideThreads[3][3] = {{512, 512, 256}, {256, 256, 256}, {256, 256, 256}};
+constexpr int kSlideVecs[3][3] = {{8, 8, 8}, {16, 16, 16}, {16, 16, 16}};
 // Resident blocks per SM asked of the compiler (__launch_bounds__), which caps the registers
 // (2 blocks: 64 at 512 threads, 128 at 256). 256x16 at 3 blocks (80 registers, spills in
 // -Xptxas -v) loses, bench_sliding sweep with that shape, 256M 50 %: 4 B 1964 / 1371 / 1361 vs
 // 2348 / 2121 / 1583 at 2 blocks; 8 B 2126 / 1281 / 1259 vs 2377 / 2274 / 1685.
-constexpr int kSlideMinBlocks[3] = {2, 2, 2};
+constexpr int kSlideMinBlocks[3][3] = {{2, 2, 3}, {2, 2, 2}, {2, 2, 2}};
+// Arrays of at most kSlideSmallBytes take the small-array shape below (threads x vectors / min
+// blocks by element size and mode), where few tiles per resident block make launch and tail
+// weigh more. Only 8 B unique differs: 128x16 at 4 blocks; 16M, GB/s at 10 / 50 / 90 % (two
+// runs) 1918/1925 2256/2213 2470/2461 against 256x16/2 1896/1931 2218/2177 2434/2370. The other
+// candidates at 16M (4 B 512x8/2, 256x16/2, 256x8/3, 128x16/4; 8 B 256x16/2, 128x24/3,
+// 128x16/4) do not gain over the shapes above in all three selectivities (8 B select 128x24/3:
+// 2578 at 90 %, 1993 at 10 % against 2478 and 2047), so they keep them.
+constexpr size_t kSlideSmallBytes = size_t(256) << 20;
+constexpr int kSlideSmallThreads[3][3] = {{512, 512, 256}, {256, 128, 256}, {256, 256, 256}};
+constexpr int kSlideSmallVecs[3][3] = {{8, 8, 8}, {16, 16, 16}, {16, 16, 16}};
+constexpr int kSlideSmallMinBlocks[3][3] = {{2, 2, 3}, {2, 4, 2}, {2, 2, 2}};
+// Partition's three kernels (direction, sliding pass, append) chained by programmatic dependent
+// launch (sm_90 and later): each is launched while the one before runs and waits for it on the
+// device (griddepcontrol.wait), so the launch latency between them overlaps the work.
+// "bench_sliding 5", partition pdl / serial GB/s, 16M: 4 B 1846/1813 1489/1431 1697/1660 (10 /
+// 50 / 90 %), 8 B 2296/2258 1706/1665 2139/2088; 256M within 1 %.
+constexpr bool kSlidePdl = true;
 // Source of the tile ids (sliding::SlideIds): 0 the atomic counter before the loads (forward
 // progress whatever the block scheduling), 1 blockIdx.x (in-order dispatch, as CUB's look-back).
 // "bench_sliding sweep 5", select / unique at 10 % then 50 %, blockIdx.x vs counter: 16M 4 B

@@ -65,9 +65,10 @@
 // launch). Neither deadlocks however few blocks are resident, the first by the dispatch order,
 // the second by construction. A block never stores an element to the position it was read from
 // (the leading run of a tile when every element before it is kept), so unique may read the
-// element before its tile without a race (before publishing its own loaded or look-back flag). Lane 0 of each warp
-// reads the element before the warp's chunks from memory, the other predecessors come from the
-// lane or the vector before through warp shuffles: no block barrier between loads and count.
+// element before its tile without a race (before publishing its own loaded or look-back flag).
+// Lane 0 of each warp reads the element before the warp's chunks from memory, the other
+// predecessors come from the lane or the vector before through warp shuffles: no block barrier
+// between loads and count.
 //
 // Memory access: tiles are laid over the 16-byte chunks of the array (tile 0 starts at the chunk
 // holding d[0]), each warp owns a contiguous run of the tile's chunks and a thread loads whole
@@ -82,6 +83,19 @@
 // later in the processing order: the memory stays busy while the resident blocks count, look
 // back and store, and that tile's block finds its data in L2. A prefetch only reads [d, d + n)
 // into L2; it changes no result.
+//
+// Launch: the shape (threads x 16-byte vectors, resident blocks per SM) is tuned by element
+// size and mode (cuda_tuning::kSlide*), with a second shape for arrays of at most
+// kSlideSmallBytes (slide_tuned). Partition runs three kernels (direction sample, sliding pass,
+// append of the part in aux); on sm_90 and later the second and third are launched by
+// programmatic dependent launch: each starts while the one before runs and waits for its
+// completion (griddepcontrol.wait, which also makes that grid's memory operations visible)
+// before its first access to d, the flags or aux, so the in-place argument above is unchanged.
+//
+// Partition's traffic: forwards or backwards, the part whose place depends on the total count
+// (unknown until every tile is read) goes through aux: n + max(kept, rejected) + 3
+// min(kept, rejected) elements moved, 3n at 50 % against CUB's 2n out of place (measured DRAM
+// bytes: test/bench/results/2026-11-25-h100-sliding4.md).
 //
 // ---- API (host, on a device array `d` of n elements and a stream) ------------------------------
 //
@@ -125,21 +139,34 @@ namespace gpu2bs {
 namespace cuda {
 namespace sliding {
 
-// Launch shape of the sliding kernel for elements of T: threads per block and 16-byte vectors
-// per thread (cuda_tuning::kSlideThreads / kSlideVecs, by element size).
+// What the pass does with the elements the functor selects.
+enum class SlideMode { Select, Unique, Partition };
+
+// Index of an element size in the cuda_tuning::kSlide* tables (4, 8, 16 bytes).
 template <typename T>
-__host__ __device__ constexpr int slide_threads() {
-  return cuda_tuning::kSlideThreads[sizeof(T) == 4 ? 0 : sizeof(T) == 8 ? 1 : 2];
+__host__ __device__ constexpr int slide_size_index() {
+  return sizeof(T) == 4 ? 0 : sizeof(T) == 8 ? 1 : 2;
 }
-template <typename T>
+
+// Launch shape of the sliding kernel for elements of T in MODE: threads per block and 16-byte
+// vectors per thread (cuda_tuning::kSlideThreads / kSlideVecs; SMALL: the small-array shape,
+// kSlideSmallThreads / kSlideSmallVecs).
+template <typename T, SlideMode MODE = SlideMode::Select, bool SMALL = false>
+__host__ __device__ constexpr int slide_threads() {
+  return SMALL ? cuda_tuning::kSlideSmallThreads[slide_size_index<T>()][int(MODE)]
+               : cuda_tuning::kSlideThreads[slide_size_index<T>()][int(MODE)];
+}
+template <typename T, SlideMode MODE = SlideMode::Select, bool SMALL = false>
 __host__ __device__ constexpr int slide_vecs() {
-  return cuda_tuning::kSlideVecs[sizeof(T) == 4 ? 0 : sizeof(T) == 8 ? 1 : 2];
+  return SMALL ? cuda_tuning::kSlideSmallVecs[slide_size_index<T>()][int(MODE)]
+               : cuda_tuning::kSlideVecs[slide_size_index<T>()][int(MODE)];
 }
 
 // Resident blocks per SM the compiler is asked to allow (__launch_bounds__; 1: no register cap).
-template <typename T>
+template <typename T, SlideMode MODE = SlideMode::Select, bool SMALL = false>
 __host__ __device__ constexpr int slide_min_blocks() {
-  return cuda_tuning::kSlideMinBlocks[sizeof(T) == 4 ? 0 : sizeof(T) == 8 ? 1 : 2];
+  return SMALL ? cuda_tuning::kSlideSmallMinBlocks[slide_size_index<T>()][int(MODE)]
+               : cuda_tuning::kSlideMinBlocks[slide_size_index<T>()][int(MODE)];
 }
 
 // Tiles ahead in the processing order whose whole chunks a block prefetches into L2 when it
@@ -188,9 +215,6 @@ enum class SlideSync {
   Lookback,  // predecessor's flag, further back while it holds only a count (default)
   Adjacent   // the paper's chain: wait for the predecessor's inclusive offset
 };
-
-// What the pass does with the elements the functor selects.
-enum class SlideMode { Select, Unique, Partition };
 
 // The tile-flag ordering of the tuned kernel for elements of T in MODE
 // (cuda_tuning::kSlideOrder).
@@ -521,6 +545,24 @@ __device__ __forceinline__ void prefetch_l2(const void* p, unsigned bytes) {
   asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;" ::"l"(p), "r"(bytes) : "memory");
 }
 
+// Waits until the grid this one depends on by programmatic dependent launch has completed and its
+// memory operations are visible (griddepcontrol.wait; returns at once in a grid launched
+// without that dependency, and compiles to nothing before sm_90).
+__device__ __forceinline__ void wait_prerequisite() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.wait;" ::: "memory");
+#endif
+}
+
+// Lets the grid launched after this one by programmatic dependent launch start once every block
+// of this grid has passed here or exited (griddepcontrol.launch_dependents; it still waits for
+// this grid's completion in wait_prerequisite).
+__device__ __forceinline__ void allow_dependents() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+#endif
+}
+
 // Dynamic shared memory of the sliding kernel: the staged tile.
 template <typename T, int THREADS, int VECS>
 constexpr size_t stage_bytes() {
@@ -592,6 +634,12 @@ __global__ void __launch_bounds__(THREADS, MINB) slide_kernel(T* d, unsigned lon
   W v[VECS][V];
   M keep = 0, valid = 0;
   constexpr bool SHARED_START = COUNTED || MODE == SlideMode::Partition;
+  // Partition: the direction kernel before may still run (programmatic dependent launch); the
+  // append kernel after may be launched once every block of this grid has started.
+  if constexpr (MODE == SlideMode::Partition) {
+    wait_prerequisite();
+    allow_dependents();
+  }
   if constexpr (SHARED_START) {
     if (tid == 0) {
       if constexpr (COUNTED)
@@ -834,6 +882,7 @@ template <typename T>
 __global__ void append_kernel(T* d, unsigned long long n, const T* aux,
                               const unsigned long long* d_count, const unsigned long long* flags) {
   using W = typename Word<sizeof(T)>::type;
+  wait_prerequisite();  // the sliding pass (programmatic dependent launch)
   const unsigned long long count = *d_count;
   const bool back = flags[2] != 0;
   const long long worker = blockIdx.x * (long long)blockDim.x + threadIdx.x;
@@ -856,6 +905,8 @@ template <typename T, typename F>
 __global__ void __launch_bounds__(kDirectionThreads) partition_direction_kernel(
     const T* d, unsigned long long n, F f, unsigned long long* flags) {
   __shared__ int s_kept;
+  // the sliding pass may be launched at once: it waits for this grid's completion
+  allow_dependents();
   const unsigned long long m = n < kDirectionSamples ? n : kDirectionSamples;
   if (threadIdx.x == 0) s_kept = 0;
   T x[kDirectionPerThread];
@@ -907,6 +958,14 @@ void allow_shared(K kernel, size_t bytes, std::atomic<unsigned long long>& done)
   done.fetch_or(bit, std::memory_order_relaxed);
 }
 
+// Whether the current device takes programmatic dependent launch (compute capability 9 or more).
+inline bool pdl_device() {
+  int dev = 0, major = 0;
+  G2_CUDA(cudaGetDevice(&dev));
+  G2_CUDA(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev));
+  return major >= 9;
+}
+
 // Checks the arguments every primitive takes.
 template <typename T>
 void check_args(const T* d, size_t n) {
@@ -926,11 +985,11 @@ void check_args(const T* d, size_t n) {
 // count goes to *d_count (device) when not null, else to the scratch's device word; returns that
 // device word. ahead: the L2 prefetch distance in tiles (-1: the tuned slide_prefetch<T>()).
 template <typename T, SlideMode MODE, SlideSync SYNC = SlideSync::Lookback,
-          int THREADS = slide_threads<T>(), int VECS = slide_vecs<T>(),
-          int MINB = slide_min_blocks<T>(), SlideIds IDS = slide_ids<T>(),
+          int THREADS = slide_threads<T, MODE>(), int VECS = slide_vecs<T, MODE>(),
+          int MINB = slide_min_blocks<T, MODE>(), SlideIds IDS = slide_ids<T>(),
           SlideOrder ORDER = slide_order<T, MODE>(), typename F>
 unsigned long long* slide_async(T* d, size_t n, F f, unsigned long long* d_count, cudaStream_t s,
-                                SlidingScratch& scratch, int ahead = -1) {
+                                SlidingScratch& scratch, int ahead = -1, int pdl = -1) {
   detail::check_args(d, n);
   constexpr size_t TILE = tile_elems<T, THREADS, VECS>();
   // d's position in its 16-byte chunk, in elements: tile 0 starts that many positions before d
@@ -961,17 +1020,38 @@ unsigned long long* slide_async(T* d, size_t n, F f, unsigned long long* d_count
     static std::atomic<unsigned long long> done{0};  // this instantiation's kernel
     detail::allow_shared(kernel, SMEM, done);
   }
-  kernel<<<unsigned(tiles), THREADS, SMEM, s>>>(d, (unsigned long long)n, head, f, flags, aux,
-                                                count, fl.epoch, fl.id_base,
-                                                unsigned(ahead < 0 ? slide_prefetch<T>() : ahead));
+  // Partition: the sliding pass and the append kernel by programmatic dependent launch
+  // (cuda_tuning::kSlidePdl, pdl 0 / 1 overrides) on devices of compute capability 9 or more
+  bool chain = false;
+  if constexpr (MODE == SlideMode::Partition) {
+    if (pdl < 0 ? cuda_tuning::kSlidePdl : pdl != 0) chain = detail::pdl_device();
+  }
+  cudaLaunchAttribute attr[1];
+  attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  attr[0].val.programmaticStreamSerializationAllowed = 1;
+  cudaLaunchConfig_t cfg = {};
+  cfg.gridDim = dim3(unsigned(tiles));
+  cfg.blockDim = dim3(THREADS);
+  cfg.dynamicSmemBytes = SMEM;
+  cfg.stream = s;
+  cfg.attrs = attr;
+  cfg.numAttrs = chain ? 1 : 0;
+  G2_CUDA(cudaLaunchKernelEx(&cfg, kernel, d, (unsigned long long)n, head, f, flags, aux, count,
+                             fl.epoch, fl.id_base,
+                             unsigned(ahead < 0 ? slide_prefetch<T>() : ahead)));
   G2_CUDA_LAUNCH("sliding kernel launch");
   if constexpr (MODE == SlideMode::Partition) {
     constexpr int kAppendThreads = 256;
     const size_t chunks = (n * sizeof(T) + 15) / 16 + 1;
     const size_t blocks = std::min<size_t>((chunks + kAppendThreads - 1) / kAppendThreads,
                                            size_t(cuda_tuning::kSlideAppendBlocks));
-    detail::append_kernel<T><<<unsigned(blocks), kAppendThreads, 0, s>>>(d, n, aux, count,
-                                                                         flags);
+    cfg.gridDim = dim3(unsigned(blocks));
+    cfg.blockDim = dim3(kAppendThreads);
+    cfg.dynamicSmemBytes = 0;
+    G2_CUDA(cudaLaunchKernelEx(&cfg, detail::append_kernel<T>, d, (unsigned long long)n,
+                               static_cast<const T*>(aux),
+                               static_cast<const unsigned long long*>(count),
+                               static_cast<const unsigned long long*>(flags)));
     G2_CUDA_LAUNCH("partition append kernel launch");
   }
   return count;
@@ -986,11 +1066,24 @@ inline size_t read_count(const unsigned long long* d_count, cudaStream_t s,
   return size_t(*h);
 }
 
+// The tuned sliding pass in MODE: the small-array shape for arrays of at most
+// cuda_tuning::kSlideSmallBytes, else the tuned shape; returns the device count word. pdl:
+// partition's programmatic dependent launch (-1 the tuned cuda_tuning::kSlidePdl, 0 off, 1 on).
+template <typename T, SlideMode MODE, typename F>
+unsigned long long* slide_tuned(T* d, size_t n, F f, unsigned long long* d_count, cudaStream_t s,
+                                SlidingScratch& scratch, int pdl = -1) {
+  if (n * sizeof(T) <= cuda_tuning::kSlideSmallBytes)
+    return slide_async<T, MODE, SlideSync::Lookback, slide_threads<T, MODE, true>(),
+                       slide_vecs<T, MODE, true>(), slide_min_blocks<T, MODE, true>()>(
+        d, n, f, d_count, s, scratch, -1, pdl);
+  return slide_async<T, MODE>(d, n, f, d_count, s, scratch, -1, pdl);
+}
+
 // Runs the sliding pass in `MODE` and returns its count (waits): the blocking form of every
 // primitive below.
 template <typename T, SlideMode MODE, typename F>
 size_t slide_wait(T* d, size_t n, F f, cudaStream_t s, SlidingScratch& scratch) {
-  return read_count(slide_async<T, MODE>(d, n, f, nullptr, s, scratch), s, scratch);
+  return read_count(slide_tuned<T, MODE>(d, n, f, nullptr, s, scratch), s, scratch);
 }
 
 // Keeps the elements with keep(x) true, in order, in d[0, kept); returns kept (waits).
@@ -1002,7 +1095,7 @@ size_t select_inplace(T* d, size_t n, Pred keep, cudaStream_t s, SlidingScratch&
 template <typename T, typename Pred>
 void select_inplace_async(T* d, size_t n, Pred keep, unsigned long long* d_count,
                           cudaStream_t s, SlidingScratch& scratch) {
-  slide_async<T, SlideMode::Select>(d, n, keep, d_count, s, scratch);
+  slide_tuned<T, SlideMode::Select>(d, n, keep, d_count, s, scratch);
 }
 
 // Removes the elements with pred(x) true (std::remove_if); returns the count left (waits).
@@ -1027,7 +1120,7 @@ size_t unique_inplace(T* d, size_t n, Eq eq, cudaStream_t s, SlidingScratch& scr
 template <typename T, typename Eq>
 void unique_inplace_async(T* d, size_t n, Eq eq, unsigned long long* d_count, cudaStream_t s,
                           SlidingScratch& scratch) {
-  slide_async<T, SlideMode::Unique>(d, n, eq, d_count, s, scratch);
+  slide_tuned<T, SlideMode::Unique>(d, n, eq, d_count, s, scratch);
 }
 
 // Removes the elements bitwise equal to `value` (stream compaction); returns the count left.
@@ -1052,7 +1145,7 @@ size_t partition_inplace(T* d, size_t n, Pred keep, cudaStream_t s, SlidingScrat
 template <typename T, typename Pred>
 void partition_inplace_async(T* d, size_t n, Pred keep, unsigned long long* d_count,
                              cudaStream_t s, SlidingScratch& scratch) {
-  slide_async<T, SlideMode::Partition>(d, n, keep, d_count, s, scratch);
+  slide_tuned<T, SlideMode::Partition>(d, n, keep, d_count, s, scratch);
 }
 
 }  // namespace sliding

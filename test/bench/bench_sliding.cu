@@ -2,6 +2,9 @@
 // the device-to-device copy, on one GPU.
 //
 //   bench_sliding [runs] [sizes in M elements...]     default: 5 runs, 16M and 256M
+//   bench_sliding orders [runs] [sizes...]            the same with the tile-flag ordering rows
+//   bench_sliding once [sizes in M elements...]       one partition (ours, CUB) and one select
+//                                                     at 50 % per element size, for a profiler
 //   bench_sliding sweep [runs] [sizes...]             launch shapes of the sliding kernel
 //                                                     (threads x 16-byte vectors / min blocks,
 //                                                     " b": tile ids from blockIdx.x, " aD":
@@ -21,7 +24,9 @@
 //   unique          sliding::unique_inplace      | cub Unique: cub::DeviceSelect::Unique
 //   partition       sliding::partition_inplace   | cub Partition: cub::DevicePartition::If
 //   ... TxV/B       the same with launch shape T threads x V vectors / B blocks (Candidates)
-//   ... loadflags   the tuned pass with relaxed look-back flags and per-tile loaded flags
+//   partition pdl / partition serial   the tuned partition with and without programmatic
+//                   dependent launch between its three kernels
+//   ... loadflags   (orders) the tuned pass with relaxed look-back flags and per-tile loaded flags
 //                   (SlideOrder::LoadFlags)
 //   ... release     the tuned pass with release tile flags and a fence after the look-back
 //                   (SlideOrder::Release)
@@ -189,11 +194,11 @@ struct Candidates {
 };
 template <>
 struct Candidates<uint32_t> {
-  using type = std::tuple<Shape<128, 16, 4>>;
+  using type = std::tuple<Shape<512, 8, 2>, Shape<256, 16, 2>, Shape<256, 8, 3>, Shape<128, 16, 4>>;
 };
 template <>
 struct Candidates<unsigned long long> {
-  using type = std::tuple<Shape<128, 24, 3>, Shape<128, 16, 4>>;
+  using type = std::tuple<Shape<256, 16, 2>, Shape<128, 24, 3>, Shape<128, 16, 4>>;
 };
 
 // Calls fn(Shape<...>{}) for every candidate shape of T.
@@ -215,8 +220,13 @@ template <SlideMode MODE, SlideOrder ORDER, typename T, typename F>
 double time_order(int runs, cudaStream_t s, const std::function<void()>& prep, T* d, size_t n,
                   F f, unsigned long long* cnt, SlidingScratch& scr) {
   return time_ms(runs, s, prep, [&]() {
-    slide_async<T, MODE, SlideSync::Lookback, slide_threads<T>(), slide_vecs<T>(),
-                slide_min_blocks<T>(), slide_ids<T>(), ORDER>(d, n, f, cnt, s, scr);
+    if (n * sizeof(T) <= cuda_tuning::kSlideSmallBytes)
+      slide_async<T, MODE, SlideSync::Lookback, slide_threads<T, MODE, true>(),
+                  slide_vecs<T, MODE, true>(), slide_min_blocks<T, MODE, true>(), slide_ids<T>(),
+                  ORDER>(d, n, f, cnt, s, scr);
+    else
+      slide_async<T, MODE, SlideSync::Lookback, slide_threads<T, MODE>(), slide_vecs<T, MODE>(),
+                  slide_min_blocks<T, MODE>(), slide_ids<T>(), ORDER>(d, n, f, cnt, s, scr);
   });
 }
 
@@ -260,6 +270,9 @@ double time_shape(Shape<TH, VE, MB>, int runs, cudaStream_t s, const std::functi
     slide_async<T, MODE, SlideSync::Lookback, TH, VE, MB, SlideIds::Block>(d, n, f, cnt, s, scr);
   });
 }
+
+// Whether the main table has the tile-flag ordering rows ("bench_sliding orders").
+bool g_orders = false;
 
 template <typename T>
 void bench_type(size_t n, int runs, void* tmp, size_t tmp_cap) {
@@ -312,8 +325,9 @@ void bench_type(size_t n, int runs, void* tmp, size_t tmp_cap) {
     // scratch of select / unique: the tile flags; partition: plus n elements for the rejected
     const double flags = double(2 * ((n + tile_elems<T>() - 1) / tile_elems<T>()) + 3) * 8;
     row("select", n, int(S), pct, t, arr + double(kept) * S, copy_gbs, (arr + flags) / MiB, kept);
-    order_rows<SlideMode::Select>("select", pct, runs, s, restore, d, n, keep, cnt, scr, kept,
-                                  arr + double(kept) * S, copy_gbs, (arr + flags) / MiB);
+    if (g_orders)
+      order_rows<SlideMode::Select>("select", pct, runs, s, restore, d, n, keep, cnt, scr,
+                                    kept, arr + double(kept) * S, copy_gbs, (arr + flags) / MiB);
     each_shape<T>([&](auto sh) {
       t = time_shape<SlideMode::Select>(sh, runs, s, restore, d, n, keep, cnt, scr);
       if (get(cnt) != kept) printf("MISMATCH %s\n", shape_name("select", sh));
@@ -354,8 +368,17 @@ void bench_type(size_t n, int runs, void* tmp, size_t tmp_cap) {
     if (get(cnt) != kept) printf("MISMATCH partition\n");
     row("partition", n, int(S), pct, t, 2 * arr, copy_gbs,
         (2 * arr + flags) / MiB, get(cnt));
-    order_rows<SlideMode::Partition>("partition", pct, runs, s, restore, d, n, keep, cnt, scr,
-                                     kept, 2 * arr, copy_gbs, (2 * arr + flags) / MiB);
+    if (g_orders)
+      order_rows<SlideMode::Partition>("partition", pct, runs, s, restore, d, n, keep, cnt,
+                                       scr, kept, 2 * arr, copy_gbs, (2 * arr + flags) / MiB);
+    for (int pdl : {0, 1}) {
+      t = time_ms(runs, s, restore, [&]() {
+        slide_tuned<T, SlideMode::Partition>(d, n, keep, cnt, s, scr, pdl);
+      });
+      const char* name = pdl ? "partition pdl" : "partition serial";
+      if (get(cnt) != kept) printf("MISMATCH %s\n", name);
+      row(name, n, int(S), pct, t, 2 * arr, copy_gbs, (2 * arr + flags) / MiB, get(cnt));
+    }
     each_shape<T>([&](auto sh) {
       t = time_shape<SlideMode::Partition>(sh, runs, s, restore, d, n, keep, cnt, scr);
       if (get(cnt) != kept) printf("MISMATCH %s\n", shape_name("partition", sh));
@@ -391,8 +414,9 @@ void bench_type(size_t n, int runs, void* tmp, size_t tmp_cap) {
     const unsigned long long uk = get(cnt);
     row("unique", n, int(S), pct, t, arr + double(uk) * S, copy_gbs,
         (arr + flags) / MiB, uk);
-    order_rows<SlideMode::Unique>("unique", pct, runs, s, restore, d, n, KeyEq(), cnt, scr, uk,
-                                  arr + double(uk) * S, copy_gbs, (arr + flags) / MiB);
+    if (g_orders)
+      order_rows<SlideMode::Unique>("unique", pct, runs, s, restore, d, n, KeyEq(), cnt, scr,
+                                    uk, arr + double(uk) * S, copy_gbs, (arr + flags) / MiB);
     each_shape<T>([&](auto sh) {
       t = time_shape<SlideMode::Unique>(sh, runs, s, restore, d, n, KeyEq(), cnt, scr);
       if (get(cnt) != uk) printf("MISMATCH %s\n", shape_name("unique", sh));
@@ -416,6 +440,43 @@ void bench_type(size_t n, int runs, void* tmp, size_t tmp_cap) {
   CK(cudaStreamDestroy(s));
 }
 
+
+// One call each of the sliding partition and CUB's DevicePartition::If at 50 % kept (and the
+// sliding select beside), synchronized between calls, for a profiler's per-kernel byte counts
+// (bench_sliding once [sizes]).
+template <typename T>
+void once_type(size_t n, void* tmp, size_t tmp_cap) {
+  cudaStream_t s;
+  CK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+  T *pristine = nullptr, *d = nullptr, *out = nullptr;
+  unsigned long long* cnt = nullptr;
+  CK(cudaMalloc(&pristine, n * sizeof(T)));
+  CK(cudaMalloc(&d, n * sizeof(T)));
+  CK(cudaMalloc(&out, n * sizeof(T)));
+  CK(cudaMalloc(&cnt, 8));
+  SlidingScratch scr;
+  fill_random<T><<<132 * 16, 256, 0, s>>>(pristine, n);
+  CK(cudaGetLastError());
+  const KeepBelow<T> keep{uint32_t(0.5 * 4294967296.0)};
+  CK(cudaMemcpyAsync(d, pristine, n * sizeof(T), cudaMemcpyDeviceToDevice, s));
+  partition_inplace_async(d, n, keep, cnt, s, scr);
+  CK(cudaStreamSynchronize(s));
+  CK(cudaMemcpyAsync(d, pristine, n * sizeof(T), cudaMemcpyDeviceToDevice, s));
+  select_inplace_async(d, n, keep, cnt, s, scr);
+  CK(cudaStreamSynchronize(s));
+  size_t b = cub_bytes([&](void* p, size_t& bb) {
+    return cub::DevicePartition::If(p, bb, pristine, out, cnt, int64_t(n), keep, s);
+  });
+  if (b > tmp_cap) exit(1);
+  CK(cub::DevicePartition::If(tmp, b, pristine, out, cnt, int64_t(n), keep, s));
+  CK(cudaStreamSynchronize(s));
+  printf("once %zuM %zu B done\n", n >> 20, sizeof(T));
+  CK(cudaFree(pristine));
+  CK(cudaFree(d));
+  CK(cudaFree(out));
+  CK(cudaFree(cnt));
+  CK(cudaStreamDestroy(s));
+}
 
 // Row suffix of a tile-id source: "" counter, " b" blockIdx.x.
 const char* ids_tag(SlideIds ids) { return ids == SlideIds::Counter ? "" : " b"; }
@@ -521,7 +582,24 @@ void sweep_type(size_t n, int runs, void* tmp, size_t tmp_cap) {
 int main(int argc, char** argv) {
   using namespace gpu2bs;
   const bool sweep = argc > 1 && std::string(argv[1]) == "sweep";
-  if (sweep) {
+  const bool once = argc > 1 && std::string(argv[1]) == "once";
+  if (once) {
+    std::vector<size_t> sizes;
+    for (int a = 2; a < argc; ++a) sizes.push_back(size_t(atol(argv[a])) << 20);
+    if (sizes.empty()) sizes = {size_t(16) << 20, size_t(256) << 20};
+    size_t cap = size_t(64) << 20;
+    void* tmp = nullptr;
+    CK(cudaMalloc(&tmp, cap));
+    for (size_t n : sizes) {
+      once_type<uint32_t>(n, tmp, cap);
+      once_type<unsigned long long>(n, tmp, cap);
+      once_type<PairRecord>(n, tmp, cap);
+    }
+    CK(cudaFree(tmp));
+    return 0;
+  }
+  g_orders = argc > 1 && std::string(argv[1]) == "orders";
+  if (sweep || g_orders) {
     --argc;
     ++argv;
   }

@@ -143,11 +143,22 @@ constexpr SlideOrder order(int ord) {
   return ord < 0 ? slide_order<T, MODE>() : SlideOrder(ord);
 }
 
+// A launch shape's threads, vectors and min blocks (th, ve, mb), or the tuned one of T in MODE
+// where 0.
+template <typename T, SlideMode MODE>
+constexpr int th(int v) { return v ? v : slide_threads<T, MODE>(); }
+template <typename T, SlideMode MODE>
+constexpr int ve(int v) { return v ? v : slide_vecs<T, MODE>(); }
+template <typename T, SlideMode MODE>
+constexpr int mb(int v) { return v ? v : slide_min_blocks<T, MODE>(); }
+
 // Every primitive on one input, against CUB, the CPU counterpart and std (launch shape TH x VE
-// / MB: the tuned one unless given; ORD: a SlideOrder for every mode, -1 the tuned one of each).
-template <typename T, SlideSync SYNC, SlideIds IDS = slide_ids<T>(), int TH = slide_threads<T>(),
-          int VE = slide_vecs<T>(), int MB = slide_min_blocks<T>(),
-          int ORD = -1>
+// / MB: the tuned one of each mode where 0; ORD: a SlideOrder for every mode, -1 the tuned one of
+// each). With the tuned shape and order, also the dispatching form (slide_tuned: the small-array
+// shape up to cuda_tuning::kSlideSmallBytes), partition with and without programmatic dependent
+// launch.
+template <typename T, SlideSync SYNC, SlideIds IDS = slide_ids<T>(), int TH = 0, int VE = 0,
+          int MB = 0, int ORD = -1>
 void check_case(size_t n, uint32_t keep_below, bool runs, uint64_t seed, SlidingScratch& scr,
                 int ahead = -1) {
   const auto in = make_input<T>(n, 100, seed, runs);
@@ -162,6 +173,8 @@ void check_case(size_t n, uint32_t keep_below, bool runs, uint64_t seed, Sliding
   Dev<T> src(n), d(n), out(n);
   src.put(in);
   cudaStream_t s = nullptr;
+  constexpr bool TUNED = TH == 0 && VE == 0 && MB == 0 && ORD < 0 && SYNC == SlideSync::Lookback &&
+                         IDS == slide_ids<T>();
   Control ctl;
   ctl.threads = 4;
 
@@ -175,12 +188,19 @@ void check_case(size_t n, uint32_t keep_below, bool runs, uint64_t seed, Sliding
     EXPECT_EQ(nc, want.size()) << tag;
     EXPECT_TRUE(same(out.get(nc), want)) << "cub select " << tag;
     d.put(in);
+    constexpr SlideMode M = SlideMode::Select;
     unsigned long long* c =
-        slide_async<T, SlideMode::Select, SYNC, TH, VE, MB, IDS, order<T, SlideMode::Select>(ORD)>(
+        slide_async<T, M, SYNC, th<T, M>(TH), ve<T, M>(VE), mb<T, M>(MB), IDS, order<T, M>(ORD)>(
             d.p, n, keep, nullptr, s, scr, ahead);
     const size_t k = read_count(c, s, scr);
     EXPECT_EQ(k, want.size()) << tag;
     EXPECT_TRUE(same(d.get(k), want)) << "select " << tag;
+    if (TUNED) {
+      d.put(in);
+      const size_t k2 = read_count(slide_tuned<T, M>(d.p, n, keep, nullptr, s, scr), s, scr);
+      EXPECT_EQ(k2, want.size()) << tag;
+      EXPECT_TRUE(same(d.get(k2), want)) << "select dispatched " << tag;
+    }
     auto h = in;
     EXPECT_EQ(sliding::select_inplace(h.data(), n, keep, &ctl), want.size()) << tag;
     h.resize(want.size());
@@ -196,12 +216,19 @@ void check_case(size_t n, uint32_t keep_below, bool runs, uint64_t seed, Sliding
     EXPECT_EQ(nc, want.size()) << tag;
     EXPECT_TRUE(same(out.get(nc), want)) << "cub unique " << tag;
     d.put(in);
+    constexpr SlideMode M = SlideMode::Unique;
     const size_t k = read_count(
-        slide_async<T, SlideMode::Unique, SYNC, TH, VE, MB, IDS, order<T, SlideMode::Unique>(ORD)>(
+        slide_async<T, M, SYNC, th<T, M>(TH), ve<T, M>(VE), mb<T, M>(MB), IDS, order<T, M>(ORD)>(
             d.p, n, KeyEq(), nullptr, s, scr, ahead),
         s, scr);
     EXPECT_EQ(k, want.size()) << tag;
     EXPECT_TRUE(same(d.get(k), want)) << "unique " << tag;
+    if (TUNED) {
+      d.put(in);
+      const size_t k2 = read_count(slide_tuned<T, M>(d.p, n, KeyEq(), nullptr, s, scr), s, scr);
+      EXPECT_EQ(k2, want.size()) << tag;
+      EXPECT_TRUE(same(d.get(k2), want)) << "unique dispatched " << tag;
+    }
     auto h = in;
     EXPECT_EQ(sliding::unique_inplace(h.data(), n, KeyEq(), &ctl), want.size()) << tag;
     h.resize(want.size());
@@ -220,12 +247,22 @@ void check_case(size_t n, uint32_t keep_below, bool runs, uint64_t seed, Sliding
     std::reverse(co.begin() + nc, co.end());
     EXPECT_TRUE(same(co, want)) << "cub partition " << tag;
     d.put(in);
+    constexpr SlideMode M = SlideMode::Partition;
     const size_t k = read_count(
-        slide_async<T, SlideMode::Partition, SYNC, TH, VE, MB, IDS,
-                    order<T, SlideMode::Partition>(ORD)>(d.p, n, keep, nullptr, s, scr, ahead),
+        slide_async<T, M, SYNC, th<T, M>(TH), ve<T, M>(VE), mb<T, M>(MB), IDS, order<T, M>(ORD)>(
+            d.p, n, keep, nullptr, s, scr, ahead),
         s, scr);
     EXPECT_EQ(k, wn) << tag;
     EXPECT_TRUE(same(d.get(n), want)) << "partition " << tag;
+    if (TUNED) {
+      for (int pdl : {0, 1}) {
+        d.put(in);
+        const size_t k2 =
+            read_count(slide_tuned<T, M>(d.p, n, keep, nullptr, s, scr, pdl), s, scr);
+        EXPECT_EQ(k2, wn) << tag << " pdl=" << pdl;
+        EXPECT_TRUE(same(d.get(n), want)) << "partition dispatched " << tag << " pdl=" << pdl;
+      }
+    }
     auto h = in;
     EXPECT_EQ(sliding::partition_inplace(h.data(), n, keep, &ctl), wn) << tag;
     EXPECT_TRUE(same(h, want)) << "cpu partition " << tag;
@@ -294,12 +331,12 @@ void check_shape(uint64_t seed) {
 }
 
 // The tuned shape with the tile-flag ordering R in every mode (SlideOrder: loaded flags,
-// release flags with a fence after the look-back, or relaxed flags): sizes around the tile, many tiles, 0-100 % kept, runs for
-// unique, both tile-id sources and synchronizations.
+// release flags with a fence after the look-back, or relaxed flags): sizes around the tile, many
+// tiles, 0-100 % kept, runs for unique, both tile-id sources and synchronizations.
 template <typename T, SlideOrder R>
 void check_order(uint64_t seed) {
   const size_t t = tile_elems<T>();
-  constexpr int TH = slide_threads<T>(), VE = slide_vecs<T>(), MB = slide_min_blocks<T>();
+  constexpr int TH = 0, VE = 0, MB = 0;  // the tuned shape of each mode
   SlidingScratch scr;
   for (size_t n : {size_t(1), t - 1, t + 1, 3 * t + 17, size_t(1000003), size_t(9000011)}) {
     for (uint32_t keep : {0u, 10u, 50u, 90u, 100u})
@@ -331,6 +368,14 @@ TEST(Sliding, ReleaseFlags) {
   check_order<uint32_t, SlideOrder::Release>(61);
   check_order<unsigned long long, SlideOrder::Release>(62);
   check_order<PairRecord, SlideOrder::Release>(63);
+}
+
+TEST(Sliding, SmallArrayShapes) {
+  REQUIRE_GPU();
+  check_shape<uint32_t, 512, 8, 2>(44);
+  check_shape<uint32_t, 256, 16, 2>(45);
+  check_shape<uint32_t, 256, 8, 3>(46);
+  check_shape<unsigned long long, 256, 16, 2>(47);
 }
 
 TEST(Sliding, LaunchShapes) {
