@@ -436,6 +436,13 @@ constexpr size_t kPairwiseFastChunkBytes = size_t(4) << 30;
 // 36.9 ms); FP16 112.7 ms (GEMM 21.8 ms, selection 56.2 ms: same kernel time, 82.3 against
 // 82.7 ms), so TF32 by default.
 constexpr bool kPairwiseFp16Gemm = false;
+// Candidates of the certified path from the folded FP16 GEMM where cublasGemmEx is present:
+// every vector scaled by one power of two, the a rows extended by [1, 1] and the b rows by the
+// FP16 hi and lo parts of their scaled squared norms (times -2 on the b side), so the GEMM's
+// FP16 output is each pair's score and the selection reads no norms or scales
+// (select_fold_kernel). Falls back to the GEMM above where norms overflow, underflow, or more
+// than a 64th of the rows are below 2^-10 of the largest norm.
+constexpr bool kPairwiseFoldGemm = true;
 // Fast path selection (select_kernel): one ballot per step of 32 kSelUnroll values (FP16: twice
 // that) against the kept kc-th score before the offers, a step no lane can place making none.
 // Same run: selection TF32 36.9-37.3 ms with it, 48.9 ms without; FP16 56.2 ms, 62.4 ms without.
