@@ -721,6 +721,13 @@ __device__ __forceinline__ float fold_get(const uint4& v, int h) {
   return __half2float(__ushort_as_half(static_cast<unsigned short>(w >> (16 * (h & 1)))));
 }
 
+// Score h (0..7, known only at run time) of the 8 FP16 scores of a 16-byte vector, as float.
+__device__ __forceinline__ float fold_get_any(const uint4& v, int h) {
+  const uint32_t lo = (h & 2) ? v.y : v.x, hi = (h & 2) ? v.w : v.z;
+  const uint32_t w = (h & 4) ? hi : lo;
+  return __half2float(__ushort_as_half(static_cast<unsigned short>(w >> (16 * (h & 1)))));
+}
+
 // Sets score h (0..7) of a 16-byte vector of FP16 scores to +infinity.
 __device__ __forceinline__ void fold_mask(uint4& v, int h) {
   uint32_t& w = h < 2 ? v.x : h < 4 ? v.y : h < 6 ? v.z : v.w;
@@ -742,16 +749,20 @@ __device__ __forceinline__ __half2 fold_min(const uint4& v) {
 // leading dimension ld a multiple of 8), keeping the kc best scores by (score, column). Each
 // lane loads kFoldUnroll 16-byte vectors (8 consecutive columns each) per step of 256
 // kFoldUnroll columns and takes their minimum; with `prefilter`, a step in which no lane's
-// minimum is at or below the kept kc-th score makes no offer (the kept bound only decreases),
-// else the step's 32 values per lane are offered. Columns past nb and the row's own column
+// minimum is at or below the kept kc-th score makes no offer (the kept bound only decreases);
+// else the values at or below that score are offered in rounds, one per lane and round (the
+// list keeps the kc smallest offered by (score, column), in any order of offers). Columns past
+// nb and the row's own column
 // (self) are +infinity and never offered. Writes the candidates' columns, their number, and the
-// worst kept score (in the GEMM's scaled units).
+// worst kept score (in the GEMM's scaled units). CAP: list capacity (>= kc; 32 keeps an
+// insertion to one ballot per list word).
 constexpr int kFoldUnroll = 4;
+template <int CAP>
 __global__ void __launch_bounds__(kThreads)
     select_fold_kernel(const __half* __restrict__ S, size_t rows, size_t row_base, size_t nb,
                        size_t ld, bool self, int kc, bool prefilter, uint32_t* __restrict__ cand,
                        uint32_t* __restrict__ ncand, float* __restrict__ worst) {
-  __shared__ KnnEntry lists[kThreads / 32][kFastCap];
+  __shared__ KnnEntry lists[kThreads / 32][CAP];
   const int lane = threadIdx.x & 31, warp = threadIdx.x / 32;
   const size_t r = size_t(blockIdx.x) * (kThreads / 32) + size_t(warp);
   if (r >= rows) return;  // warp-uniform; no block-wide barrier follows
@@ -779,22 +790,36 @@ __global__ void __launch_bounds__(kThreads)
           if (j >= nb || (self && j == gi)) fold_mask(raw[u], h);
         }
     }
+    const float thr = len == kc ? L[kc - 1].key : INFINITY;
     if (prefilter) {
-      const float thr = len == kc ? L[kc - 1].key : INFINITY;
       __half2 m = fold_min(raw[0]);
 #pragma unroll
       for (int u = 1; u < kFoldUnroll; ++u) m = __hmin2(m, fold_min(raw[u]));
       const float mf = fminf(__low2float(m), __high2float(m));
       if (!__any_sync(0xffffffffu, mf <= thr)) continue;
     }
+    // The lane's finite scores at or below the step's bound (no other can enter), bit 8 u + h.
+    uint32_t pend = 0;
 #pragma unroll
     for (int u = 0; u < kFoldUnroll; ++u)
 #pragma unroll
       for (int h = 0; h < 8; ++h) {
-        const size_t j = j0 + 8 * size_t(32 * u + lane) + size_t(h);
-        const bool ok = j < nb && !(self && j == gi);
-        len = warp_offer<kFastCap>(L, len, kc, fold_get(raw[u], h), uint32_t(j), ok);
+        const float v = fold_get(raw[u], h);
+        if (v <= thr && v < INFINITY) pend |= 1u << (8 * u + h);
       }
+    // Offered in rounds, one pending score per lane and round, lowest bit first.
+    while (__any_sync(0xffffffffu, pend != 0)) {
+      const bool has = pend != 0;
+      const int b = has ? __ffs(pend) - 1 : 0;
+      pend &= pend - 1;
+      const int ub = b >> 3, h = b & 7;
+      uint4 w = raw[0];
+#pragma unroll
+      for (int u = 1; u < kFoldUnroll; ++u)
+        if (ub == u) w = raw[u];
+      const size_t j = j0 + 8 * size_t(32 * ub + lane) + size_t(h);
+      len = warp_offer<CAP>(L, len, kc, has ? fold_get_any(w, h) : INFINITY, uint32_t(j), has);
+    }
   }
   for (int e = lane; e < len; e += 32) cand[r * size_t(kc) + size_t(e)] = L[e].j;
   if (lane == 0) {
@@ -1414,8 +1439,12 @@ bool fast_knn(Call& call, const PairwiseProblem& p, const float* dA, const float
       throw Error(ErrorCode::DeviceError, std::string(fold || half ? "cublasGemmEx" : "cublasSgemm") +
                                               " failed with status " + std::to_string(int(st)));
     G2_CUDA(cudaEventRecord(sl.gemm, call.stream()));
-    if (fold)
-      select_fold_kernel<<<unsigned((nr + 7) / 8), kThreads, 0, call.stream()>>>(
+    if (fold && kc <= kCapSmall)
+      select_fold_kernel<kCapSmall><<<unsigned((nr + 7) / 8), kThreads, 0, call.stream()>>>(
+          static_cast<const __half*>(d_s), nr, r0, nb, ld, p.self, kc,
+          pairwise_tuning().select_prefilter, d_cand, d_ncand, d_worst);
+    else if (fold)
+      select_fold_kernel<kFastCap><<<unsigned((nr + 7) / 8), kThreads, 0, call.stream()>>>(
           static_cast<const __half*>(d_s), nr, r0, nb, ld, p.self, kc,
           pairwise_tuning().select_prefilter, d_cand, d_ncand, d_worst);
     else if (half)
