@@ -19,11 +19,13 @@
 // atomic per warp); a launch covers a chunk of rows, and a chunk whose output overflows the
 // buffer is run again with a larger buffer or fewer rows.
 //
-// Certified TF32 candidates (kNN, l2 / sqeuclidean / cosine / dot, k <= 128, both precisions):
-// cuBLAS, loaded with dlopen at first use, computes S = A_chunk B^T in TF32 (or, as a variant, in
-// FP16 over rows scaled by powers of two, with FP16 output); a warp per row keeps
+// Certified tensor-core candidates (kNN, l2 / sqeuclidean / cosine / dot, k <= 128, both
+// precisions): cuBLAS, loaded with dlopen at first use, computes the scores of a chunk of rows
+// in FP16 with the norms folded into the operands (one scale for all vectors, FP16 output that
+// is the score itself), else S = A_chunk B^T in TF32 (or, as a variant, in FP16 over rows scaled
+// by powers of two, with FP16 output); a warp per row keeps
 // the best kc = max(2k, k + 16) approximate scores; those candidates are re-ranked with the exact
-// arithmetic; a row is accepted only when an a-priori bound on the TF32 error proves no other
+// arithmetic; a row is accepted only when an a-priori bound on the GEMM's error proves no other
 // column can enter its exact top k, else it is recomputed by the exact kernel. The result is the
 // exact kernel's. Exact precision gives way to the exact kernel when too many rows fail. The
 // host certifies a chunk's candidates while the next chunk's kernels run.
@@ -1230,8 +1232,9 @@ double fold_lower(double w, double an, double na, double bmax, double bmax2, dou
   return s - gam * na * bmax - sub;
 }
 
-// The certified tensor-core path: GEMM (FP16 of the rows scaled by powers of two, FP32
-// accumulation, FP16 output, where cublasGemmEx is present and the tuning asks for it; else TF32
+// The certified tensor-core path: GEMM (folded FP16 operands, FP32 accumulation, FP16 scores,
+// where cublasGemmEx is present, the tuning asks for it and the norms allow one scale; else FP16
+// of the rows scaled by powers of two with FP16 output where the tuning asks for it; else TF32
 // with FP32 output), candidates, exact re-rank, certification; uncertified rows are
 // recomputed exactly; chunk c + 1 is queued before chunk c is certified (tuning fast_overlap),
 // its candidates coming down into the other half of the staging buffer. Returns false (lists
