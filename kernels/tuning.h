@@ -440,8 +440,9 @@ constexpr bool kPairwiseFp16Gemm = false;
 // every vector scaled by one power of two, the a rows extended by [1, 1] and the b rows by the
 // FP16 hi and lo parts of their scaled squared norms (times -2 on the b side), so the GEMM's
 // FP16 output is each pair's score and the selection reads no norms or scales
-// (select_fold_kernel). Falls back to the GEMM above where norms overflow, underflow, or more
-// than a 64th of the rows are below 2^-10 of the largest norm. Same case, same call (median of
+// (select_fold_kernel). Falls back to the GEMM above where norms overflow, underflow, more
+// than a 64th of the rows are below 2^-10 of the largest norm, or the folded operands do not fit
+// the memory budget beside a 64-row chunk of the output. Same case, same call (median of
 // 3, sweep): folded 69.9 ms end to end (GEMM 24.6 ms, selection 7.7 ms, 35.3 ms of kernels)
 // against TF32 116.5 ms (83.4 ms of kernels) and FP16 113.5 ms (82.4 ms), same lists.
 constexpr bool kPairwiseFoldGemm = true;

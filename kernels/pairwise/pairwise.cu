@@ -1280,7 +1280,9 @@ bool fast_knn(Call& call, const PairwiseProblem& p, const float* dA, const float
   // Folded FP16 where every squared norm is finite with |x| sqrt(d) < 2^99, the largest is at
   // least 2^-100, and at most a 64th of the rows of each side lie below 2^-10 of the largest norm
   // (one scale for all vectors: such rows keep few bits in FP16 and would fail the
-  // certificate); else the GEMM of the tuning's next choice.
+  // certificate), and the folded operands leave a quarter of the budget for a 64-row chunk of
+  // the output; else the GEMM of the tuning's next choice.
+  const int fk = (d + 2 + 7) / 8 * 8;  // folded row length K
   int fold_e = 0;  // the common exponent E: every vector's norm is below 2^E
   if (fold) {
     const double mx2 = amax2;
@@ -1292,6 +1294,10 @@ bool fast_knn(Call& call, const PairwiseProblem& p, const float* dA, const float
       return c;
     };
     if (fold) fold = small_rows(an) * 64 <= na && (p.self || small_rows(bn) * 64 <= nb);
+    const size_t folded_bytes = (na + nb) * size_t(fk) * sizeof(__half);
+    if (fold)
+      fold = call.budget_left() > folded_bytes &&
+             (call.budget_left() - folded_bytes) / 4 >= size_t(64) * ld * es;
     if (fold) {
       (void)std::frexp(std::sqrt(mx2 * (1 + gam)) * (1 + std::ldexp(1.0, -30)), &fold_e);
     } else {
@@ -1312,7 +1318,6 @@ bool fast_knn(Call& call, const PairwiseProblem& p, const float* dA, const float
     pairwise_last_run().fp16 = false;
   }
   // Folded FP16: both sides' extended rows (K entries each).
-  const int fk = (d + 2 + 7) / 8 * 8;
   __half *dAf = nullptr, *dBf = nullptr;
   if (fold) {
     dAf = call.alloc<__half>(na * size_t(fk), "pairwise folded FP16 vectors a");
