@@ -366,11 +366,11 @@ TEST(PairwiseGpu, ExactCertifiedPathEqualsCpu) {
   TuningGuard guard;
   const bool blas_ok = cuda::pairwise_blas_status().rfind("available", 0) == 0;
   printf("cublas: %s\n", cuda::pairwise_blas_status().c_str());
-  // Exact precision through the certified TF32 candidates against the CPU engine and the SIMT
-  // kernel, bit for bit: random vectors, every row equal (every key ties), lattice points (many
-  // equal keys), and vectors far from the origin and close to each other, where the certificate
-  // fails for almost every row (recomputed by the exact kernel, or the SIMT kernel after the
-  // cost guard).
+  // Exact precision through the certified tensor-core candidates (the default GEMM) against the
+  // CPU engine and the SIMT kernel, bit for bit: random vectors, every row equal (every key
+  // ties), lattice points (many equal keys), and vectors far from the origin and close to each
+  // other, where the certificate fails for almost every row (recomputed by the exact kernel, or
+  // the SIMT kernel after the cost guard).
   for (int d : {1, 3, 768, 4096}) {
     const size_t n = d >= 4096 ? 150 : d >= 768 ? 300 : 700, nb = n / 2 + 37;
     for (const char* data : {"random", "equal", "lattice", "offset"}) {
