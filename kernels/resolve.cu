@@ -545,8 +545,8 @@ __device__ __forceinline__ T nan_of() {
 }
 
 // c += 1 when d2 >= t (GE) or d2 <= t (!GE) (NaN: never): the comparison of C++ as a float
-// compare to a predicate and a predicated increment (two instructions; the compiler's own
-// form adds a select).
+// compare to a predicate and a predicated increment, two instructions (the compiler's own form
+// of c += d2 >= t takes three: the compare, an add and a predicated move).
 template <typename T, bool GE>
 __device__ __forceinline__ void count_if(unsigned& c, T d2, T t) {
   if constexpr (sizeof(T) == 4) {
