@@ -208,12 +208,17 @@ std::shared_ptr<Module> compile(const Nvrtc& n, const std::string& source, int a
   std::vector<const char*> opts = {arch_opt.c_str(), "-std=c++17",      "--fmad=false",
                                    "--ftz=false",    "--prec-div=true", "--prec-sqrt=true",
                                    "-default-device"};
+  // --Ofast-compile exists from NVRTC 12.8 on; an older one compiles at the full level.
   const std::string fast_opt = "--Ofast-compile=" + fast;
-  if (!fast.empty()) opts.push_back(fast_opt.c_str());
+  const bool has_fast = n.major > 12 || (n.major == 12 && n.minor >= 8);
+  if (!fast.empty() && has_fast) opts.push_back(fast_opt.c_str());
   // -minimal (NVRTC 12.4 and later) leaves out the texture, surface, device-runtime and CUDA
   // API declarations the program does not use: a shorter front end, the same CUBIN. An NVRTC
-  // that rejects the option compiles the program again without it.
-  const bool minimal = n.major > 12 || (n.major == 12 && n.minor >= 4);
+  // that rejects the option compiles the program again without it, and the process stops
+  // passing it.
+  static std::atomic<bool> minimal_refused{false};
+  const bool minimal = (n.major > 12 || (n.major == 12 && n.minor >= 4)) &&
+                       !minimal_refused.load(std::memory_order_relaxed);
   if (minimal) opts.push_back("-minimal");
   nvrtcProgram prog = nullptr;
   struct Guard {
@@ -226,6 +231,7 @@ std::shared_ptr<Module> compile(const Nvrtc& n, const std::string& source, int a
   G2_NVRTC(n, n.CreateProgram(&prog, source.c_str(), "gpu2bs_pair.cu", 0, nullptr, nullptr));
   nvrtcResult r = n.CompileProgram(prog, int(opts.size()), opts.data());
   if (r == kNvrtcErrorInvalidOption && minimal) {
+    minimal_refused.store(true, std::memory_order_relaxed);
     opts.pop_back();
     (void)n.DestroyProgram(&prog);
     prog = nullptr;

@@ -94,8 +94,8 @@
 //
 // Partition's traffic: forwards or backwards, the part whose place depends on the total count
 // (unknown until every tile is read) goes through aux: n + max(kept, rejected) + 3
-// min(kept, rejected) elements moved, 3n at 50 % against CUB's 2n out of place (measured DRAM
-// bytes: test/bench/results/2026-11-25-h100-sliding4.md).
+// min(kept, rejected) elements moved, 3n at 50 % against CUB's 2n out of place (the measured DRAM
+// bytes are in docs/methods.md).
 //
 // ---- API (host, on a device array `d` of n elements and a stream) ------------------------------
 //
@@ -966,6 +966,28 @@ inline bool pdl_device() {
   return major >= 9;
 }
 
+// Whether `kernel`'s code loaded for the current device is built for sm_90 or later, where its
+// griddepcontrol.wait is compiled in (below sm_90 it compiles to nothing, so a kernel from PTX
+// of an older target, JIT-compiled for a newer device, must not be launched early). Cached per
+// device: `known` and `yes` hold a bit per device (devices 0-63).
+template <typename K>
+bool waits_for_prerequisite(K kernel, std::atomic<unsigned long long>& known,
+                            std::atomic<unsigned long long>& yes) {
+  int dev = 0;
+  G2_CUDA(cudaGetDevice(&dev));
+  const unsigned long long bit = dev < 64 ? 1ull << dev : 0ull;
+  if (bit && (known.load(std::memory_order_acquire) & bit))
+    return (yes.load(std::memory_order_relaxed) & bit) != 0;
+  cudaFuncAttributes a{};
+  G2_CUDA(cudaFuncGetAttributes(&a, kernel));
+  const bool ok = a.binaryVersion >= 90;
+  if (bit) {
+    if (ok) yes.fetch_or(bit, std::memory_order_relaxed);
+    known.fetch_or(bit, std::memory_order_release);
+  }
+  return ok;
+}
+
 // Checks the arguments every primitive takes.
 template <typename T>
 void check_args(const T* d, size_t n) {
@@ -1021,10 +1043,17 @@ unsigned long long* slide_async(T* d, size_t n, F f, unsigned long long* d_count
     detail::allow_shared(kernel, SMEM, done);
   }
   // Partition: the sliding pass and the append kernel by programmatic dependent launch
-  // (cuda_tuning::kSlidePdl, pdl 0 / 1 overrides) on devices of compute capability 9 or more
+  // (cuda_tuning::kSlidePdl, pdl 0 / 1 overrides) on devices of compute capability 9 or more,
+  // when both kernels' loaded code is built for sm_90 or later
   bool chain = false;
   if constexpr (MODE == SlideMode::Partition) {
-    if (pdl < 0 ? cuda_tuning::kSlidePdl : pdl != 0) chain = detail::pdl_device();
+    if ((pdl < 0 ? cuda_tuning::kSlidePdl : pdl != 0) && detail::pdl_device()) {
+      // both dependents must wait in their code: the sliding pass and the append kernel
+      static std::atomic<unsigned long long> slide_known{0}, slide_yes{0};
+      static std::atomic<unsigned long long> append_known{0}, append_yes{0};
+      chain = detail::waits_for_prerequisite(kernel, slide_known, slide_yes) &&
+              detail::waits_for_prerequisite(detail::append_kernel<T>, append_known, append_yes);
+    }
   }
   cudaLaunchAttribute attr[1];
   attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;

@@ -6,6 +6,7 @@
 
 #include "error.h"
 #include "pair_ir_eval.h"
+#include "sliding.h"
 
 namespace gpu2bs {
 
@@ -138,19 +139,17 @@ bool PairPredicate::uses_keys() const {
 }
 
 size_t PairFilter::select(PairRecord* pairs, size_t n) const {
-  size_t out = 0;
+  // The in-place stable select of the data-sliding primitives (src/core/sliding.h): the kept
+  // pairs move down in order within the page, with no second buffer.
   if (!keys_used_) {
     // dist alone: no key lookups (two cache misses per pair on large inputs)
-    for (size_t p = 0; p < n; ++p)
-      if (pred_.keep(0, 0, pairs[p].dist)) pairs[out++] = pairs[p];
-    return out;
+    return sliding::select_inplace(pairs, n, [&](const PairRecord& r) { return pred_.keep(0, 0, r.dist); });
   }
-  for (size_t p = 0; p < n; ++p) {
+  return sliding::select_inplace(pairs, n, [&](const PairRecord& r) {
     int64_t id1, id2;
-    keys_.get(pairs[p], &id1, &id2);
-    if (pred_.keep(id1, id2, pairs[p].dist)) pairs[out++] = pairs[p];
-  }
-  return out;
+    keys_.get(r, &id1, &id2);
+    return pred_.keep(id1, id2, r.dist);
+  });
 }
 
 }  // namespace gpu2bs

@@ -55,7 +55,8 @@ GPU2BS_FUNCTION(gpu2bs_sdh_final) {
 GPU2BS_FUNCTION(gpu2bs_sdh_width_final) {
   if (PG_ARGISNULL(0)) PG_RETURN_NULL();
   const PointsState* st = (const PointsState*)PG_GETARG_POINTER(0);
-  PG_RETURN_FLOAT8(sdh_problem_of(st).params.width);
+  PgControl ctl;
+  PG_RETURN_FLOAT8(sdh_problem_of(st, &ctl).params.width);
 }
 
 // gpu_pair_count final: unordered pairs with distance <= r.

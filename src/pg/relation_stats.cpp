@@ -173,7 +173,7 @@ GPU2BS_FUNCTION(gpu2bs_pair_count_rel_box) {
   ctl.stats.scan_s = in.scan_s;
   uint64_t n = 0;
   if (!box.periodic) {
-    const PairCountProblem prob = make_pair_count(pts, r, prec);
+    const PairCountProblem prob = make_pair_count(pts, r, prec, &ctl);
     DeviceGrant grant(eng, ctl, admission_want_count(prob.pts, prob.prec, prob.r), admission_min(prob.pts, prob.prec, 0),
                       admission_in_memory(prob.pts, prob.prec, 0), true);
     n = eng->pair_count(prob, ctl);

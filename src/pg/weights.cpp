@@ -73,11 +73,12 @@ GPU2BS_FUNCTION(gpu2bs_sdh_weighted_rel) {
     drop_weighted_points(&in);
     return (Datum)0;
   }
-  const SdhProblem prob = make_sdh(points_view(in.rels[0]), nbuckets, width, explicit_width, prec);
-  std::string reason;
-  Engine* eng = choose_engine(&reason);
   PgControl ctl;
   ctl.stats.scan_s = in.scan_s;
+  const SdhProblem prob =
+      make_sdh(points_view(in.rels[0]), nbuckets, width, explicit_width, prec, &ctl);
+  std::string reason;
+  Engine* eng = choose_engine(&reason);
   const uint64_t need = weighted_device_bytes(prob.pts, prob.prec, size_t(nbuckets));
   DeviceGrant grant(eng, ctl, need, need, need);
   const WeightedCounts res = eng->sdh_weighted(prob, in.rels[0].weight, ctl);
@@ -119,11 +120,11 @@ GPU2BS_FUNCTION(gpu2bs_pair_count_weighted_rel) {
     drop_weighted_points(&in);
     return (Datum)0;
   }
-  const PairCountProblem prob = make_pair_count(points_view(in.rels[0]), r, prec);
-  std::string reason;
-  Engine* eng = choose_engine(&reason);
   PgControl ctl;
   ctl.stats.scan_s = in.scan_s;
+  const PairCountProblem prob = make_pair_count(points_view(in.rels[0]), r, prec, &ctl);
+  std::string reason;
+  Engine* eng = choose_engine(&reason);
   const uint64_t need = weighted_device_bytes(prob.pts, prob.prec, 1);
   DeviceGrant grant(eng, ctl, need, need, need);
   const WeightedCounts res = eng->pair_count_weighted(prob, in.rels[0].weight, ctl);

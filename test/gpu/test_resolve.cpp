@@ -248,8 +248,8 @@ TEST(Resolve, EntriesBeyond32BitPairs) {
 
 // Points whose float64 coordinates take at least kParallelUploadBytes go to the device through
 // the engine's threads (each converts slices into its own part of the staging halves): 2,000,003
-// points in 3-D (48 MB, slices of 2^18 float4 or 2^17 float8 values, the last one short) on 4
-// threads. The GPU count (resolution and the grid path) equals the CPU engine's, which reads
+// points in 3-D (48 MB, in slices whose size follows the thread count and the staging halves,
+// the last one short) on 4 threads. The GPU count (resolution and the grid path) equals the CPU engine's, which reads
 // the float64 input directly.
 TEST(Resolve, ThreadedUploadEqualsCpu) {
   REQUIRE_GPU();

@@ -87,7 +87,8 @@ TEST(Bounds, SegmentedScanIsTheSequentialScanBitForBit) {
 }
 
 // Chunks of 2^20 coordinates scanned on several threads: the same box as the sequential scan
-// bit for bit, for sizes around the chunk boundaries and with signed zeros at the extremes.
+// bit for bit, for sizes around the chunk boundaries and with zeros of both signs beside the
+// extremes.
 TEST(Bounds, ThreadedChunksAreTheSequentialScanBitForBit) {
   std::mt19937_64 rng(11);
   const size_t chunk = size_t(1) << 20;
@@ -124,6 +125,36 @@ TEST(Bounds, ThreadedChunksAreTheSequentialScanBitForBit) {
           EXPECT_TRUE(same_bits(got2.lo[k], want2.lo[k])) << "n=" << n << " t=" << threads;
           EXPECT_TRUE(same_bits(got2.hi[k], want2.hi[k])) << "n=" << n << " t=" << threads;
         }
+      }
+    }
+  }
+}
+
+// Equal extremes in different chunks: the box takes the first one in scan order, so zeros of
+// both signs as the minimum (all values >= 0) or the maximum (all values <= 0) keep the sign of
+// the first zero, whichever chunk holds it and however many threads merge the chunks.
+TEST(Bounds, ThreadedChunksKeepTheFirstOfEqualExtremes) {
+  const size_t chunk = size_t(1) << 20;
+  const size_t n = 3 * chunk + 5;
+  for (int first_negative = 0; first_negative < 2; ++first_negative) {
+    for (int side = 0; side < 2; ++side) {  // 0: zeros are the minimum, 1: the maximum
+      std::vector<double> x(n, side ? -1.0 : 1.0);
+      const double z1 = first_negative ? -0.0 : 0.0, z2 = first_negative ? 0.0 : -0.0;
+      x[chunk / 2] = z1;              // the first zero, in chunk 0
+      x[chunk + 3] = z2;              // the other sign, in chunk 1
+      x[2 * chunk + 9] = z2;          // and in chunk 2
+      PointsView v;
+      v.dims = 1;
+      v.n = n;
+      v.coord[0] = x.data();
+      const Bounds want = sequential_bounds({&v});
+      ASSERT_TRUE(same_bits(side ? want.hi[0] : want.lo[0], z1));
+      for (int threads : {1, 2, 3, 8}) {
+        Control ctl;
+        ctl.threads = threads;
+        const Bounds got = compute_bounds(v, nullptr, &ctl);
+        EXPECT_TRUE(same_bits(got.lo[0], want.lo[0])) << "t=" << threads << " side=" << side;
+        EXPECT_TRUE(same_bits(got.hi[0], want.hi[0])) << "t=" << threads << " side=" << side;
       }
     }
   }
