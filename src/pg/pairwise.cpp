@@ -1070,7 +1070,11 @@ void pw_pathlist_hook(PlannerInfo* root, RelOptInfo* rel, Index rti, RangeTblEnt
     Expr* operand;
     if (!ri->pseudoconstant && value_qual((Node*)ri->clause, rti, &op, &operand)) any_qual = true;
   }
-  const bool pipelined = root->tuple_fraction > 0 && bms_membership(root->all_baserels) == BMS_SINGLETON &&
+  // A kNN call (k a non-NULL constant) completes its lists only at the end: nothing to pipeline.
+  FuncExpr* fe = pairwise_rte(root, rti);
+  Node* karg = (Node*)list_nth(fe->args, 4);
+  const bool knn = IsA(karg, Const) && !((Const*)karg)->constisnull;
+  const bool pipelined = !knn && root->tuple_fraction > 0 && bms_membership(root->all_baserels) == BMS_SINGLETON &&
                          pw_only_takes_rows(root);
   if (!any_qual && !pipelined) return;
   CustomPath* cp = function_scan_custom_path(rel, &pw_path_methods);

@@ -150,6 +150,9 @@ EXPLAIN (COSTS OFF, VERBOSE) SELECT id1 FROM gpu_pairwise('pp_a', 'pp_b', 'e', '
 -- nothing to push: the function scan
 EXPLAIN (COSTS OFF) SELECT * FROM gpu_pairwise('pp_a', 'pp_b', 'e', 'l2', threshold => 1.0) WHERE id1 = 3;
 EXPLAIN (COSTS OFF) SELECT * FROM gpu_pairwise('pp_a', 'pp_b', 'e', 'l2', threshold => 1.0) ORDER BY value LIMIT 10;
+-- kNN lists are complete only at the end: a LIMIT over a constant k is not pipelined
+EXPLAIN (COSTS OFF) SELECT * FROM gpu_pairwise('pp_a', 'pp_b', 'e', 'l2', k => 5) LIMIT 10;
+EXPLAIN (COSTS OFF) SELECT * FROM gpu_pairwise('pp_a', 'pp_b', 'e', 'l2', k => 5) WHERE value <= 0.4 LIMIT 10;
 SET gpu2bs.enable_pushdown = off;
 EXPLAIN (COSTS OFF) SELECT * FROM gpu_pairwise('pp_a', 'pp_b', 'e', 'l2', threshold => 1.0) WHERE value <= 0.5 LIMIT 10;
 RESET gpu2bs.enable_pushdown;
