@@ -737,7 +737,7 @@ void pw_start(void* arg) {
   run->pipe.reset(new PagePipe(4));
   run->ctl.reset(new PwPipeControl(run->pipe.get()));
   run->ctl->stats.scan_s = run->in->scan_s;
-  run->grant.reset(new DeviceGrant(eng, *run->ctl, 0, 0, 0, true));
+  run->grant.reset(new DeviceGrant(eng, *run->ctl, 0, 0));  // one device, as the function's call
   PwRun* r = run;
   run->pipe->start([eng, r](PairSink& out) { eng->pairwise(r->in->prob, out, *r->ctl); });
 }
@@ -808,8 +808,9 @@ TupleTableSlot* pw_scan_next(ScanState* ss) {
   return ExecStoreVirtualTuple(slot);
 }
 
-// The scan takes no row locks and is not offered when rows can be rechecked.
-bool pw_recheck(ScanState*, TupleTableSlot*) { return true; }
+// EvalPlanQual recheck: the scan is not planned where rows can be rechecked (pw_pathlist_hook),
+// so no row is returned.
+bool pw_recheck(ScanState*, TupleTableSlot*) { return false; }
 
 // Initializes the argument and operand expressions and checks EXECUTE on the function.
 void pw_begin(CustomScanState* node, EState*, int) {
@@ -1058,8 +1059,12 @@ void pw_pathlist_hook(PlannerInfo* root, RelOptInfo* rel, Index rti, RangeTblEnt
   if (!customscan_enabled() || !pushdown_enabled() || rte->rtekind != RTE_FUNCTION ||
       !bms_is_empty(rel->lateral_relids) || rel->pathlist == NIL || pairwise_rte(root, rti) == nullptr)
     return;
-  // Row marks and EvalPlanQual need the function scan's rows.
-  if (root->parse->rowMarks != NIL || root->parse->commandType != CMD_SELECT) return;
+  // Row marks and EvalPlanQual need the function scan's rows: not offered where any query level
+  // locks rows or modifies data.
+  for (PlannerInfo* r = root; r; r = r->parent_root) {
+    const CmdType cmd = r->parse->commandType;
+    if (r->parse->rowMarks != NIL || (cmd != CMD_SELECT && cmd != CMD_INSERT)) return;
+  }
   if (reads_whole_row((Node*)rel->reltarget->exprs, rti)) return;
   bool any_qual = false;
   ListCell* lc;

@@ -153,6 +153,23 @@ EXPLAIN (COSTS OFF) SELECT * FROM gpu_pairwise('pp_a', 'pp_b', 'e', 'l2', thresh
 -- kNN lists are complete only at the end: a LIMIT over a constant k is not pipelined
 EXPLAIN (COSTS OFF) SELECT * FROM gpu_pairwise('pp_a', 'pp_b', 'e', 'l2', k => 5) LIMIT 10;
 EXPLAIN (COSTS OFF) SELECT * FROM gpu_pairwise('pp_a', 'pp_b', 'e', 'l2', k => 5) WHERE value <= 0.4 LIMIT 10;
+-- a statement that modifies data or locks rows keeps the function scan (EvalPlanQual)
+EXPLAIN (COSTS OFF) UPDATE pp_b SET e = e FROM gpu_pairwise('pp_a', 'pp_b', 'e', 'l2', threshold => 1.0) g
+  WHERE pp_b.id = g.id2 AND g.value <= 0.1;
+-- rescans: a pipelined subplan runs again for each outer row (an uncorrelated ALL subplan,
+-- not materialized, read partly or whole); the inner side of a nested loop reads its stored
+-- rows again
+SET enable_material = off;
+EXPLAIN (COSTS OFF) SELECT x, x * 0.25 <= ALL (SELECT value FROM gpu_pairwise('pp_a', 'pp_b', 'e', 'l2', threshold => 1.0) WHERE value <= 0.5) FROM generate_series(0, 3) x;
+SELECT pw_same($$SELECT x, x * 0.25 <= ALL (SELECT value FROM gpu_pairwise('pp_a', 'pp_b', 'e', 'l2', threshold => 1.0) WHERE value <= 0.5) AS a,
+                        x - 3 < ALL (SELECT id1 FROM gpu_pairwise('pp_a', 'pp_b', 'e', 'l2', threshold => 1.0) WHERE value <= 0.5) AS b FROM generate_series(0, 3) x$$);
+SET enable_hashjoin = off;
+SET enable_mergejoin = off;
+EXPLAIN (COSTS OFF) SELECT v.x, g.* FROM (VALUES (1), (2)) v(x) CROSS JOIN gpu_pairwise('pp_a', 'pp_b', 'e', 'l2', threshold => 1.0) g WHERE g.value <= 0.5;
+SELECT pw_same($$SELECT v.x, g.* FROM (VALUES (1), (2)) v(x) CROSS JOIN gpu_pairwise('pp_a', 'pp_b', 'e', 'l2', threshold => 1.0) g WHERE g.value <= 0.5$$);
+RESET enable_hashjoin;
+RESET enable_mergejoin;
+RESET enable_material;
 SET gpu2bs.enable_pushdown = off;
 EXPLAIN (COSTS OFF) SELECT * FROM gpu_pairwise('pp_a', 'pp_b', 'e', 'l2', threshold => 1.0) WHERE value <= 0.5 LIMIT 10;
 RESET gpu2bs.enable_pushdown;
