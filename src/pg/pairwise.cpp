@@ -1093,6 +1093,7 @@ void pw_pathlist_hook(PlannerInfo* root, RelOptInfo* rel, Index rti, RangeTblEnt
 namespace gpu2bs {
 namespace pg {
 
+// Registers the custom scan and its planner hook (from _PG_init).
 void register_pairwise_scan() {
   RegisterCustomScanMethods(&pw_scan_methods);
   prev_pw_pathlist_hook = set_rel_pathlist_hook;

@@ -1096,8 +1096,10 @@ Datum gpu2bs_simjoin_support(PG_FUNCTION_ARGS) { PG_RETURN_POINTER(nullptr); }
 namespace gpu2bs {
 namespace pg {
 
+// gpu2bs.enable_customscan.
 bool customscan_enabled() { return enable_customscan; }
 
+// gpu2bs.enable_pushdown.
 bool pushdown_enabled() { return enable_pushdown; }
 
 CustomPath* function_scan_custom_path(RelOptInfo* rel, const CustomPathMethods* methods) {

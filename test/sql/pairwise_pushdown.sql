@@ -150,6 +150,8 @@ EXPLAIN (COSTS OFF, VERBOSE) SELECT id1 FROM gpu_pairwise('pp_a', 'pp_b', 'e', '
 -- nothing to push: the function scan
 EXPLAIN (COSTS OFF) SELECT * FROM gpu_pairwise('pp_a', 'pp_b', 'e', 'l2', threshold => 1.0) WHERE id1 = 3;
 EXPLAIN (COSTS OFF) SELECT * FROM gpu_pairwise('pp_a', 'pp_b', 'e', 'l2', threshold => 1.0) ORDER BY value LIMIT 10;
+-- a whole-row reference to the call's row
+EXPLAIN (COSTS OFF) SELECT g FROM gpu_pairwise('pp_a', 'pp_b', 'e', 'l2', threshold => 1.0) g WHERE g.value <= 0.5;
 -- kNN lists are complete only at the end: a LIMIT over a constant k is not pipelined
 EXPLAIN (COSTS OFF) SELECT * FROM gpu_pairwise('pp_a', 'pp_b', 'e', 'l2', k => 5) LIMIT 10;
 EXPLAIN (COSTS OFF) SELECT * FROM gpu_pairwise('pp_a', 'pp_b', 'e', 'l2', k => 5) WHERE value <= 0.4 LIMIT 10;
