@@ -1113,9 +1113,13 @@ void simjoin_shares(const SimjoinProblem& p, PairSink& sink, Control& ctl, const
 }
 
 // Result pages the one-device slab join may queue ahead of the sink (kBatch pairs each: 64 MiB
-// of host memory), enough to cover a slab's upload, grid build and estimate at the sink's pace;
-// the pinned buffers the queue lends to the drains hold as much again (8 of 8 MiB at most).
+// of host memory), enough to cover a slab's upload, grid build and estimate at the sink's pace.
 constexpr size_t kSlabQueuePages = 64;
+
+// Pinned buffers of PageQueue::kChunkBytes the slab queue lends to the drains: the two the join
+// copies into and one queued for the sink (the sink is the slower side, so more queued buffers
+// do not shorten the join, and each is a pinned allocation of milliseconds per call).
+constexpr size_t kSlabLentBuffers = 3;
 
 // The join in slabs on one device: a worker thread runs the slabs' sub-joins one after another
 // (split::slab_simjoin: the next slab's points gathered ahead) and queues their pages; the
@@ -1127,8 +1131,7 @@ constexpr size_t kSlabQueuePages = 64;
 // worker's hand-offs and waits for room are left out).
 void simjoin_slabs(const SimjoinProblem& p, const split::SlabPlan& plan, PairSink& sink, Control& ctl,
                    size_t budget, double plan_s) {
-  PageQueue queue(kSlabQueuePages,
-                  kSlabQueuePages * QueueSink::kBatch * sizeof(PairRecord) / PageQueue::kChunkBytes);
+  PageQueue queue(kSlabQueuePages, kSlabLentBuffers);
   uint64_t emitted = 0;
   double sink_s = 0;
   const RunStats before = ctl.stats;  // run_shares merges the worker's times by maximum

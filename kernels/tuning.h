@@ -463,11 +463,22 @@ constexpr size_t kPairwiseFastChunkBytes = size_t(4) << 30;
 // n = 100,000, d = 768, k = 10, fast, H100 (median of 3, bench_pairwise through
 // test/gpu/knn_fast_device.sh): TF32 108.3 ms end to end (GEMM 41.7 ms, selection
 // 36.9 ms); FP16 112.7 ms (GEMM 21.8 ms, selection 56.2 ms: same kernel time, 82.3 against
-// 82.7 ms), so TF32 by default.
+// 82.7 ms), so TF32 where the folded GEMM below gives way.
 constexpr bool kPairwiseFp16Gemm = false;
+// Candidates of the certified path from the folded FP16 GEMM where cublasGemmEx is present:
+// every vector scaled by one power of two, the a rows extended by [1, 1] and the b rows by the
+// FP16 hi and lo parts of their scaled squared norms (times -2 on the b side), so the GEMM's
+// FP16 output is each pair's score and the selection reads no norms or scales
+// (select_fold_kernel). Falls back to the GEMM above where norms overflow, underflow, more
+// than a 64th of the rows are below 2^-10 of the largest norm, or the folded operands do not fit
+// the memory budget beside a 64-row chunk of the output. Same case, same call (median of
+// 3, sweep): folded 69.9 ms end to end (GEMM 24.6 ms, selection 7.7 ms, 35.3 ms of kernels)
+// against TF32 116.5 ms (83.4 ms of kernels) and FP16 113.5 ms (82.4 ms), same lists.
+constexpr bool kPairwiseFoldGemm = true;
 // Fast path selection (select_kernel): one ballot per step of 32 kSelUnroll values (FP16: twice
 // that) against the kept kc-th score before the offers, a step no lane can place making none.
-// Same run: selection TF32 36.9-37.3 ms with it, 48.9 ms without; FP16 56.2 ms, 62.4 ms without.
+// Same run: selection TF32 36.9-37.3 ms with it, 48.9 ms without; FP16 56.2 ms, 62.4 ms without;
+// folded FP16 (later run) 7.7 ms with it, 8.2 ms without.
 constexpr bool kPairwiseSelectPrefilter = true;
 // Host merge and certificate of a chunk beside the next chunk's kernels (two pinned slots): the
 // certificate's ~9 ms at the size above leave the critical path (264.2 against 273.7 ms end to

@@ -19,11 +19,13 @@
 // atomic per warp); a launch covers a chunk of rows, and a chunk whose output overflows the
 // buffer is run again with a larger buffer or fewer rows.
 //
-// Certified TF32 candidates (kNN, l2 / sqeuclidean / cosine / dot, k <= 128, both precisions):
-// cuBLAS, loaded with dlopen at first use, computes S = A_chunk B^T in TF32 (or, as a variant, in
-// FP16 over rows scaled by powers of two, with FP16 output); a warp per row keeps
+// Certified tensor-core candidates (kNN, l2 / sqeuclidean / cosine / dot, k <= 128, both
+// precisions): cuBLAS, loaded with dlopen at first use, computes the scores of a chunk of rows
+// in FP16 with the norms folded into the operands (one scale for all vectors, FP16 output that
+// is the score itself), else S = A_chunk B^T in TF32 (or, as a variant, in FP16 over rows scaled
+// by powers of two, with FP16 output); a warp per row keeps
 // the best kc = max(2k, k + 16) approximate scores; those candidates are re-ranked with the exact
-// arithmetic; a row is accepted only when an a-priori bound on the TF32 error proves no other
+// arithmetic; a row is accepted only when an a-priori bound on the GEMM's error proves no other
 // column can enter its exact top k, else it is recomputed by the exact kernel. The result is the
 // exact kernel's. Exact precision gives way to the exact kernel when too many rows fail. The
 // host certifies a chunk's candidates while the next chunk's kernels run.
@@ -683,6 +685,151 @@ __global__ void to_half_kernel(const float* __restrict__ X, size_t n, int d,
   }
 }
 
+// Folded FP16 operands of the tensor-core GEMM, one warp per row of X (n x d): the row scaled by
+// 2^-E (one exponent for both sides, every norm below 2^E), times -c on the b side (c = 2 for
+// the l2 form, 1 for dot and cosine), rounded to nearest once from float64 (exact scaling), then
+// K - d more entries (K a multiple of 8): on the a side 1, 1 (l2 form; else 0) and zeros, on
+// the b side the squared norm n 2^-2E as hi = FP16(n 2^-2E) and lo = FP16(n 2^-2E - hi) (l2
+// form; else 0) and zeros, so [a', 1, 1] . [-2 b', hi, lo] = hi + lo - 2 a'.b' is the score
+// that ranks the columns of a row by squared distance.
+__global__ void fold_half_kernel(const float* __restrict__ X, size_t n, int d, int K, int E,
+                                 const float* __restrict__ norms, bool bside, bool l2form,
+                                 __half* __restrict__ out) {
+  const int lane = threadIdx.x & 31;
+  const size_t i = size_t(blockIdx.x) * (blockDim.x / 32) + size_t(threadIdx.x / 32);
+  if (i >= n) return;  // warp-uniform
+  const float* x = X + i * size_t(d);
+  __half* o = out + i * size_t(K);
+  const double sc = ldexp(bside ? (l2form ? -2.0 : -1.0) : 1.0, -E);
+  for (int k = lane; k < d; k += 32) o[k] = __double2half(double(x[k]) * sc);
+  for (int k = d + lane; k < K; k += 32) {
+    __half v = __float2half(0.0f);
+    if (l2form && k < d + 2) {
+      if (!bside) {
+        v = __float2half(1.0f);
+      } else {
+        const double nn = ldexp(double(norms[i]), -2 * E);
+        const __half hi = __double2half(nn);
+        v = k == d ? hi : __double2half(nn - double(__half2float(hi)));
+      }
+    }
+    o[k] = v;
+  }
+}
+
+// Score h (0..7) of the 8 FP16 scores held in a 16-byte vector, as float.
+__device__ __forceinline__ float fold_get(const uint4& v, int h) {
+  const uint32_t w = h < 2 ? v.x : h < 4 ? v.y : h < 6 ? v.z : v.w;
+  return __half2float(__ushort_as_half(static_cast<unsigned short>(w >> (16 * (h & 1)))));
+}
+
+// Score h (0..7, known only at run time) of the 8 FP16 scores of a 16-byte vector, as float.
+__device__ __forceinline__ float fold_get_any(const uint4& v, int h) {
+  const uint32_t lo = (h & 2) ? v.y : v.x, hi = (h & 2) ? v.w : v.z;
+  const uint32_t w = (h & 4) ? hi : lo;
+  return __half2float(__ushort_as_half(static_cast<unsigned short>(w >> (16 * (h & 1)))));
+}
+
+// Sets score h (0..7) of a 16-byte vector of FP16 scores to +infinity.
+__device__ __forceinline__ void fold_mask(uint4& v, int h) {
+  uint32_t& w = h < 2 ? v.x : h < 4 ? v.y : h < 6 ? v.z : v.w;
+  const int sh = 16 * (h & 1);
+  w = (w & ~(0xffffu << sh)) | (0x7c00u << sh);
+}
+
+// Smallest of the 8 FP16 scores of a 16-byte vector, as a half2 pair to be reduced further.
+__device__ __forceinline__ __half2 fold_min(const uint4& v) {
+  __half2 a, b, c, e;
+  memcpy(&a, &v.x, 4);
+  memcpy(&b, &v.y, 4);
+  memcpy(&c, &v.z, 4);
+  memcpy(&e, &v.w, 4);
+  return __hmin2(__hmin2(a, b), __hmin2(c, e));
+}
+
+// Fast path selection on the folded GEMM output: one warp per row of S (FP16 scores, rows x nb,
+// leading dimension ld a multiple of 8), keeping the kc best scores by (score, column). Each
+// lane loads kFoldUnroll 16-byte vectors (8 consecutive columns each) per step of 256
+// kFoldUnroll columns and takes their minimum; with `prefilter`, a step in which no lane's
+// minimum is at or below the kept kc-th score makes no offer (the kept bound only decreases);
+// else the values at or below that score are offered in rounds, one per lane and round (the
+// list keeps the kc smallest offered by (score, column), in any order of offers). Columns past
+// nb and the row's own column
+// (self) are +infinity and never offered. Writes the candidates' columns, their number, and the
+// worst kept score (in the GEMM's scaled units). CAP: list capacity (>= kc; 32 keeps an
+// insertion to one ballot per list word).
+constexpr int kFoldUnroll = 4;
+template <int CAP>
+__global__ void __launch_bounds__(kThreads)
+    select_fold_kernel(const __half* __restrict__ S, size_t rows, size_t row_base, size_t nb,
+                       size_t ld, bool self, int kc, bool prefilter, uint32_t* __restrict__ cand,
+                       uint32_t* __restrict__ ncand, float* __restrict__ worst) {
+  __shared__ KnnEntry lists[kThreads / 32][CAP];
+  const int lane = threadIdx.x & 31, warp = threadIdx.x / 32;
+  const size_t r = size_t(blockIdx.x) * (kThreads / 32) + size_t(warp);
+  if (r >= rows) return;  // warp-uniform; no block-wide barrier follows
+  KnnEntry* L = lists[warp];
+  const size_t gi = row_base + r;
+  int len = 0;
+  const uint4* s = reinterpret_cast<const uint4*>(S + r * ld);
+  const size_t nv = ld / 8;  // 16-byte vectors of the row
+  constexpr size_t kStep = 256 * size_t(kFoldUnroll);
+  const uint4 inf4 = make_uint4(0x7c007c00u, 0x7c007c00u, 0x7c007c00u, 0x7c007c00u);
+  for (size_t j0 = 0; j0 < nb; j0 += kStep) {
+    const bool full = j0 + kStep <= nb;
+    uint4 raw[kFoldUnroll];
+#pragma unroll
+    for (int u = 0; u < kFoldUnroll; ++u) {
+      const size_t v = j0 / 8 + size_t(32 * u + lane);
+      raw[u] = full || v < nv ? __ldcs(s + v) : inf4;  // read once: streaming
+    }
+    if (!full || (self && gi >= j0 && gi < j0 + kStep)) {
+#pragma unroll
+      for (int u = 0; u < kFoldUnroll; ++u)
+#pragma unroll
+        for (int h = 0; h < 8; ++h) {
+          const size_t j = j0 + 8 * size_t(32 * u + lane) + size_t(h);
+          if (j >= nb || (self && j == gi)) fold_mask(raw[u], h);
+        }
+    }
+    const float thr = len == kc ? L[kc - 1].key : INFINITY;
+    if (prefilter) {
+      __half2 m = fold_min(raw[0]);
+#pragma unroll
+      for (int u = 1; u < kFoldUnroll; ++u) m = __hmin2(m, fold_min(raw[u]));
+      const float mf = fminf(__low2float(m), __high2float(m));
+      if (!__any_sync(0xffffffffu, mf <= thr)) continue;
+    }
+    // The lane's finite scores at or below the step's bound (no other can enter), bit 8 u + h.
+    uint32_t pend = 0;
+#pragma unroll
+    for (int u = 0; u < kFoldUnroll; ++u)
+#pragma unroll
+      for (int h = 0; h < 8; ++h) {
+        const float v = fold_get(raw[u], h);
+        if (v <= thr && v < INFINITY) pend |= 1u << (8 * u + h);
+      }
+    // Offered in rounds, one pending score per lane and round, lowest bit first.
+    while (__any_sync(0xffffffffu, pend != 0)) {
+      const bool has = pend != 0;
+      const int b = has ? __ffs(pend) - 1 : 0;
+      pend &= pend - 1;
+      const int ub = b >> 3, h = b & 7;
+      uint4 w = raw[0];
+#pragma unroll
+      for (int u = 1; u < kFoldUnroll; ++u)
+        if (ub == u) w = raw[u];
+      const size_t j = j0 + 8 * size_t(32 * ub + lane) + size_t(h);
+      len = warp_offer<CAP>(L, len, kc, has ? fold_get_any(w, h) : INFINITY, uint32_t(j), has);
+    }
+  }
+  for (int e = lane; e < len; e += 32) cand[r * size_t(kc) + size_t(e)] = L[e].j;
+  if (lane == 0) {
+    ncand[r] = uint32_t(len);
+    worst[r] = len > 0 ? L[len - 1].key : INFINITY;
+  }
+}
+
 // Exact keys of the candidates (one thread per candidate), with the exact chain.
 template <PairMetric M>
 __global__ void rerank_kernel(const float* __restrict__ A, size_t rows, size_t row_base,
@@ -1052,8 +1199,42 @@ void exact_knn(Call& call, const PairwiseProblem& p, const float* dA, size_t row
   call.ctl.stats.pairs_examined += uint64_t(rows) * uint64_t(nb);
 }
 
-// The certified tensor-core path: GEMM (FP16 of the rows scaled by powers of two, FP32
-// accumulation, FP16 output, where cublasGemmEx is present and the tuning asks for it; else TF32
+// Lower bound, on the folded FP16 path, of the exact key of every column outside a row's
+// candidates, from the kept worst score w (the GEMM's units, scaled by 2^-2E). The scaled
+// operands a' = a 2^-E, b' = b 2^-E have norms below na 2^-E and bmax 2^-E (upper bounds of the
+// true norms) and n' = n 2^-2E <= bmax2 2^-2E (n the float chain's squared norm); c = 2 (l2
+// form) or 1. A column's rounded terms sum to T with |T - (n' - c a'.b')| <= input + split:
+// inputs rounded to nearest, 2^-11 relative or 2^-25 absolute each, so 1.01 c 2^-10 |a'| |b'| +
+// 1.01 2^-25 sqrt(d) (|a'| + c |b'|) + d 2^-49; the norm's split |hi + lo - n'| <= 2^-22 n' +
+// 1.01 2^-25 (hi carries n' to 2^-11, lo the rest to 2^-11 of it). The FP32 accumulation in
+// any order adds at most 2 gam times the sum of the terms' magnitudes (below 1.01 c (|a'| +
+// 2^-25 sqrt(d)) (|b'| + 2^-25 sqrt(d)) + 1.01 n' + 2^-23); the FP16 output one unit in the last
+// place: 2^-10 |out| + 2^-24. A column with output >= w (not kept) thus has n' - c a'.b' >= w -
+// 2^-10 |w| - 2^-24 - the rest (out - 2^-10 |out| increases with out). Scaled back by 2^2E,
+// the l2 form adds the row's norm and the float chains' roundings as the TF32 bound does;
+// (d + 4) 2^-149 covers subnormal results of the exact chain.
+double fold_lower(double w, double an, double na, double bmax, double bmax2, double gam, int d,
+                  int E, bool l2form) {
+  const double c = l2form ? 2.0 : 1.0;
+  const double ap = std::ldexp(na, -E), bp = std::ldexp(bmax, -E);
+  const double nbp = l2form ? std::ldexp(bmax2, -2 * E) : 0.0;
+  const double sq = std::sqrt(double(d)) * std::ldexp(1.0, -25);
+  const double terms =
+      1.01 * c * (ap + sq) * (bp + sq) + (l2form ? 1.01 * nbp + std::ldexp(1.0, -23) : 0.0);
+  const double input = 1.01 * c * std::ldexp(1.0, -10) * ap * bp + 1.01 * sq * (ap + c * bp) +
+                       double(d) * std::ldexp(1.0, -49);
+  const double split = l2form ? std::ldexp(nbp, -22) + 1.01 * std::ldexp(1.0, -25) : 0.0;
+  const double low = w - std::ldexp(std::fabs(w), -10) - std::ldexp(1.0, -24) - 2 * gam * terms -
+                     input - split;
+  const double s = std::ldexp(low, 2 * E);  // the score's lower bound in the vectors' units
+  const double sub = std::ldexp(double(d + 4), -149);
+  if (l2form) return (s + an - gam * bmax2 - gam * an) * (1 - gam) - gam * (an + bmax2) - sub;
+  return s - gam * na * bmax - sub;
+}
+
+// The certified tensor-core path: GEMM (folded FP16 operands, FP32 accumulation, FP16 scores,
+// where cublasGemmEx is present, the tuning asks for it and the norms allow one scale; else FP16
+// of the rows scaled by powers of two with FP16 output where the tuning asks for it; else TF32
 // with FP32 output), candidates, exact re-rank, certification; uncertified rows are
 // recomputed exactly; chunk c + 1 is queued before chunk c is certified (tuning fast_overlap),
 // its candidates coming down into the other half of the staging buffer. Returns false (lists
@@ -1068,11 +1249,12 @@ bool fast_knn(Call& call, const PairwiseProblem& p, const float* dA, const float
   const auto t_prep = Clock::now();
   const size_t na = p.a->n, nb = p.b->n, row_k = pairwise_row_k(p);
   const int d = p.d;
-  bool half = bl->gemm_ex && pairwise_tuning().fp16_gemm;
-  size_t es = half ? sizeof(__half) : sizeof(float);  // bytes per GEMM output element
-  size_t ld = half ? (nb + 7) / 8 * 8 : nb;            // leading dimension of the output
-  if (call.budget_left() / 4 < size_t(64) * ld * es) return false;
-  pairwise_last_run().fp16 = half;
+  bool fold = bl->gemm_ex && pairwise_tuning().fold_gemm;
+  bool half = !fold && bl->gemm_ex && pairwise_tuning().fp16_gemm;
+  size_t es = fold || half ? sizeof(__half) : sizeof(float);  // bytes per GEMM output element
+  size_t ld = fold || half ? (nb + 7) / 8 * 8 : nb;            // leading dimension of the output
+  // The TF32 output is the largest a fallback below can choose.
+  if (call.budget_left() / 4 < size_t(64) * nb * sizeof(float)) return false;
   const int kc = int(std::min<size_t>(std::min<size_t>(kFastCap, p.self ? nb - 1 : nb),
                                       std::max<size_t>(2 * row_k, row_k + 16)));
   const bool l2form = p.metric.kind == PairMetric::L2 || p.metric.kind == PairMetric::SqEuclidean;
@@ -1093,23 +1275,59 @@ bool fast_knn(Call& call, const PairwiseProblem& p, const float* dA, const float
   for (float v : bnr) bmax2 = std::max(bmax2, double(v));
   const double gam = 1.01 * double(d + 4) * std::ldexp(1.0, -24);  // float32 chain, relative
   const double bmax = std::sqrt(bmax2 * (1 + gam));
+  double amax2 = bmax2;
+  for (float v : an) amax2 = std::max(amax2, double(v));
+  // Folded FP16 where every squared norm is finite with |x| sqrt(d) < 2^99, the largest is at
+  // least 2^-100, and at most a 64th of the rows of each side lie below 2^-10 of the largest norm
+  // (one scale for all vectors: such rows keep few bits in FP16 and would fail the
+  // certificate), and the folded operands leave a quarter of the budget for a 64-row chunk of
+  // the output; else the GEMM of the tuning's next choice.
+  const int fk = (d + 2 + 7) / 8 * 8;  // folded row length K
+  int fold_e = 0;  // the common exponent E: every vector's norm is below 2^E
+  if (fold) {
+    const double mx2 = amax2;
+    fold = std::sqrt(mx2) * std::sqrt(double(d)) < std::ldexp(1.0, 99) &&
+           mx2 >= std::ldexp(1.0, -100);
+    auto small_rows = [&](const std::vector<float>& v) {
+      size_t c = 0;
+      for (float x : v) c += double(x) < mx2 * std::ldexp(1.0, -20) ? 1 : 0;
+      return c;
+    };
+    if (fold) fold = small_rows(an) * 64 <= na && (p.self || small_rows(bn) * 64 <= nb);
+    const size_t folded_bytes = (na + nb) * size_t(fk) * sizeof(__half);
+    if (fold)
+      fold = call.budget_left() > folded_bytes &&
+             (call.budget_left() - folded_bytes) / 4 >= size_t(64) * ld * es;
+    if (fold) {
+      (void)std::frexp(std::sqrt(mx2 * (1 + gam)) * (1 + std::ldexp(1.0, -30)), &fold_e);
+    } else {
+      half = bl->gemm_ex && pairwise_tuning().fp16_gemm;
+      es = half ? sizeof(__half) : sizeof(float);
+      ld = half ? (nb + 7) / 8 * 8 : nb;
+    }
+  }
+  pairwise_last_run().fold = fold;
+  pairwise_last_run().fp16 = half;
   // FP16 only where every row's scaling exponent stays below its clamp (max |x_k| sqrt(d) <
   // 2^100, implied by |x| sqrt(d) < 2^99 with some margin for the norm's rounding; an overflowed
   // squared norm is infinite and fails it): a larger row would overflow FP16, so TF32 runs.
-  if (half) {
-    double amax2 = bmax2;
-    for (float v : an) amax2 = std::max(amax2, double(v));
-    if (!(std::sqrt(amax2) * std::sqrt(double(d)) < std::ldexp(1.0, 99))) {
-      half = false;
-      es = sizeof(float);
-      ld = nb;
-      pairwise_last_run().fp16 = false;
-      if (call.budget_left() / 4 < size_t(64) * ld * es) {
-        call.free(d_an);  // the exact kernel then runs in this call with the whole budget
-        if (!p.self) call.free(d_bn);
-        return false;
-      }
-    }
+  if (half && !(std::sqrt(amax2) * std::sqrt(double(d)) < std::ldexp(1.0, 99))) {
+    half = false;
+    es = sizeof(float);
+    ld = nb;
+    pairwise_last_run().fp16 = false;
+  }
+  // Folded FP16: both sides' extended rows (K entries each).
+  __half *dAf = nullptr, *dBf = nullptr;
+  if (fold) {
+    dAf = call.alloc<__half>(na * size_t(fk), "pairwise folded FP16 vectors a");
+    dBf = call.alloc<__half>(nb * size_t(fk), "pairwise folded FP16 vectors b");
+    fold_half_kernel<<<unsigned((na + 7) / 8), 256, 0, call.stream()>>>(
+        dA, na, d, fk, fold_e, d_an, false, l2form, dAf);
+    G2_CUDA_LAUNCH("fold_half_kernel");
+    fold_half_kernel<<<unsigned((nb + 7) / 8), 256, 0, call.stream()>>>(
+        dB, nb, d, fk, fold_e, d_bn, true, l2form, dBf);
+    G2_CUDA_LAUNCH("fold_half_kernel");
   }
   // FP16: the scaled rows, their exponents (host: for the error bound) and scales.
   __half *dAh = nullptr, *dBh = nullptr;
@@ -1163,6 +1381,10 @@ bool fast_knn(Call& call, const PairwiseProblem& p, const float* dA, const float
                     static_cast<void*>(d_keys), static_cast<void*>(d_an)})
       call.free(q);
     if (!p.self) call.free(d_bn);
+    if (fold) {
+      call.free(dAf);
+      call.free(dBf);
+    }
     if (half) {
       for (void* q : {static_cast<void*>(dAh), static_cast<void*>(d_ea), static_cast<void*>(d_sa)})
         call.free(q);
@@ -1213,16 +1435,27 @@ bool fast_knn(Call& call, const PairwiseProblem& p, const float* dA, const float
     // Column-major view: C (nb x nr, leading dimension ld) = B^T (op T of the d x nb matrix) *
     // A_chunk (d x nr).
     const cublasStatus_t st =
-        half ? bl->gemm_ex(bl->handle, CUBLAS_OP_T, CUBLAS_OP_N, int(nb), int(nr), d, &one, dBh,
+        fold ? bl->gemm_ex(bl->handle, CUBLAS_OP_T, CUBLAS_OP_N, int(nb), int(nr), fk, &one, dBf,
+                           CUDA_R_16F, fk, dAf + r0 * size_t(fk), CUDA_R_16F, fk, &zero, d_s,
+                           CUDA_R_16F, int(ld), CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT)
+        : half ? bl->gemm_ex(bl->handle, CUBLAS_OP_T, CUBLAS_OP_N, int(nb), int(nr), d, &one, dBh,
                            CUDA_R_16F, d, dAh + r0 * size_t(d), CUDA_R_16F, d, &zero, d_s,
                            CUDA_R_16F, int(ld), CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT)
              : bl->sgemm(bl->handle, CUBLAS_OP_T, CUBLAS_OP_N, int(nb), int(nr), d, &one, dB, d,
                          dA + r0 * size_t(d), d, &zero, static_cast<float*>(d_s), int(ld));
     if (st != CUBLAS_STATUS_SUCCESS)
-      throw Error(ErrorCode::DeviceError, std::string(half ? "cublasGemmEx" : "cublasSgemm") +
+      throw Error(ErrorCode::DeviceError, std::string(fold || half ? "cublasGemmEx" : "cublasSgemm") +
                                               " failed with status " + std::to_string(int(st)));
     G2_CUDA(cudaEventRecord(sl.gemm, call.stream()));
-    if (half)
+    if (fold && kc <= kCapSmall)
+      select_fold_kernel<kCapSmall><<<unsigned((nr + 7) / 8), kThreads, 0, call.stream()>>>(
+          static_cast<const __half*>(d_s), nr, r0, nb, ld, p.self, kc,
+          pairwise_tuning().select_prefilter, d_cand, d_ncand, d_worst);
+    else if (fold)
+      select_fold_kernel<kFastCap><<<unsigned((nr + 7) / 8), kThreads, 0, call.stream()>>>(
+          static_cast<const __half*>(d_s), nr, r0, nb, ld, p.self, kc,
+          pairwise_tuning().select_prefilter, d_cand, d_ncand, d_worst);
+    else if (half)
       select_kernel<true><<<unsigned((nr + 7) / 8), kThreads, 0, call.stream()>>>(
           d_s, nr, r0, nb, ld, d_bn, d_ea, d_sb, l2form, p.self, kc,
           pairwise_tuning().select_prefilter, d_cand, d_ncand, d_worst);
@@ -1317,20 +1550,24 @@ bool fast_knn(Call& call, const PairwiseProblem& p, const float* dA, const float
           // unit in the last place, 2^-10 relative or 2^-24 absolute. In the scaled units that
           // is (2^-9 + 2 gam) |a'| |b'| (the factor 1.01 covers the second-order terms) plus
           // 2^-24 (1.01 sqrt(d) + 1.01), scaled back by 2^(e_i + e_j) <= 2^(e_i + max e_j);
-          // 2^-140 covers subnormal float results of the score.
+          // 2^-140 covers subnormal float results of the score. Folded FP16: fold_lower.
           const double na_ = std::sqrt(double(an[i]) * (1 + gam));
-          double edot = (1.01 * std::ldexp(1.0, -9) + 2 * gam) * na_ * bmax;
-          if (half)
-            edot += std::ldexp(1.01 * (std::sqrt(double(d)) + 1.0), ea[i] + eb_max - 24) +
-                    std::ldexp(1.0, -140);
           const double kth = double(row.back().key);
           const double w = double(h_worst[r]);
           double lower;
-          if (l2form) {
-            const double e = 2 * edot + gam * bmax2 + gam * double(an[i]);
-            lower = (w + double(an[i]) - e) * (1 - gam) - gam * (double(an[i]) + bmax2);
+          if (fold) {
+            lower = fold_lower(w, double(an[i]), na_, bmax, bmax2, gam, d, fold_e, l2form);
           } else {
-            lower = w - edot - gam * na_ * bmax;
+            double edot = (1.01 * std::ldexp(1.0, -9) + 2 * gam) * na_ * bmax;
+            if (half)
+              edot += std::ldexp(1.01 * (std::sqrt(double(d)) + 1.0), ea[i] + eb_max - 24) +
+                      std::ldexp(1.0, -140);
+            if (l2form) {
+              const double e = 2 * edot + gam * bmax2 + gam * double(an[i]);
+              lower = (w + double(an[i]) - e) * (1 - gam) - gam * (double(an[i]) + bmax2);
+            } else {
+              lower = w - edot - gam * na_ * bmax;
+            }
           }
           certified = std::isfinite(w) && std::isfinite(lower) && kth < lower;
         }
@@ -1582,7 +1819,10 @@ std::string pairwise_last_path() {
   if (r.rows == 0) return r.cpu ? "cpu engine (k above 256)" : "none";
   const std::string prec = r.exact ? "exact: " : "fast: ";
   if (r.fast)
-    return prec + (r.fp16 ? "certified FP16 candidates, " : "certified TF32 candidates, ") +
+    return prec +
+           (r.fold   ? "certified folded FP16 candidates, "
+            : r.fp16 ? "certified FP16 candidates, "
+                     : "certified TF32 candidates, ") +
            std::to_string(r.recomputed) + " of " +
            std::to_string(r.rows) + " rows recomputed by the exact kernel";
   if (r.abandoned)

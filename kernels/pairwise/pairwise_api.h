@@ -30,6 +30,7 @@ struct PairwiseTuning {
   size_t fast_chunk_bytes = cuda_tuning::kPairwiseFastChunkBytes;  // fast path GEMM output
   bool certified_exact = true;  // exact precision through the certified tensor-core candidates
   bool fp16_gemm = cuda_tuning::kPairwiseFp16Gemm;  // candidates from FP16 (else TF32) GEMM
+  bool fold_gemm = cuda_tuning::kPairwiseFoldGemm;  // FP16 GEMM with the norms folded in first
   bool select_prefilter = cuda_tuning::kPairwiseSelectPrefilter;  // one ballot per step first
   bool fast_overlap = cuda_tuning::kPairwiseFastOverlap;  // certify beside the next chunk
   int upload_workers = cuda_tuning::kPairwiseUploadWorkers;  // threads copying the vectors up
@@ -43,7 +44,8 @@ PairwiseTuning& pairwise_tuning();
 // What the last pairwise call on this thread did (tests and benchmarks read it).
 struct PairwiseLastRun {
   bool fast = false;        // the tensor-core path answered (cuBLAS loaded, metric with a GEMM form)
-  bool fp16 = false;        // tensor-core path: FP16 GEMM (else TF32)
+  bool fold = false;        // tensor-core path: folded FP16 GEMM (scores as its output)
+  bool fp16 = false;        // tensor-core path: FP16 GEMM of rows scaled one by one (else TF32)
   bool exact = true;        // the precision asked for was exact
   bool abandoned = false;   // exact: the certified path gave way to the SIMT kernel (cost guard)
   size_t rows = 0;          // rows of a
@@ -62,9 +64,9 @@ struct PairwiseLastRun {
 PairwiseLastRun& pairwise_last_run();
 
 // The path of the last pairwise call on this thread, in words (gpu2bs_info() row
-// pairwise_last_path): "none", "cpu engine (k above 256)", "SIMT exact kernel", "certified FP16
-// (or TF32) candidates, R of N rows recomputed by the exact kernel", or the SIMT kernel after the
-// certified path gave way.
+// pairwise_last_path): "none", "cpu engine (k above 256)", "SIMT exact kernel", "certified
+// folded FP16 (or FP16, or TF32) candidates, R of N rows recomputed by the exact kernel", or the
+// SIMT kernel after the certified path gave way.
 std::string pairwise_last_path();
 
 }  // namespace cuda

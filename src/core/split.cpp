@@ -239,13 +239,39 @@ void select_positions(std::vector<double>& v, size_t lo, size_t hi, const std::v
   select_positions(v, at + 1, hi, pos, km + 1, k1, 1);
 }
 
+// The slab of coordinate x under `cuts` (slab s is [cuts[s-1], cuts[s])): the number of cuts c
+// with !(x < c), as std::upper_bound, by a search without data-dependent branches.
+inline size_t slab_of(const std::vector<double>& cuts, double x) {
+  size_t n = cuts.size();
+  if (n == 0) return 0;
+  const double* base = cuts.data();
+  while (n > 1) {
+    const size_t half = n / 2;
+    base = !(x < base[half - 1]) ? base + half : base;
+    n -= half;
+  }
+  return size_t(base - cuts.data()) + (!(x < base[0]) ? 1 : 0);
+}
+
 // Order statistics of one coordinate for growing slab counts: a copy of the array stays
 // partitioned at every position selected so far, so a finer level's new positions are selected
 // within the ranges between earlier ones (no full sort, no work repeated from one level to the
 // next). The first call on a large input tries the bracketed selection, which leaves no copy.
 class Quantiles {
  public:
+  // Points of the strided sample (all points of a smaller input).
+  static constexpr size_t kSample = size_t(1) << 16;
   Quantiles(const double* x, size_t n, int threads) : x_(x), n_(n), par_(plan_parts(n, threads)) {}
+  // The coordinates x[i n / k] (k = min(n, kSample) points), ascending; taken once.
+  const std::vector<double>& sorted_sample() {
+    const size_t k = std::min(n_, kSample);
+    if (sample_.size() != k) {
+      sample_.resize(k);
+      for (size_t i = 0; i < k; ++i) sample_[i] = x_[i * n_ / k];
+      std::sort(sample_.begin(), sample_.end());
+    }
+    return sample_;
+  }
   // The slabs - 1 cuts at positions n k / slabs (k = 1 .. slabs - 1).
   std::vector<double> cuts(int slabs) {
     const size_t n = n_;
@@ -305,13 +331,10 @@ class Quantiles {
   // parallel pass counts the points below each bracket and gathers those inside it, and a
   // selection within the bracket gives the value. False (nothing set) when the input is small,
   // the cuts are many, brackets overlap or a position falls outside its bracket.
-  bool bracketed(const std::vector<size_t>& want, std::vector<double>* out) const {
-    constexpr size_t kSample = size_t(1) << 16;
+  bool bracketed(const std::vector<size_t>& want, std::vector<double>* out) {
     const size_t n = n_, K = want.size();
     if (par_ < 2 || n < 8 * kSample || K == 0 || K > 63) return false;
-    std::vector<double> sample(kSample);
-    for (size_t i = 0; i < kSample; ++i) sample[i] = x_[i * n / kSample];
-    std::sort(sample.begin(), sample.end());
+    const std::vector<double>& sample = sorted_sample();
     const size_t spacing = kSample / (K + 1);
     const size_t d = std::min<size_t>(512, spacing / 2 - 1);
     std::vector<double> lo(K), hi(K);
@@ -328,7 +351,7 @@ class Quantiles {
     run_parts(parts, [&](int p) {
       for (size_t i = part_begin(n, p, parts), e = part_begin(n, p + 1, parts); i < e; ++i) {
         const double x = x_[i];
-        const size_t j = size_t(std::upper_bound(lo.begin(), lo.end(), x) - lo.begin());  // lo <= x
+        const size_t j = slab_of(lo, x);  // brackets whose lo <= x (no mispredicted branches)
         if (j > 0 && x <= hi[j - 1])
           in[size_t(p)][j - 1].push_back(x);
         else
@@ -352,7 +375,8 @@ class Quantiles {
 
   const double* x_;
   size_t n_;
-  std::vector<size_t> added_;  // positions selected by the current call
+  std::vector<double> sample_;  // sorted_sample(), once taken
+  std::vector<size_t> added_;   // positions selected by the current call
   int par_;                    // threads for the selections
 };
 
@@ -362,20 +386,6 @@ int slab_axis(const SimjoinProblem& p) {
   for (int k = 1; k < p.box.dims; ++k)
     if (p.box.hi[k] - p.box.lo[k] > p.box.hi[axis] - p.box.lo[axis]) axis = k;
   return axis;
-}
-
-// The slab of coordinate x under `cuts` (slab s is [cuts[s-1], cuts[s])): the number of cuts c
-// with !(x < c), as std::upper_bound, by a search without data-dependent branches.
-inline size_t slab_of(const std::vector<double>& cuts, double x) {
-  size_t n = cuts.size();
-  if (n == 0) return 0;
-  const double* base = cuts.data();
-  while (n > 1) {
-    const size_t half = n / 2;
-    base = !(x < base[half - 1]) ? base + half : base;
-    n -= half;
-  }
-  return size_t(base - cuts.data()) + (!(x < base[0]) ? 1 : 0);
 }
 
 // The first slab whose halo holds a point of slab t at coordinate x (self-join: the earlier
@@ -587,16 +597,21 @@ void SlabSink::consume(const PairRecord* pairs, size_t n) {
   out_.consume(buf_.data(), n);
 }
 
-// The most points a slab's halo may hold, estimated from a strided sample of the axis: the
-// sample points in the densest window of the halo's width (self: h above a cut; a x b: h on
-// either side), scaled to the whole set.
-uint64_t halo_estimate(const SimjoinProblem& p, int axis, double h) {
+// The most points a slab's halo may hold, estimated from a strided sample of the axis (of b for
+// a x b; of a, the quantiles' sample `qa`, for a self-join): the sample points in the densest
+// window of the halo's width (self: h above a cut; a x b: h on either side), scaled to the whole
+// set.
+static uint64_t halo_estimate(const SimjoinProblem& p, int axis, double h, Quantiles& qa) {
   const PointsView& v = p.self ? p.a : p.b;
-  const size_t n = v.n, k = std::min<size_t>(n, size_t(1) << 16);
+  const size_t n = v.n;
+  std::vector<double> own;
+  if (!p.self) {
+    Quantiles qb(v.coord[axis], n, 1);
+    own = qb.sorted_sample();
+  }
+  const std::vector<double>& x = p.self ? qa.sorted_sample() : own;
+  const size_t k = x.size();
   if (k == 0) return 0;
-  std::vector<double> x(k);
-  for (size_t i = 0; i < k; ++i) x[i] = v.coord[axis][i * n / k];
-  std::sort(x.begin(), x.end());
   const double w = p.self ? h : 2 * h;
   size_t most = 0;
   for (size_t i = 0, j = 0; j < k; ++j) {
@@ -636,7 +651,7 @@ SlabPlan plan_slabs_for_budget(const SimjoinProblem& p, uint64_t budget, int thr
     // The largest slab holds at least ceil(n / slabs) points of its own (a x b: and about as
     // large a share of b), so fewer slabs than those whose own points alone fit cannot fit; the
     // first count leaves room for the band of width h the sample predicts.
-    const uint64_t band = halo_estimate(p, axis, h);
+    const uint64_t band = halo_estimate(p, axis, h, q);
     const uint64_t room = band < fit / 2 ? fit - band : fit;
     const uint64_t spread = uint64_t(p.a.n) + (p.self ? 0 : uint64_t(p.b.n));
     uint64_t slabs = std::max<uint64_t>(2, (spread + room - 1) / room);

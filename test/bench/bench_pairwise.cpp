@@ -2,9 +2,10 @@
 // l1 threshold join, for test/gpu/bench_pairwise.sh (GPU) and the 2-core CPU comparison.
 //   bench_pairwise knn FILE N D K REPS OUT [cpu|gpu] [metric]
 //       self kNN over N x D float32 vectors (raw little-endian file); median of REPS runs of
-//       exact (on the GPU also exact through the SIMT kernel alone, fast, and fp16: fast with
-//       the FP16 GEMM); writes each run's lists as int32 (N x K) to OUT.exact.i32,
-//       OUT.simt.i32, OUT.fast.i32 and OUT.fp16.i32.
+//       exact (on the GPU also exact through the SIMT kernel alone, fast, fp16: fast with the
+//       FP16 GEMM of rows scaled one by one, and tf32: fast with the TF32 GEMM); writes each
+//       run's lists as int32 (N x K) to OUT.exact.i32, OUT.simt.i32, OUT.fast.i32,
+//       OUT.fp16.i32 and OUT.tf32.i32.
 //   bench_pairwise sweep FILE N D K REPS [fast]
 //       GPU only: self kNN l2 under the launch parameters of kernels/tuning.h and alternatives
 //       (tile shape, rows per launch, blocks per SM, fast path GEMM chunk and type, upload
@@ -83,7 +84,7 @@ void print_breakdown(PairwisePrecision prec) {
     printf("      last run: upload %.1f ms, %s GEMM %.1f ms, selection %.1f ms, exact re-rank "
            "%.1f ms, host merge+certificate %.1f ms, exact recompute %.1f ms (%zu rows), result "
            "sink %.1f ms; host: before the first GEMM %.1f ms, waiting for chunks %.1f ms\n",
-           r.upload_ms, r.fp16 ? "FP16" : "TF32", r.gemm_ms, r.select_ms, r.rerank_ms,
+           r.upload_ms, r.fold ? "folded FP16" : r.fp16 ? "FP16" : "TF32", r.gemm_ms, r.select_ms, r.rerank_ms,
            r.certify_ms, r.exact_ms, r.recomputed, r.emit_ms, r.prep_ms, r.wait_ms);
 }
 
@@ -134,13 +135,26 @@ int sweep(int argc, char** argv) {
   add("exact 128x128 whole matrix, 8 blocks/SM wanted", E, [](T& t) { t.symmetric = false; t.blocks_per_sm = 8; });
   add("fast, GEMM chunk 1 GB", F, [](T& t) { t.fast_chunk_bytes = size_t(1) << 30; });
   add("fast, GEMM chunk 4 GB", F, [](T& t) { t.fast_chunk_bytes = size_t(4) << 30; });
-  add("fast, TF32 GEMM", F, [](T& t) { t.fp16_gemm = false; });
+  add("fast, folded FP16 GEMM", F, [](T& t) { t.fold_gemm = true; });
+  add("fast, folded FP16 GEMM, selection without prefilter", F, [](T& t) {
+    t.fold_gemm = true;
+    t.select_prefilter = false;
+  });
+  add("fast, TF32 GEMM", F, [](T& t) {
+    t.fold_gemm = false;
+    t.fp16_gemm = false;
+  });
   add("fast, TF32 GEMM, selection without prefilter", F, [](T& t) {
+    t.fold_gemm = false;
     t.fp16_gemm = false;
     t.select_prefilter = false;
   });
-  add("fast, FP16 GEMM", F, [](T& t) { t.fp16_gemm = true; });
+  add("fast, FP16 GEMM", F, [](T& t) {
+    t.fold_gemm = false;
+    t.fp16_gemm = true;
+  });
   add("fast, FP16 GEMM, selection without prefilter", F, [](T& t) {
+    t.fold_gemm = false;
     t.fp16_gemm = true;
     t.select_prefilter = false;
   });
@@ -149,6 +163,7 @@ int sweep(int argc, char** argv) {
   add("fast, single-threaded upload", F, [](T& t) { t.upload_workers = 1; });
   add("fast, 4 upload threads", F, [](T& t) { t.upload_workers = 4; });
   add("fast, FP16 GEMM chunk 2 GB", F, [](T& t) {
+    t.fold_gemm = false;
     t.fp16_gemm = true;
     t.fast_chunk_bytes = size_t(2) << 30;
   });
@@ -204,14 +219,20 @@ int knn(int argc, char** argv) {
   printf("engine: %s, self kNN %s, n = %zu, d = %d, k = %d, %d runs\n", eng->name().c_str(),
          metric.c_str(), n, d, k, reps);
   // exact (certified tensor-core candidates where they apply), simt (exact through the SIMT
-  // kernel alone), fast, and fp16: fast with the FP16 GEMM.
-  for (int mode = 0; mode < 4; ++mode) {
+  // kernel alone), fast (the default GEMM), fp16: fast with the FP16 GEMM of rows scaled one by
+  // one, and tf32: fast with the TF32 GEMM.
+  for (int mode = 0; mode < 5; ++mode) {
     if (mode > 0 && !gpu) break;
     const PairwisePrecision prec = mode >= 2 ? PairwisePrecision::Fast : PairwisePrecision::Exact;
-    const char* name = mode == 0 ? "exact" : mode == 1 ? "simt" : mode == 2 ? "fast" : "fp16";
+    const char* name = mode == 0   ? "exact"
+                       : mode == 1 ? "simt"
+                       : mode == 2 ? "fast"
+                       : mode == 3 ? "fp16"
+                                   : "tf32";
 #ifdef G2_BENCH_CUDA
     const cuda::PairwiseTuning saved = cuda::pairwise_tuning();
     if (mode == 1) cuda::pairwise_tuning().certified_exact = false;
+    if (mode >= 3) cuda::pairwise_tuning().fold_gemm = false;
     if (mode == 3) cuda::pairwise_tuning().fp16_gemm = true;
 #endif
     PairwiseProblem p = make_pairwise(m, v, nullptr, k, true, 0, false, prec, 0);

@@ -366,11 +366,11 @@ TEST(PairwiseGpu, ExactCertifiedPathEqualsCpu) {
   TuningGuard guard;
   const bool blas_ok = cuda::pairwise_blas_status().rfind("available", 0) == 0;
   printf("cublas: %s\n", cuda::pairwise_blas_status().c_str());
-  // Exact precision through the certified TF32 candidates against the CPU engine and the SIMT
-  // kernel, bit for bit: random vectors, every row equal (every key ties), lattice points (many
-  // equal keys), and vectors far from the origin and close to each other, where the certificate
-  // fails for almost every row (recomputed by the exact kernel, or the SIMT kernel after the
-  // cost guard).
+  // Exact precision through the certified tensor-core candidates (the default GEMM) against the
+  // CPU engine and the SIMT kernel, bit for bit: random vectors, every row equal (every key
+  // ties), lattice points (many equal keys), and vectors far from the origin and close to each
+  // other, where the certificate fails for almost every row (recomputed by the exact kernel, or
+  // the SIMT kernel after the cost guard).
   for (int d : {1, 3, 768, 4096}) {
     const size_t n = d >= 4096 ? 150 : d >= 768 ? 300 : 700, nb = n / 2 + 37;
     for (const char* data : {"random", "equal", "lattice", "offset"}) {
@@ -440,16 +440,23 @@ TEST(PairwiseGpu, Fp16CandidatesEqualCpu) {
   const bool blas_ok = blas.rfind("available", 0) == 0;
   const bool fp16_ok = blas_ok && blas.find("FP16") != std::string::npos;
   printf("cublas: %s\n", blas.c_str());
-  // The certified candidates from the FP16 GEMM (rows scaled by powers of two) and from the TF32
-  // GEMM against the CPU engine, bit for bit, both precisions: random vectors; far from the origin
+  // The certified candidates from the folded FP16 GEMM (one scale for all vectors, the norms as
+  // extra columns), from the FP16 GEMM (rows scaled by powers of two) and from the TF32 GEMM
+  // against the CPU engine, bit for bit, both precisions: random vectors; far from the origin
   // and close to each other ("offset": the certificate fails, rows are recomputed); rows scaled
   // by 2^-40 to 2^40 ("scaled": the per-row exponents); elements near 1e19 (squared norms
   // overflow float4: no row can be certified) and near 1e-25 (every difference squared
   // underflows: all keys tie). The FP16 pass also copies the vectors through the parallel upload
-  // (threshold 0, several slices at d = 768); both passes run the selection with and without
+  // (threshold 0, several slices at d = 768); every pass runs the selection with and without
   // its per-step prefilter (same candidates and worst scores, hence the same rows certified).
-  for (bool fp16 : {true, false}) {
+  // The folded GEMM gives way to the next one where squared norms overflow ("huge") or
+  // underflow ("tiny") or most rows lie far below the largest norm ("scaled"); cosine's
+  // normalized vectors fold except the "tiny" ones.
+  for (int pass = 0; pass < 3; ++pass) {
+    const bool fold = pass == 0, fp16 = pass == 1;
+    const char* pass_name = fold ? "fold" : fp16 ? "fp16" : "tf32";
     cuda::pairwise_tuning() = guard.saved;
+    cuda::pairwise_tuning().fold_gemm = fold;
     cuda::pairwise_tuning().fp16_gemm = fp16;
     if (fp16) cuda::pairwise_tuning().upload_parallel_bytes = 0;
     for (int d : {1, 3, 768, 4096}) {
@@ -475,7 +482,7 @@ TEST(PairwiseGpu, Fp16CandidatesEqualCpu) {
         auto a = make(n, 81 + d), b = make(nb, 82 + d);
         for (const char* metric : {"l2", "sqeuclidean", "cosine", "dot"}) {
           for (bool self : {true, false}) {
-            SCOPED_TRACE(std::string(fp16 ? "fp16 " : "tf32 ") + metric + " " + kind +
+            SCOPED_TRACE(std::string(pass_name) + " " + metric + " " + kind +
                          " d=" + std::to_string(d) + (self ? " self" : " two"));
             Case c;
             setup(c, metric, a, n, self ? nullptr : &b, nb, d);
@@ -489,6 +496,11 @@ TEST(PairwiseGpu, Fp16CandidatesEqualCpu) {
               // rows of l2, sqeuclidean and dot (squared norms overflow), which take TF32.
               const bool clamped = kind == "huge" && std::string(metric) != "cosine";
               EXPECT_EQ(r.fp16, fp16 && fp16_ok && !clamped);
+              // Cosine's unit vectors fold, save the "tiny" ones (their norms underflow: zero).
+              const bool unfolded =
+                  kind == "tiny" ||
+                  ((kind == "huge" || kind == "scaled") && std::string(metric) != "cosine");
+              EXPECT_EQ(r.fold, fold && fp16_ok && !unfolded);
               if (kind == "offset") EXPECT_GT(r.recomputed, n / 2);
               if (kind == "huge" && std::string(metric) != "cosine")
                 EXPECT_EQ(r.recomputed, n);
@@ -501,11 +513,12 @@ TEST(PairwiseGpu, Fp16CandidatesEqualCpu) {
               expect_identical(cpu, run(gpu_pw(), c, 10, 0, PairwisePrecision::Fast), false);
               EXPECT_EQ(cuda::pairwise_last_run().recomputed, r.recomputed);
               EXPECT_EQ(cuda::pairwise_last_run().fp16, r.fp16);
+              EXPECT_EQ(cuda::pairwise_last_run().fold, r.fold);
               cuda::pairwise_tuning().select_prefilter = pre;
             }
             if (self && (d == 768 || kind == "scaled"))
               printf("  %s %-11s %-7s d=%-4d: fast: %zu of %zu rows recomputed\n",
-                     fp16 ? "fp16" : "tf32", metric, data, d, r.recomputed, n);
+                     pass_name, metric, data, d, r.recomputed, n);
           }
         }
       }
@@ -519,7 +532,8 @@ TEST(PairwiseGpu, FastChunksOverlapEqualCpu) {
   const std::string blas = cuda::pairwise_blas_status();
   const bool blas_ok = blas.rfind("available", 0) == 0;
   // The certified path in chunks of 64 rows (the GEMM chunk limited to 64 rows' output), the
-  // host certifying chunk c beside chunk c + 1's kernels or one chunk at a time, FP16 and TF32:
+  // host certifying chunk c beside chunk c + 1's kernels or one chunk at a time, folded FP16,
+  // FP16 and TF32:
   // the CPU engine's lists and the same rows recomputed either way; random vectors and "offset"
   // ones (rows recomputed; in exact precision the cost guard gives way to the SIMT kernel while
   // the next chunk is queued). Then an output of more than 2^20 records (the records computed
@@ -537,8 +551,9 @@ TEST(PairwiseGpu, FastChunksOverlapEqualCpu) {
     auto a = make(n, 91), b = make(nb, 92);
     for (const char* metric : {"l2", "dot"}) {
       for (bool self : {true, false}) {
-        for (bool fp16 : {true, false}) {
-          SCOPED_TRACE(std::string(fp16 ? "fp16 " : "tf32 ") + metric + " " + data +
+        for (int pass = 0; pass < 3; ++pass) {
+          const bool fold = pass == 0, fp16 = pass == 1;
+          SCOPED_TRACE(std::string(fold ? "fold " : fp16 ? "fp16 " : "tf32 ") + metric + " " + data +
                        (self ? " self" : " two"));
           Case c;
           setup(c, metric, a, n, self ? nullptr : &b, nb, d);
@@ -546,6 +561,7 @@ TEST(PairwiseGpu, FastChunksOverlapEqualCpu) {
           size_t redo[2] = {0, 0};
           for (bool overlap : {true, false}) {
             cuda::pairwise_tuning() = guard.saved;
+            cuda::pairwise_tuning().fold_gemm = fold;
             cuda::pairwise_tuning().fp16_gemm = fp16;
             cuda::pairwise_tuning().fast_chunk_bytes = 1;  // 64 rows per chunk
             cuda::pairwise_tuning().fast_overlap = overlap;
