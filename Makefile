@@ -5,7 +5,7 @@ MODULE_big  = gpu2bs
 DATA        = $(sort $(wildcard sql/gpu2bs--*.sql))
 PGFILEDESC  = "gpu2bs - two-body statistics on the GPU or every CPU core"
 
-REGRESS      = setup sdh pair_count relation_forms simjoin errors parallel precision privileges customscan customscan_shapes pushdown cancel literals boundary postgis pairwise resolve pair_expressions dbscan dbscan_postgis planner_join planner_join_postgis admission rdf direct_scan xi periodic multigpu weights dbscan_customscan rdf_weighted direct_scan_pages agg_read pairwise_toast
+REGRESS      = setup sdh pair_count relation_forms simjoin errors parallel precision privileges customscan customscan_shapes pushdown cancel literals boundary postgis pairwise resolve pair_expressions dbscan dbscan_postgis planner_join planner_join_postgis admission rdf direct_scan xi periodic multigpu weights dbscan_customscan rdf_weighted direct_scan_pages agg_read pairwise_toast pairwise_pushdown
 REGRESS_OPTS = --inputdir=test --load-extension=gpu2bs
 # isolationtester specs (test/specs/*.spec, expected output in test/expected): concurrent sessions
 ISOLATION      = concurrent_ddl concurrent_ddl_views admission_wait admission_devices direct_scan_mvcc

@@ -16,12 +16,13 @@ PG_MODULE_MAGIC;
 void _PG_init(void);
 
 // Registers the gpu2bs.* settings, the admission's shared memory (when preloaded), the
-// custom scans of the similarity join and DBSCAN, and the planner hooks.
+// custom scans of the similarity join, DBSCAN and gpu_pairwise, and the planner hooks.
 void _PG_init(void) {
   gpu2bs::pg::define_settings();
   gpu2bs::pg::define_admission();
   gpu2bs::pg::register_simjoin_scan();
   gpu2bs::pg::register_dbscan_scan();
+  gpu2bs::pg::register_pairwise_scan();
   gpu2bs::pg::register_join_path();
   gpu2bs::pg::register_agg_read();
   // Last: every gpu2bs.* setting is defined, so placeholders set before the load are kept.

@@ -167,6 +167,10 @@ const char* gpu2bs_symbol(Oid funcid);
 void register_simjoin_scan();
 // gpu2bs.enable_customscan: gpu_simjoin and gpu_dbscan in FROM run as custom scans.
 bool customscan_enabled();
+// gpu2bs.enable_pushdown: the custom scans push quals, aggregates and limits into the engine.
+bool pushdown_enabled();
+// Registers the planner hook of gpu_pairwise's custom scan (pairwise.cpp; _PG_init).
+void register_pairwise_scan();
 // A custom scan path of `rel` (a function in FROM) beside its function scan path, the first of
 // rel->pathlist: the same rows, without the tuplestore (each row costs half the function
 // scan's per-row cost), with `methods`. Not yet added to rel.

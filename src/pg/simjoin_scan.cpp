@@ -1096,7 +1096,11 @@ Datum gpu2bs_simjoin_support(PG_FUNCTION_ARGS) { PG_RETURN_POINTER(nullptr); }
 namespace gpu2bs {
 namespace pg {
 
+// gpu2bs.enable_customscan.
 bool customscan_enabled() { return enable_customscan; }
+
+// gpu2bs.enable_pushdown.
+bool pushdown_enabled() { return enable_pushdown; }
 
 CustomPath* function_scan_custom_path(RelOptInfo* rel, const CustomPathMethods* methods) {
   Path* fs = (Path*)linitial(rel->pathlist);
@@ -1119,7 +1123,8 @@ void register_simjoin_scan() {
                            nullptr, &enable_customscan, true, PGC_USERSET, 0, nullptr, nullptr, nullptr);
   DefineCustomBoolVariable("gpu2bs.enable_pushdown",
                            "Pushes quals on id1, id2 and dist, aggregates, GROUP BY id1 or id2, DISTINCT, "
-                           "ORDER BY dist LIMIT k and early-stopping LIMIT into the similarity join's custom scan.",
+                           "ORDER BY dist LIMIT k and early-stopping LIMIT into the similarity join's custom scan, "
+                           "and quals on value and early-stopping LIMIT into gpu_pairwise's.",
                            "Off: the custom scan returns every pair and PostgreSQL does the rest.",
                            &enable_pushdown, true, PGC_USERSET, 0, nullptr, nullptr, nullptr);
   RegisterCustomScanMethods(&scan_methods);
