@@ -11,6 +11,9 @@
 #   gen    generated vs hand-written kernels: SDH, pair count, join
 #   stars  the angular histogram of the stars through SQL, then TreeCorr (metric Arc, bin_slop 1,
 #          every core) beside it with the histogram compared (test/bench/angular_treecorr.py)
+# .whl needs psycopg, psycopg_binary and typing_extensions; TreeCorr runs only where its wheels
+# (treecorr, lsstdesc_coord) are there too (with .device and .devdata they exceed the device
+# tool's 64 MiB carry limit, so a run usually leaves them out).
 # Steps: STEPS (default "theta u2 gen stars"); a step starts only while DEADLINE (seconds from
 # the start, default 480) leaves it STEP_MIN seconds (default 60). Everything goes to one log,
 # $OUT/expr_sql.log (the device tool returns few files), besides device_build.sh's logs.
