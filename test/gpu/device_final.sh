@@ -13,6 +13,7 @@
 #                                                  side, test_gpu on the families given,
 #                                                  test_sliding, then pg_regress + isolation
 #                                                  with gpu2bs.device = gpu: one call
+#                                                  (REGRESS_FIRST=1: pg_regress before the tests)
 #   bash test/gpu/device_final.sh engine           test_gpu (every family), test_sliding,
 #                                                  bench_sliding, the peer tests (freud) on the
 #                                                  GPU engine, then the non-engine shares
@@ -56,11 +57,13 @@ if [ "$phase" = families ]; then
 elif [ "$phase" = merge ]; then
   build_both
   [ $tests_rc = 0 ] || grep -E "error" "$OUT/build-gpu-tests.log" | head -20 | tee -a "$S"
+  # REGRESS_FIRST=1: pg_regress before the test families (when the call's time is short)
+  if [ "${REGRESS_FIRST:-0}" = 1 ] && [ $ext_rc = 0 ]; then gpu_regress "${REGRESS_S:-180}"; fi
   [ $tests_rc = 0 ] && gpu_tests "${TEST_GPU_S:-200}" "${2:-*}" "${SLIDING_S:-100}"
-  if [ $ext_rc = 0 ]; then
-    gpu_regress "${REGRESS_S:-180}"
-  else
+  if [ $ext_rc != 0 ]; then
     tail -30 "$OUT/device_build.txt" | tee -a "$S"
+  elif [ "${REGRESS_FIRST:-0}" != 1 ]; then
+    gpu_regress "${REGRESS_S:-180}"
   fi
 elif [ "$phase" = build-regress ]; then
   build_both
