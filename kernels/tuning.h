@@ -484,6 +484,14 @@ constexpr bool kPairwiseSelectPrefilter = true;
 // certificate's ~9 ms at the size above leave the critical path (264.2 against 273.7 ms end to
 // end, measured both ways in one run with a slower FP16 selection).
 constexpr bool kPairwiseFastOverlap = true;
+// Fast path: each chunk's certified rows go to the sink right after their certificate, while
+// the next chunk's kernels run (the rows before the first uncertified one; the rest after the
+// recomputation), instead of all lists after the last chunk.
+constexpr bool kPairwiseFastStreamEmit = true;
+// Fast path: the first and the last chunk of rows hold this many rows (at most a quarter of a
+// chunk, a multiple of 64; 0: chunks of equal size), so the host starts certifying early and
+// little host work follows the last kernels.
+constexpr size_t kPairwiseFastEdgeRows = 2048;
 // Host to device copy of the vectors: upload_bytes with kParallelUploadBytes and kUploadWorkers
 // (the engine's values, below), which tests and benchmarks vary through pairwise_tuning().
 constexpr size_t kPairwiseParallelUploadBytes = kParallelUploadBytes;
