@@ -10,7 +10,8 @@
 //   bench_pairwise sweep FILE N D K REPS [fast]
 //       GPU only: self kNN l2 under the launch parameters of kernels/tuning.h and alternatives
 //       (tile shape, rows per launch, blocks per SM, fast path GEMM chunk and type, upload
-//       threads), with the time split; `fast`: the fast path's alternatives only.
+//       threads, streamed result, first and last chunk rows), with the time split; `fast`: the
+//       fast path's alternatives only.
 //   bench_pairwise l1thr N D REPS [cpu|gpu]
 //       self l1 threshold join of N x D uniform [0, 1) vectors (generated here), threshold at the
 //       mean minus 4 standard deviations of the pair distance; pairs/s and dimension-terms/s.
