@@ -1232,18 +1232,95 @@ double fold_lower(double w, double an, double na, double bmax, double bmax2, dou
   return s - gam * na * bmax - sub;
 }
 
+// Hands the kNN lists to the sink in row order, in pages of `page` records as emit_knn does,
+// a growing prefix of the rows at a time (the fast path sends each chunk's certified rows while
+// the next chunk's kernels run); the records (column, value) are computed on the engine's
+// worker threads block by block, and a last partial page waits for the next rows or finish().
+class KnnEmitter {
+ public:
+  // The lists (stride entries per row, count[i] valid) stay the caller's and must hold every
+  // row before it is emitted.
+  KnnEmitter(const PairwiseProblem& p, const KnnEntry* lists, const uint32_t* count,
+             size_t stride, PairSink& sink, size_t page, Control& ctl)
+      : p_(p), lists_(lists), count_(count), stride_(stride), sink_(sink),
+        page_(std::max<size_t>(page, 1)), ctl_(ctl),
+        block_(page_ * std::max<size_t>(1, (size_t(1) << 18) / page_)) {}
+
+  // Hands rows [done(), rows) to the sink in whole pages; the rest of a page waits.
+  void emit(size_t rows) {
+    rows = std::min(rows, p_.a->n);
+    if (rows <= next_) return;
+    const size_t first = next_;
+    off_.assign(rows - first + 1, 0);
+    for (size_t i = first; i < rows; ++i) off_[i - first + 1] = off_[i - first] + count_[i];
+    const size_t total = off_.back();
+    next_ = rows;
+    if (total == 0) return;
+    // Blocks of about 4 MB of records after the waiting ones, reused block after block; the
+    // buffer is not zeroed (the workers touch its pages first).
+    if (!buf_) buf_.reset(new PairRecord[block_ + page_]);
+    constexpr size_t kItem = 16384;  // records per work item
+    for (size_t r0 = 0; r0 < total; r0 += block_) {
+      const size_t r1 = std::min(total, r0 + block_);
+      PairRecord* dst = buf_.get() + wait_;
+      parallel_for(ctl_, (r1 - r0 + kItem - 1) / kItem, [&](size_t item, int) {
+        const size_t a = r0 + item * kItem, b = std::min(r1, a + kItem);
+        size_t t = size_t(std::upper_bound(off_.begin(), off_.end(), a) - off_.begin()) - 1;
+        for (size_t x = a; x < b; ++x) {
+          while (off_[t + 1] <= x) ++t;
+          const size_t i = first + t;
+          const KnnEntry& e = lists_[i * stride_ + (x - off_[t])];
+          dst[x - r0] = PairRecord{uint32_t(i), e.j, pairwise_value(p_.metric, e.key)};
+        }
+      });
+      const size_t avail = wait_ + (r1 - r0), whole = avail / page_ * page_;
+      for (size_t at = 0; at < whole; at += page_) {
+        sink_.consume(buf_.get() + at, page_);
+        ctl_.stats.pairs_emitted += page_;
+      }
+      wait_ = avail - whole;
+      if (wait_ && whole) std::memmove(buf_.get(), buf_.get() + whole, wait_ * sizeof(PairRecord));
+    }
+  }
+
+  // Hands the waiting records (a last partial page) to the sink.
+  void finish() {
+    if (!wait_) return;
+    sink_.consume(buf_.get(), wait_);
+    ctl_.stats.pairs_emitted += wait_;
+    wait_ = 0;
+  }
+
+ private:
+  const PairwiseProblem& p_;
+  const KnnEntry* lists_;
+  const uint32_t* count_;
+  size_t stride_;
+  PairSink& sink_;
+  size_t page_;
+  Control& ctl_;
+  size_t block_;                        // records built per parallel round
+  size_t next_ = 0;                     // rows emitted so far
+  size_t wait_ = 0;                     // records at the front of buf_ not yet handed over
+  std::vector<size_t> off_;             // record offsets of the rows being emitted
+  std::unique_ptr<PairRecord[]> buf_;   // block_ + page_ records
+};
+
 // The certified tensor-core path: GEMM (folded FP16 operands, FP32 accumulation, FP16 scores,
 // where cublasGemmEx is present, the tuning asks for it and the norms allow one scale; else FP16
 // of the rows scaled by powers of two with FP16 output where the tuning asks for it; else TF32
 // with FP32 output), candidates, exact re-rank, certification; uncertified rows are
 // recomputed exactly; chunk c + 1 is queued before chunk c is certified (tuning fast_overlap),
-// its candidates coming down into the other half of the staging buffer. Returns false (lists
-// to be computed by the caller) when cuBLAS is
+// its candidates coming down into the other half of the staging buffer. The first and the last
+// chunk are short (tuning fast_edge_rows). With an emitter (tuning fast_stream_emit), the rows
+// certified so far, up to the first uncertified one, go to the sink after each chunk's
+// certificate. Returns false (lists to be computed by the caller, which emits the rows not
+// emitted yet) when cuBLAS is
 // unavailable, when a chunk of 64 rows of the GEMM output does not fit a quarter of the memory
 // budget, or when the rows whose certificate failed exceed max_redo of the rows processed so far
 // (max_redo >= 1: never).
 bool fast_knn(Call& call, const PairwiseProblem& p, const float* dA, const float* dB,
-              KnnEntry* lists, uint32_t* count, double max_redo) {
+              KnnEntry* lists, uint32_t* count, double max_redo, KnnEmitter* emitter) {
   Blas* bl = blas();
   if (!bl) return false;
   const auto t_prep = Clock::now();
@@ -1424,11 +1501,27 @@ bool fast_knn(Call& call, const PairwiseProblem& p, const float* dA, const float
     sl.r0 = sl.nr = 0;
   }
   const float one = 1.0f, zero = 0.0f;
+  const bool overlap = pairwise_tuning().fast_overlap;
+  // Rows of the chunks: full chunks, but (with overlap, where a chunk holds at least 4 edges)
+  // a first and a last chunk of `edge` rows: the host's certificate starts after a short GEMM
+  // and little of it follows the last kernels.
+  std::vector<size_t> starts{0};
+  {
+    const size_t edge =
+        overlap ? std::min(pairwise_tuning().fast_edge_rows, chunk / 4) / 64 * 64 : 0;
+    size_t at = 0;
+    if (edge && na > 4 * edge) starts.push_back(at = edge);
+    while (at < na) {
+      const size_t left = na - at;
+      const size_t nr = left > chunk + edge ? chunk : edge && left > 2 * edge ? left - edge : left;
+      starts.push_back(at += nr);
+    }
+  }
   // Queues chunk c: GEMM, selection, re-rank, and the copies of its candidates to its slot.
   auto queue = [&](size_t c) {
     call.poll();
     Slot& sl = slots[c % 2];
-    const size_t r0 = c * chunk, nr = std::min(chunk, na - r0);
+    const size_t r0 = starts[c], nr = starts[c + 1] - r0;
     sl.r0 = r0;
     sl.nr = nr;
     G2_CUDA(cudaEventRecord(sl.start, call.stream()));
@@ -1494,8 +1587,8 @@ bool fast_knn(Call& call, const PairwiseProblem& p, const float* dA, const float
   };
   std::vector<uint32_t> redo;
   std::vector<uint8_t> redo_flag;
-  const bool overlap = pairwise_tuning().fast_overlap;
-  const size_t nchunks = (na + chunk - 1) / chunk;
+  const size_t nchunks = starts.size() - 1;
+  const bool stream = emitter && pairwise_tuning().fast_stream_emit;
   size_t queued = 0;
   pairwise_last_run().prep_ms = seconds_since(t_prep) * 1e3;
   queue(queued++);
@@ -1583,6 +1676,15 @@ bool fast_knn(Call& call, const PairwiseProblem& p, const float* dA, const float
       if (redo_flag[r]) redo.push_back(uint32_t(r0 + r));
     call.ctl.stats.merge_s += seconds_since(t0);
     pairwise_last_run().certify_ms += seconds_since(t0) * 1e3;
+    if (stream) {
+      // The rows before the first uncertified one are final: to the sink while the next
+      // chunk's kernels run.
+      const auto te = Clock::now();
+      emitter->emit(redo.empty() ? r0 + nr : size_t(redo.front()));
+      call.ctl.stats.merge_s += seconds_since(te);
+      pairwise_last_run().emit_ms += seconds_since(te) * 1e3;
+      if (c + 1 == nchunks) pairwise_last_run().emit_tail_ms += seconds_since(te) * 1e3;
+    }
     if (max_redo < 1 && double(redo.size()) > max_redo * double(r0 + nr)) {
       // Cost guard: recomputing this share of the rows costs more than the SIMT kernel.
       pairwise_last_run().recomputed = redo.size();
@@ -1710,39 +1812,6 @@ void threshold_pairs(Call& call, const PairwiseProblem& p, const float* dA, cons
   call.ctl.stats.pairs_emitted += emitted;
 }
 
-// Hands the kNN lists to the sink in row order, in pages of `page` records as emit_knn does,
-// the records (column, value) computed on the engine's worker threads block by block.
-void emit_knn_parallel(const PairwiseProblem& p, const KnnEntry* lists, const uint32_t* count,
-                       size_t stride, PairSink& sink, size_t page, Control& ctl) {
-  const size_t n = p.a->n;
-  std::vector<size_t> off(n + 1, 0);
-  for (size_t i = 0; i < n; ++i) off[i + 1] = off[i] + count[i];
-  const size_t total = off[n];
-  if (total == 0) return;
-  // Blocks of whole pages (about 4 MB of records, reused block after block), so the pages are
-  // emit_knn's; the buffer is not zeroed (the workers touch its pages first).
-  const size_t block = page * std::max<size_t>(1, (size_t(1) << 18) / page);
-  constexpr size_t kItem = 16384;  // records per work item
-  std::unique_ptr<PairRecord[]> buf(new PairRecord[std::min(block, total)]);
-  for (size_t r0 = 0; r0 < total; r0 += block) {
-    const size_t r1 = std::min(total, r0 + block);
-    parallel_for(ctl, (r1 - r0 + kItem - 1) / kItem, [&](size_t item, int) {
-      const size_t a = r0 + item * kItem, b = std::min(r1, a + kItem);
-      size_t i = size_t(std::upper_bound(off.begin(), off.end(), a) - off.begin()) - 1;
-      for (size_t x = a; x < b; ++x) {
-        while (off[i + 1] <= x) ++i;
-        const KnnEntry& e = lists[i * stride + (x - off[i])];
-        buf[x - r0] = PairRecord{uint32_t(i), e.j, pairwise_value(p.metric, e.key)};
-      }
-    });
-    for (size_t at = r0; at < r1; at += page) {
-      const size_t m = std::min(page, r1 - at);
-      sink.consume(buf.get() + (at - r0), m);
-      ctl.stats.pairs_emitted += m;
-    }
-  }
-}
-
 // Copies `bytes` of vectors to the device: upload_bytes with the pairwise tuning's worker
 // count and threshold.
 void upload_vectors(Call& call, void* dev, const void* host, size_t bytes) {
@@ -1777,12 +1846,10 @@ void pairwise(const PairwiseProblem& p, PairSink& sink, Control& ctl) {
   const size_t d = size_t(p.d);
   const auto t_up = Clock::now();
   float* dA = call.alloc<float>(na * d, "pairwise vectors a");
+  float* dB = p.self ? dA : call.alloc<float>(nb * d, "pairwise vectors b");
+  pairwise_last_run().upload_alloc_ms = seconds_since(t_up) * 1e3;
   upload_vectors(call, dA, p.a->data, na * d * sizeof(float));
-  float* dB = dA;
-  if (!p.self) {
-    dB = call.alloc<float>(nb * d, "pairwise vectors b");
-    upload_vectors(call, dB, p.b->data, nb * d * sizeof(float));
-  }
+  if (!p.self) upload_vectors(call, dB, p.b->data, nb * d * sizeof(float));
   pairwise_last_run().upload_ms = seconds_since(t_up) * 1e3;
   if (!knn) {
     threshold_pairs(call, p, dA, dB, sink);
@@ -1790,6 +1857,8 @@ void pairwise(const PairwiseProblem& p, PairSink& sink, Control& ctl) {
   }
   std::vector<KnnEntry> lists(na * row_k);
   std::vector<uint32_t> count(na, 0);
+  KnnEmitter emitter(p, lists.data(), count.data(), row_k, sink,
+                     std::max<size_t>(ctl.page_pairs, 64), ctl);
   bool done = false;
   const bool exact = p.precision != PairwisePrecision::Fast;
   pairwise_last_run().exact = exact;
@@ -1802,16 +1871,19 @@ void pairwise(const PairwiseProblem& p, PairSink& sink, Control& ctl) {
     const double max_redo = !exact ? 1.0
                             : p.self ? pairwise_tuning().certified_max_redo_self
                                      : pairwise_tuning().certified_max_redo_two;
-    done = fast_knn(call, p, dA, dB, lists.data(), count.data(), max_redo);
+    done = fast_knn(call, p, dA, dB, lists.data(), count.data(), max_redo, &emitter);
     pairwise_last_run().fast = done;
     if (!done) std::fill(count.begin(), count.end(), 0u);
   }
+  // Rows the certified path handed to the sink already are the exact kernel's bit for bit: the
+  // emitter hands over a fallback's exact lists only from the first row not emitted yet.
   if (!done) exact_knn(call, p, dA, na, nullptr, 0, dB, lists.data(), count.data());
   auto t0 = Clock::now();
-  emit_knn_parallel(p, lists.data(), count.data(), row_k, sink,
-                    std::max<size_t>(ctl.page_pairs, 64), ctl);
+  emitter.emit(na);
+  emitter.finish();
   ctl.stats.merge_s += seconds_since(t0);
-  pairwise_last_run().emit_ms = seconds_since(t0) * 1e3;
+  pairwise_last_run().emit_ms += seconds_since(t0) * 1e3;
+  pairwise_last_run().emit_tail_ms += seconds_since(t0) * 1e3;
 }
 
 std::string pairwise_last_path() {

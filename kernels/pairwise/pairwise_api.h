@@ -33,6 +33,8 @@ struct PairwiseTuning {
   bool fold_gemm = cuda_tuning::kPairwiseFoldGemm;  // FP16 GEMM with the norms folded in first
   bool select_prefilter = cuda_tuning::kPairwiseSelectPrefilter;  // one ballot per step first
   bool fast_overlap = cuda_tuning::kPairwiseFastOverlap;  // certify beside the next chunk
+  bool fast_stream_emit = cuda_tuning::kPairwiseFastStreamEmit;  // sink each chunk's rows early
+  size_t fast_edge_rows = cuda_tuning::kPairwiseFastEdgeRows;  // rows of the first, last chunk
   int upload_workers = cuda_tuning::kPairwiseUploadWorkers;  // threads copying the vectors up
   size_t upload_parallel_bytes = cuda_tuning::kPairwiseParallelUploadBytes;  // ... above this
   // Exact precision: abandon the certified path past this fraction of rows recomputed.
@@ -51,7 +53,8 @@ struct PairwiseLastRun {
   size_t rows = 0;          // rows of a
   bool cpu = false;         // k above the device list capacity: the CPU engine answered
   size_t recomputed = 0;    // fast path: rows recomputed exactly (certificate failed)
-  double upload_ms = 0;     // host to device copies of the vectors
+  double upload_ms = 0;     // host to device copies of the vectors (and their allocation)
+  double upload_alloc_ms = 0;  // the device allocation of the vectors, part of upload_ms
   double gemm_ms = 0;       // fast path: FP16 or TF32 GEMM (events)
   double select_ms = 0;     // fast path: candidate selection on the GEMM output (events)
   double rerank_ms = 0;     // fast path: exact keys of the candidates (events)
@@ -60,6 +63,7 @@ struct PairwiseLastRun {
   double certify_ms = 0;    // fast path: host merge and certificate
   double exact_ms = 0;      // exact kNN kernels (events; the fast path's recomputed rows)
   double emit_ms = 0;       // kNN lists handed to the sink (values computed on the host)
+  double emit_tail_ms = 0;  // the part of emit_ms after the last chunk's certificate
 };
 PairwiseLastRun& pairwise_last_run();
 

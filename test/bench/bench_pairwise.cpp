@@ -3,13 +3,15 @@
 //   bench_pairwise knn FILE N D K REPS OUT [cpu|gpu] [metric]
 //       self kNN over N x D float32 vectors (raw little-endian file); median of REPS runs of
 //       exact (on the GPU also exact through the SIMT kernel alone, fast, fp16: fast with the
-//       FP16 GEMM of rows scaled one by one, and tf32: fast with the TF32 GEMM); writes each
-//       run's lists as int32 (N x K) to OUT.exact.i32, OUT.simt.i32, OUT.fast.i32,
-//       OUT.fp16.i32 and OUT.tf32.i32.
+//       FP16 GEMM of rows scaled one by one, tf32: fast with the TF32 GEMM, and batch: fast with
+//       chunks of equal size and every list handed to the sink after the last chunk); writes
+//       each run's lists as int32 (N x K) to OUT.exact.i32, OUT.simt.i32, OUT.fast.i32,
+//       OUT.fp16.i32, OUT.tf32.i32 and OUT.batch.i32.
 //   bench_pairwise sweep FILE N D K REPS [fast]
 //       GPU only: self kNN l2 under the launch parameters of kernels/tuning.h and alternatives
 //       (tile shape, rows per launch, blocks per SM, fast path GEMM chunk and type, upload
-//       threads), with the time split; `fast`: the fast path's alternatives only.
+//       threads, streamed result, first and last chunk rows), with the time split; `fast`: the
+//       fast path's alternatives only.
 //   bench_pairwise l1thr N D REPS [cpu|gpu]
 //       self l1 threshold join of N x D uniform [0, 1) vectors (generated here), threshold at the
 //       mean minus 4 standard deviations of the pair distance; pairs/s and dimension-terms/s.
@@ -78,14 +80,15 @@ void print_breakdown(PairwisePrecision prec) {
   const cuda::PairwiseLastRun& r = cuda::pairwise_last_run();
   (void)prec;
   if (!r.fast)
-    printf("      last run: upload %.1f ms, exact kNN kernels %.1f ms, result sink %.1f ms\n",
-           r.upload_ms, r.exact_ms, r.emit_ms);
+    printf("      last run: upload %.1f ms (allocation %.1f ms), exact kNN kernels %.1f ms, result "
+           "sink %.1f ms\n", r.upload_ms, r.upload_alloc_ms, r.exact_ms, r.emit_ms);
   else
-    printf("      last run: upload %.1f ms, %s GEMM %.1f ms, selection %.1f ms, exact re-rank "
+    printf("      last run: upload %.1f ms (allocation %.1f ms), %s GEMM %.1f ms, selection %.1f ms, exact re-rank "
            "%.1f ms, host merge+certificate %.1f ms, exact recompute %.1f ms (%zu rows), result "
-           "sink %.1f ms; host: before the first GEMM %.1f ms, waiting for chunks %.1f ms\n",
-           r.upload_ms, r.fold ? "folded FP16" : r.fp16 ? "FP16" : "TF32", r.gemm_ms, r.select_ms, r.rerank_ms,
-           r.certify_ms, r.exact_ms, r.recomputed, r.emit_ms, r.prep_ms, r.wait_ms);
+           "sink %.1f ms (%.1f ms after the last certificate); host: before the first GEMM %.1f "
+           "ms, waiting for chunks %.1f ms\n",
+           r.upload_ms, r.upload_alloc_ms, r.fold ? "folded FP16" : r.fp16 ? "FP16" : "TF32", r.gemm_ms, r.select_ms, r.rerank_ms,
+           r.certify_ms, r.exact_ms, r.recomputed, r.emit_ms, r.emit_tail_ms, r.prep_ms, r.wait_ms);
 }
 
 // Reads N x D float32 from a raw file into v; false when it cannot.
@@ -162,6 +165,16 @@ int sweep(int argc, char** argv) {
       [](T& t) { t.fast_overlap = false; });
   add("fast, single-threaded upload", F, [](T& t) { t.upload_workers = 1; });
   add("fast, 4 upload threads", F, [](T& t) { t.upload_workers = 4; });
+  add("fast, 12 upload threads", F, [](T& t) { t.upload_workers = 12; });
+  add("fast, 16 upload threads", F, [](T& t) { t.upload_workers = 16; });
+  add("fast, lists to the sink after the last chunk", F, [](T& t) { t.fast_stream_emit = false; });
+  add("fast, chunks of equal size (no short first and last)", F, [](T& t) { t.fast_edge_rows = 0; });
+  add("fast, first and last chunk 1024 rows", F, [](T& t) { t.fast_edge_rows = 1024; });
+  add("fast, first and last chunk 4096 rows", F, [](T& t) { t.fast_edge_rows = 4096; });
+  add("fast, equal chunks, lists after the last chunk (before)", F, [](T& t) {
+    t.fast_edge_rows = 0;
+    t.fast_stream_emit = false;
+  });
   add("fast, FP16 GEMM chunk 2 GB", F, [](T& t) {
     t.fold_gemm = false;
     t.fp16_gemm = true;
@@ -220,19 +233,25 @@ int knn(int argc, char** argv) {
          metric.c_str(), n, d, k, reps);
   // exact (certified tensor-core candidates where they apply), simt (exact through the SIMT
   // kernel alone), fast (the default GEMM), fp16: fast with the FP16 GEMM of rows scaled one by
-  // one, and tf32: fast with the TF32 GEMM.
-  for (int mode = 0; mode < 5; ++mode) {
+  // one, tf32: fast with the TF32 GEMM, and batch: fast with chunks of equal size and the lists
+  // handed to the sink after the last chunk.
+  for (int mode = 0; mode < 6; ++mode) {
     if (mode > 0 && !gpu) break;
     const PairwisePrecision prec = mode >= 2 ? PairwisePrecision::Fast : PairwisePrecision::Exact;
     const char* name = mode == 0   ? "exact"
                        : mode == 1 ? "simt"
                        : mode == 2 ? "fast"
                        : mode == 3 ? "fp16"
-                                   : "tf32";
+                       : mode == 4 ? "tf32"
+                                   : "batch";
 #ifdef G2_BENCH_CUDA
     const cuda::PairwiseTuning saved = cuda::pairwise_tuning();
     if (mode == 1) cuda::pairwise_tuning().certified_exact = false;
-    if (mode >= 3) cuda::pairwise_tuning().fold_gemm = false;
+    if (mode == 3 || mode == 4) cuda::pairwise_tuning().fold_gemm = false;
+    if (mode == 5) {
+      cuda::pairwise_tuning().fast_edge_rows = 0;
+      cuda::pairwise_tuning().fast_stream_emit = false;
+    }
     if (mode == 3) cuda::pairwise_tuning().fp16_gemm = true;
 #endif
     PairwiseProblem p = make_pairwise(m, v, nullptr, k, true, 0, false, prec, 0);

@@ -2,8 +2,8 @@
 # The tensor-core kNN path on the GPU machine in one call, from the repository root: builds
 # test_gpu (PairwiseGpu tests only) and bench_pairwise, runs the PairwiseGpu tests, then the self
 # kNN l2 benchmark at n = 100,000, d = 768, k = 10 (exact, exact through the SIMT kernel alone,
-# fast with the default GEMM, with the FP16 GEMM of rows scaled one by one and with the TF32
-# GEMM; median of 3), the fast path's time split under alternatives (GEMM type, selection,
+# fast with the default GEMM, with the FP16 GEMM of rows scaled one by one, with the TF32
+# GEMM, and with equal chunks and the lists handed over after the last one; median of 3), the fast path's time split under alternatives (GEMM type, selection,
 # overlap, upload threads, GEMM chunk), PyTorch beside (PEERS=0: left out), every list compared
 # with a float64 reference. Writes $OUT/build.log,
 # $OUT/test_gpu-pairwise.log and $OUT/bench.txt. PREBUILT=1: no build, the binaries already in
@@ -32,7 +32,7 @@ wait $gen
   echo "GPU: $(cat "$OUT/gpu.txt"), $(date -u '+%F %T UTC')"
   echo "== self kNN l2, n = $N, d = $D, k = $K"
   timeout 120 test/gpu/build/bench_pairwise knn "$W/x.f32" "$N" $D $K 3 "$W/ours" gpu l2
-  for m in simt fast fp16 tf32; do
+  for m in simt fast fp16 tf32 batch; do
     cmp -s "$W/ours.exact.i32" "$W/ours.$m.i32" && echo "lists: exact and $m identical" \
       || echo "lists: exact and $m DIFFER"
   done
@@ -45,7 +45,8 @@ wait $gen
       "$W/x.f32.torch_matmul_tf32.i32")
   fi
   timeout 120 python3 test/gpu/bench_pairwise.py compare "$W/x.f32" "$N" $D $K "$W/ours.exact.i32" \
-    "$W/ours.simt.i32" "$W/ours.fast.i32" "$W/ours.fp16.i32" "$W/ours.tf32.i32" "${peers[@]}"
+    "$W/ours.simt.i32" "$W/ours.fast.i32" "$W/ours.fp16.i32" "$W/ours.tf32.i32" \
+    "$W/ours.batch.i32" "${peers[@]}"
 } > "$OUT/bench.txt" 2>&1
 echo "bench rc=$?"
 cat "$OUT/bench.txt"

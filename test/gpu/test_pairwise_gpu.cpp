@@ -532,11 +532,12 @@ TEST(PairwiseGpu, FastChunksOverlapEqualCpu) {
   const std::string blas = cuda::pairwise_blas_status();
   const bool blas_ok = blas.rfind("available", 0) == 0;
   // The certified path in chunks of 64 rows (the GEMM chunk limited to 64 rows' output), the
-  // host certifying chunk c beside chunk c + 1's kernels or one chunk at a time, folded FP16,
-  // FP16 and TF32:
-  // the CPU engine's lists and the same rows recomputed either way; random vectors and "offset"
+  // host certifying chunk c beside chunk c + 1's kernels (each chunk's certified rows streamed
+  // to the sink) or one chunk at a time (the lists handed over at the end), and in chunks of
+  // 1.2 MB of output with a first and a last chunk of 64 rows, folded FP16, FP16 and TF32:
+  // the CPU engine's lists and the same rows recomputed each way; random vectors and "offset"
   // ones (rows recomputed; in exact precision the cost guard gives way to the SIMT kernel while
-  // the next chunk is queued). Then an output of more than 2^20 records (the records computed
+  // the next chunk is queued, after some certified rows went to the sink). Then an output of more than 2^20 records (the records computed
   // in several blocks on the worker threads).
   const int d = 768;
   const size_t n = 1000, nb = 537;
@@ -558,20 +559,25 @@ TEST(PairwiseGpu, FastChunksOverlapEqualCpu) {
           Case c;
           setup(c, metric, a, n, self ? nullptr : &b, nb, d);
           const auto cpu = run(cpu_pw(), c, 10, 0);
-          size_t redo[2] = {0, 0};
-          for (bool overlap : {true, false}) {
+          size_t redo[3] = {0, 0, 0};
+          for (int way = 0; way < 3; ++way) {
+            const bool overlap = way != 1;
             cuda::pairwise_tuning() = guard.saved;
             cuda::pairwise_tuning().fold_gemm = fold;
             cuda::pairwise_tuning().fp16_gemm = fp16;
-            cuda::pairwise_tuning().fast_chunk_bytes = 1;  // 64 rows per chunk
+            // 64 rows per chunk, or 1.2 MB of output (256 to 1000 rows) with 64-row edges.
+            cuda::pairwise_tuning().fast_chunk_bytes = way == 2 ? size_t(1200000) : size_t(1);
+            cuda::pairwise_tuning().fast_edge_rows = way == 2 ? 64 : 0;
             cuda::pairwise_tuning().fast_overlap = overlap;
+            cuda::pairwise_tuning().fast_stream_emit = overlap;
             expect_identical(cpu, run(gpu_pw(), c, 10, 0, PairwisePrecision::Fast), false);
-            redo[overlap ? 1 : 0] = cuda::pairwise_last_run().recomputed;
+            redo[way] = cuda::pairwise_last_run().recomputed;
             if (blas_ok) EXPECT_TRUE(cuda::pairwise_last_run().fast);
             expect_identical(cpu, run(gpu_pw(), c, 10, 0), false);  // exact, cost guard on
             if (blas_ok && offset) EXPECT_TRUE(cuda::pairwise_last_run().abandoned);
           }
           EXPECT_EQ(redo[0], redo[1]);
+          EXPECT_EQ(redo[0], redo[2]);
           if (blas_ok && offset) EXPECT_GT(redo[1], n / 2);
         }
       }
@@ -587,4 +593,35 @@ TEST(PairwiseGpu, FastChunksOverlapEqualCpu) {
   expect_identical(cpu, run(gpu_pw(), c, k, 0), false);
   expect_identical(cpu, run(gpu_pw(), c, k, 0, PairwisePrecision::Fast), false);
   if (blas_ok) EXPECT_TRUE(cuda::pairwise_last_run().fast);
+}
+
+TEST(PairwiseGpu, FoldGivesWayUnderMemoryLimit) {
+  REQUIRE_GPU_PW();
+  TuningGuard guard;
+  const bool blas_ok = cuda::pairwise_blas_status().rfind("available", 0) == 0;
+  // Self kNN l2, n = 1000, d = 768: the vectors take 3 MB of device memory, the folded operands
+  // 3.1 MB more, a 64-row chunk of TF32 output 256 kB. Under a 5 MiB limit (about 2.1 MB left
+  // after the vectors) the folded GEMM gives way to TF32 in chunks of 128 rows; under 32 MiB it
+  // runs. Both precisions: the CPU engine's lists in order, bit for bit.
+  const size_t n = 1000;
+  const int d = 768;
+  Case c;
+  setup(c, "l2", normal(n, d, 94), n, nullptr, 0, d);
+  const auto cpu = run(cpu_pw(), c, 10, 0);
+  for (size_t limit_mib : {size_t(5), size_t(32)}) {
+    for (PairwisePrecision prec : {PairwisePrecision::Fast, PairwisePrecision::Exact}) {
+      SCOPED_TRACE("limit " + std::to_string(limit_mib) + " MiB" +
+                   (prec == PairwisePrecision::Fast ? ", fast" : ", exact"));
+      PairwiseProblem p = make_pairwise(c.m, c.a, nullptr, 10, true, 0, false, prec, 0);
+      PwCtl ctl;
+      ctl.device_memory_limit = limit_mib << 20;
+      PwSink s;
+      gpu_pw()->pairwise(p, s, ctl);
+      expect_identical(cpu, s.rec, false);
+      if (blas_ok) {
+        EXPECT_TRUE(cuda::pairwise_last_run().fast);
+        EXPECT_EQ(cuda::pairwise_last_run().fold, limit_mib == 32);
+      }
+    }
+  }
 }
