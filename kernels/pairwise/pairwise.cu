@@ -916,8 +916,12 @@ Blas* blas() {
     b.status = std::string("unavailable: ") + used + " lacks cublasSgemm_v2 or cublasSetMathMode";
     return nullptr;
   }
+  // TF32 tensor ops, and split-K partial sums added in FP32, never in the FP16 output type: the
+  // certificates (fold_lower, the FP16 bound) budget one FP16 rounding of the finished sum only.
   if (b.create(&b.handle) != CUBLAS_STATUS_SUCCESS ||
-      b.set_math_mode(b.handle, CUBLAS_TF32_TENSOR_OP_MATH) != CUBLAS_STATUS_SUCCESS) {
+      b.set_math_mode(b.handle, cublasMath_t(CUBLAS_TF32_TENSOR_OP_MATH |
+                                             CUBLAS_MATH_DISALLOW_REDUCED_PRECISION_REDUCTION)) !=
+          CUBLAS_STATUS_SUCCESS) {
     b.status = std::string("unavailable: cublasCreate failed with ") + used;
     b.handle = nullptr;
     return nullptr;
