@@ -825,7 +825,7 @@ TupleTableSlot* pw_scan_next(ScanState* ss) {
   if (st->aborted)
     ereport(ERROR, (errcode(ERRCODE_INVALID_CURSOR_STATE),
                     errmsg("the pipelined gpu_pairwise run of this scan was stopped by a subtransaction abort"),
-                    errhint("Rewind or reopen the cursor.")));
+                    errhint("Reopen the cursor.")));
   if (st->empty || !st->run) return slot;
   if (st->pipelined) return pw_next_pipelined(st, slot);
   if (!tuplestore_gettupleslot(st->store, true, false, st->store_slot)) return slot;

@@ -489,7 +489,7 @@ TupleTableSlot* next_pipelined(SimjoinScanState* st, TupleTableSlot* slot) {
   if (st->aborted)
     ereport(ERROR, (errcode(ERRCODE_INVALID_CURSOR_STATE),
                     errmsg("the pipelined gpu_simjoin run of this scan was stopped by a subtransaction abort"),
-                    errhint("Rewind or reopen the cursor.")));
+                    errhint("Reopen the cursor.")));
   Pushed* pu = st->pushed;
   if (!pu) return slot;
   while (pu->page_pos >= pu->page.size()) {
