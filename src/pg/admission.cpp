@@ -8,6 +8,7 @@
 extern "C" {
 #include "access/twophase.h"
 #include "access/xact.h"
+#include "executor/execdesc.h"
 #include "funcapi.h"
 #include "pgstat.h"
 #include "storage/condition_variable.h"
@@ -16,6 +17,7 @@ extern "C" {
 #include "storage/proc.h"
 #include "storage/shmem.h"
 #include "storage/spin.h"
+#include "tcop/pquery.h"
 #include "utils/builtins.h"
 #include "utils/guc.h"
 #include "utils/timestamp.h"
@@ -55,6 +57,7 @@ bool g_unavailable = false;   // the spare shared memory did not suffice: no adm
 bool g_callbacks = false;     // exit and transaction callbacks registered
 bool g_slot_busy = false;     // this backend's slot holds a request or grant
 bool g_hold = false;          // ... made by gpu2bs_admission_hold (released at transaction end)
+LiveRun* g_live_runs = nullptr;  // this backend's pipelined runs still going (a linked list)
 shmem_request_hook_type g_prev_request = nullptr;
 shmem_startup_hook_type g_prev_startup = nullptr;
 
@@ -117,9 +120,27 @@ void release_mine() {
 // before_shmem_exit: a backend that exits gives back what it holds.
 void on_exit(int, Datum) { release_mine(); }
 
+// Stops the live pipelined runs started in subtransaction `from` or a later one (0: all of
+// them); subtransaction ids grow, so those are the aborting one's and its children's.
+void stop_live_runs(SubTransactionId from) {
+  LiveRun* r = g_live_runs;
+  while (r) {
+    LiveRun* next = r->next;
+    if (r->subid >= from) {
+      void (*stop)(void*) = r->stop;
+      void* arg = r->arg;
+      live_run_unlink(r);
+      stop(arg);  // frees r
+    }
+    r = next;
+  }
+}
+
 // Transaction end: a hold ends with its transaction; a call's reservation with an abort (its
-// C++ owner normally gives it back first).
+// C++ owner normally gives it back first). An abort first stops the live pipelined runs, whose
+// memory contexts outlive the abort, so no engine thread holds device memory past the release.
 void xact_callback(XactEvent event, void*) {
+  if (event == XACT_EVENT_ABORT || event == XACT_EVENT_PARALLEL_ABORT) stop_live_runs(0);
   if (!g_slot_busy) return;
   if (event == XACT_EVENT_ABORT || event == XACT_EVENT_PARALLEL_ABORT ||
       (g_hold && (event == XACT_EVENT_COMMIT || event == XACT_EVENT_PARALLEL_COMMIT ||
@@ -128,8 +149,18 @@ void xact_callback(XactEvent event, void*) {
 }
 
 // Subtransaction abort (an exception block): a call's reservation ends with it.
-void subxact_callback(SubXactEvent event, SubTransactionId, SubTransactionId, void*) {
+void subxact_callback(SubXactEvent event, SubTransactionId sub, SubTransactionId, void*) {
+  if (event == SUBXACT_EVENT_ABORT_SUB) stop_live_runs(sub);
   if (event == SUBXACT_EVENT_ABORT_SUB && g_slot_busy && !g_hold) release_mine();
+}
+
+// Registers this backend's exit and transaction callbacks, once.
+void register_callbacks() {
+  if (g_callbacks) return;
+  before_shmem_exit(on_exit, 0);
+  RegisterXactCallback(xact_callback, nullptr);
+  RegisterSubXactCallback(subxact_callback, nullptr);
+  g_callbacks = true;
 }
 
 bool place();
@@ -140,12 +171,7 @@ bool place();
 bool attach() {
   if (g_unavailable || !MyProc) return false;
   if (!g_shared && !place()) return false;
-  if (!g_callbacks) {  // once per backend (a preloaded table is inherited from the postmaster)
-    before_shmem_exit(on_exit, 0);
-    RegisterXactCallback(xact_callback, nullptr);
-    RegisterSubXactCallback(subxact_callback, nullptr);
-    g_callbacks = true;
-  }
+  register_callbacks();  // once per backend (a preloaded table is inherited from the postmaster)
   return true;
 }
 
@@ -277,6 +303,33 @@ uint64_t call_device_mask(const Control& ctl, bool all_devices) {
 }
 
 }  // namespace
+
+// Links a pipelined run into the backend's list of live runs.
+void live_run_link(LiveRun* r, void (*stop)(void*), void* arg, const void* estate) {
+  register_callbacks();
+  live_run_unlink(r);
+  r->stop = stop;
+  r->arg = arg;
+  r->subid = GetCurrentSubTransactionId();
+  if (ActivePortal && ActivePortal->queryDesc && (const void*)ActivePortal->queryDesc->estate == estate &&
+      ActivePortal->createSubid < r->subid)
+    r->subid = ActivePortal->createSubid;
+  r->prev = nullptr;
+  r->next = g_live_runs;
+  if (g_live_runs) g_live_runs->prev = r;
+  g_live_runs = r;
+  r->linked = true;
+}
+
+// Unlinks a run from the backend's list of live runs.
+void live_run_unlink(LiveRun* r) noexcept {
+  if (!r->linked) return;
+  if (r->prev) r->prev->next = r->next;
+  else g_live_runs = r->next;
+  if (r->next) r->next->prev = r->prev;
+  r->prev = r->next = nullptr;
+  r->linked = false;
+}
 
 void define_admission() {
   DefineCustomIntVariable("gpu2bs.gpu_memory_total",

@@ -56,6 +56,28 @@ uint64_t admission_want_count(const PointsView& pts, Precision prec, double r);
 // The bytes below which that call runs in blocks (the all-pairs path's points in memory).
 uint64_t admission_in_memory(const PointsView& pts, Precision prec, int nbuckets);
 
+// A pipelined run (an engine on its own thread feeding a custom scan) in this backend's list of
+// live runs: a transaction abort stops every listed run, a subtransaction abort those started
+// in it or in its children, before admission gives this backend's reservation back, since the
+// run's memory context may outlive the abort. stop(arg) joins the run's thread and frees the
+// run (its device memory grant included); it is called at most once, after the run is unlinked.
+struct LiveRun {
+  void (*stop)(void*) = nullptr;
+  void* arg = nullptr;
+  uint32_t subid = 0;  // the subtransaction that started the run
+  LiveRun* prev = nullptr;
+  LiveRun* next = nullptr;
+  bool linked = false;
+};
+
+// Links `r`, a run of the executor state `estate`, into the list: under the subtransaction
+// that created the active portal when that portal runs `estate` (a cursor outlives the aborts
+// of later subtransactions), else under the current one. PostgreSQL code: may ereport (it
+// registers the transaction callbacks on first use).
+void live_run_link(LiveRun* r, void (*stop)(void*), void* arg, const void* estate);
+// Unlinks `r` when linked (the run's owner calls it when the run ends normally).
+void live_run_unlink(LiveRun* r) noexcept;
+
 // True when the CUDA engine is `eng`'s engine or a device is simulated on the CPU engine.
 bool admission_applies(Engine* eng);
 

@@ -576,8 +576,10 @@ set_rel_pathlist_hook_type prev_pw_pathlist_hook = nullptr;
 struct PwRun {
   // The pipe's thread reads the input: it stops before the input goes.
   ~PwRun() {
+    live_run_unlink(&live);
     if (pipe) pipe->stop();
   }
+  LiveRun live;  // in the backend's list of live runs while pipelined
   std::unique_ptr<PairwiseInput> in;
   std::vector<ValueQual> quals;
   std::unique_ptr<PagePipe> pipe;
@@ -600,6 +602,7 @@ struct PwScanState {
   TupleDesc row_desc; // (id1, id2, value)
   bool started;
   bool empty;         // a NULL argument or operand: no rows
+  bool aborted;       // a subtransaction abort stopped the pipelined run before its end
   MemoryContext in_ctx;
   PwRun* run;
   Tuplestorestate* store;
@@ -650,6 +653,13 @@ void free_pw_run(void* arg) {
   st->run = nullptr;
 }
 
+// Stops a pipelined run at a transaction or subtransaction abort (before admission releases
+// its device memory); a later read of the scan fails instead of ending early.
+void stop_pw_run(void* arg) {
+  free_pw_run(arg);
+  ((PwScanState*)arg)->aborted = true;
+}
+
 // Evaluates the arguments and the quals' operands, reads the relations and runs the engine into
 // the tuplestore, or starts it on the pipe's thread (C++).
 void pw_start(void* arg) {
@@ -658,7 +668,10 @@ void pw_start(void* arg) {
   PairwiseArgs args;
   std::vector<ValueQual> quals;
   bool null_arg = false;
+  // The arguments' values and strings live in the per-tuple context until the relations are
+  // read (a rescan evaluates them again).
   pg_guard([&] {
+    MemoryContext old = MemoryContextSwitchTo(econtext->ecxt_per_tuple_memory);
     Datum v[7];
     bool n[7];
     int a = 0;
@@ -669,7 +682,10 @@ void pw_start(void* arg) {
     }
     // A NULL relation, column or metric: no rows (as the function).
     null_arg = n[0] || n[1] || n[2] || n[3];
-    if (null_arg) return;
+    if (null_arg) {
+      MemoryContextSwitchTo(old);
+      return;
+    }
     args.rel_a = DatumGetObjectId(v[0]);
     args.rel_b = DatumGetObjectId(v[1]);
     args.vec = TextDatumGetCString(v[2]);
@@ -689,6 +705,7 @@ void pw_start(void* arg) {
       q.c = isnull ? 0 : Oid(lfirst_oid(lt)) == FLOAT4OID ? double(DatumGetFloat4(d)) : DatumGetFloat8(d);
       quals.push_back(q);
     }
+    MemoryContextSwitchTo(old);
   });
   if (null_arg) {
     st->empty = true;
@@ -696,6 +713,7 @@ void pw_start(void* arg) {
   }
   std::unique_ptr<PairwiseInput> in(new PairwiseInput());
   pairwise_prepare(args, st->css.ss.ps.state->es_query_cxt, quals, in.get());
+  pg_guard([&] { ResetExprContext(econtext); });
   // The run dies with the vectors (a reset callback on their context), so an error anywhere in
   // the query stops a running pipe before the vectors go.
   PwRun* run = new PwRun();
@@ -738,18 +756,25 @@ void pw_start(void* arg) {
   run->ctl.reset(new PwPipeControl(run->pipe.get()));
   run->ctl->stats.scan_s = run->in->scan_s;
   run->grant.reset(new DeviceGrant(eng, *run->ctl, 0, 0));  // one device, as the function's call
+  pg_guard([&] { live_run_link(&run->live, stop_pw_run, st, st->css.ss.ps.state); });
   PwRun* r = run;
   run->pipe->start([eng, r](PairSink& out) { eng->pairwise(r->in->prob, out, *r->ctl); });
 }
 
-// Frees the tuplestore, the run and the vectors.
+// Frees the tuplestore, the run and the vectors; a pipelined run stopped before its end (LIMIT
+// met, cursor closed, rescan) is recorded for gpu2bs_info() as far as it ran.
 void pw_release(PwScanState* st) {
+  if (st->run && st->run->pipe && !st->run->done) {
+    st->run->pipe->stop();  // the engine's thread writes the statistics until it stops
+    record_run("gpu_pairwise", st->run->engine_name, st->run->ctl->stats);
+  }
   if (st->store) tuplestore_end(st->store);
   st->store = nullptr;
   if (st->in_ctx) MemoryContextDelete(st->in_ctx);  // also deletes st->run
   st->in_ctx = nullptr;
   st->started = false;
   st->empty = false;
+  st->aborted = false;
 }
 
 // Waits for the pipe's next page (C++ side of pw_next_pipelined); true while none came.
@@ -797,6 +822,10 @@ TupleTableSlot* pw_scan_next(ScanState* ss) {
     call_at_boundary(pw_start, st);
   }
   ExecClearTuple(slot);
+  if (st->aborted)
+    ereport(ERROR, (errcode(ERRCODE_INVALID_CURSOR_STATE),
+                    errmsg("the pipelined gpu_pairwise run of this scan was stopped by a subtransaction abort"),
+                    errhint("Reopen the cursor.")));
   if (st->empty || !st->run) return slot;
   if (st->pipelined) return pw_next_pipelined(st, slot);
   if (!tuplestore_gettupleslot(st->store, true, false, st->store_slot)) return slot;

@@ -169,6 +169,7 @@ struct SimjoinScanState {
   size_t rbuf_pos;
   // pushdown state (C++ objects, owned here; freed with the points)
   struct Pushed* pushed;
+  bool aborted;     // a subtransaction abort stopped the pipelined run before its end
 };
 
 // C++ state of a run with pushdown: the predicate, the pipe of a pipelined run, the results of
@@ -176,8 +177,10 @@ struct SimjoinScanState {
 struct Pushed {
   // The pipe's thread reads the members below: it stops before any of them goes.
   ~Pushed() {
+    live_run_unlink(&live);
     if (pipe) pipe->stop();
   }
+  LiveRun live;  // in the backend's list of live runs while pipelined
   PairPredicate pred;
   std::unique_ptr<PairFilter> filter;
   PairKeys keys;
@@ -242,6 +245,13 @@ void free_pushed(void* arg) {
   SimjoinScanState* st = (SimjoinScanState*)arg;
   delete st->pushed;
   st->pushed = nullptr;
+}
+
+// Stops a pipelined run at a transaction or subtransaction abort (before admission releases
+// its device memory); a later read of the scan fails instead of ending early.
+void stop_pushed(void* arg) {
+  free_pushed(arg);
+  ((SimjoinScanState*)arg)->aborted = true;
 }
 
 // Evaluates the arguments, reads the relations and runs the join into the spool or the
@@ -368,6 +378,7 @@ void run_join(void* arg) {
     pu->ctl.reset(new PipeControl(pu->pipe.get()));
     pu->ctl->stats.scan_s = in.scan_s;
     pu->grant.reset(new DeviceGrant(prep.engine, *pu->ctl, 0, 0, 0, true));
+    pg_guard([&] { live_run_link(&pu->live, stop_pushed, st, st->css.ss.ps.state); });
     Engine* eng = prep.engine;
     Pushed* p = pu;
     pu->pipe->start([eng, p](PairSink& out) {
@@ -389,6 +400,7 @@ void release(SimjoinScanState* st) {
   st->mem_n = st->file_n = st->pos = 0;
   st->rbuf_n = st->rbuf_pos = 0;
   st->started = false;
+  st->aborted = false;
 }
 
 // Fills the scan slot's columns from one pair; a whole-row column gets a composite datum
@@ -474,6 +486,10 @@ bool pipe_wait(SimjoinScanState* st) {
 
 // The next pair of a pipelined run.
 TupleTableSlot* next_pipelined(SimjoinScanState* st, TupleTableSlot* slot) {
+  if (st->aborted)
+    ereport(ERROR, (errcode(ERRCODE_INVALID_CURSOR_STATE),
+                    errmsg("the pipelined gpu_simjoin run of this scan was stopped by a subtransaction abort"),
+                    errhint("Reopen the cursor.")));
   Pushed* pu = st->pushed;
   if (!pu) return slot;
   while (pu->page_pos >= pu->page.size()) {

@@ -176,6 +176,84 @@ SET gpu2bs.enable_pushdown = off;
 EXPLAIN (COSTS OFF) SELECT * FROM gpu_pairwise('pp_a', 'pp_b', 'e', 'l2', threshold => 1.0) WHERE value <= 0.5 LIMIT 10;
 RESET gpu2bs.enable_pushdown;
 
+-- A correlated subquery: the pipelined scan runs again with new arguments for each outer row.
+EXPLAIN (COSTS OFF) SELECT x, (SELECT count(*) FROM (SELECT 1 FROM gpu_pairwise('pp_a', 'pp_b', 'e', 'l2', threshold => x * 0.05) LIMIT 30) s) AS n FROM generate_series(1, 40) x;
+SELECT pw_same($$SELECT x, (SELECT count(*) FROM (SELECT 1 FROM gpu_pairwise('pp_a', 'pp_b', 'e', 'l2', threshold => x * 0.05) LIMIT 30) s) AS n,
+                        (SELECT max(value) <= x * 0.05 FROM (SELECT value FROM gpu_pairwise('pp_a', 'pp_b', 'e', 'l2', threshold => x * 0.05) LIMIT 30) s) AS within
+                 FROM generate_series(1, 40) x$$);
+
+-- Aborts while a pipelined run is live (a simulated device makes each run reserve device
+-- memory): an error in an exception block (a subtransaction), raised in the loop over the run's
+-- rows or by the query itself, stops the run, and admission holds nothing for the session after
+-- it; a cursor opened before the block keeps its run through the block's abort.
+SET gpu2bs.simulate_device_memory = 100;
+CREATE FUNCTION pw_abort_sub() RETURNS text LANGUAGE plpgsql AS $$
+DECLARE n int := 0; held_loop bigint; held_after_loop bigint; held_after_query bigint;
+        c refcursor; r record; got int := 0;
+BEGIN
+  BEGIN
+    FOR r IN SELECT * FROM gpu_pairwise('pp_a', 'pp_b', 'e', 'l2', threshold => 1.0) LIMIT 50 LOOP
+      n := n + 1;
+      IF n = 3 THEN
+        SELECT count(*) INTO held_loop FROM gpu2bs_admission() WHERE pid = pg_backend_pid();
+        RAISE EXCEPTION 'stop in the loop';
+      END IF;
+    END LOOP;
+  EXCEPTION WHEN raise_exception THEN
+    SELECT count(*) INTO held_after_loop FROM gpu2bs_admission() WHERE pid = pg_backend_pid();
+  END;
+  BEGIN
+    PERFORM id1 / (id1 - id1) FROM gpu_pairwise('pp_a', 'pp_b', 'e', 'l2', threshold => 1.0) LIMIT 50;
+  EXCEPTION WHEN division_by_zero THEN
+    SELECT count(*) INTO held_after_query FROM gpu2bs_admission() WHERE pid = pg_backend_pid();
+  END;
+  OPEN c FOR SELECT id1, id2 FROM gpu_pairwise('pp_a', 'pp_b', 'e', 'l2', threshold => 1.0) LIMIT 40;
+  BEGIN
+    FETCH c INTO r;  -- the first fetch starts the run inside the block
+    got := got + 1;
+    RAISE EXCEPTION 'stop after the first fetch';
+  EXCEPTION WHEN raise_exception THEN NULL;
+  END;
+  LOOP
+    FETCH c INTO r;
+    EXIT WHEN NOT FOUND;
+    got := got + 1;
+  END LOOP;
+  CLOSE c;
+  RETURN format('loop: %s reservation during, %s after; query: %s after; cursor: %s rows',
+                held_loop, held_after_loop, held_after_query, got);
+END $$;
+SELECT pw_abort_sub();
+SELECT count(*) AS held FROM gpu2bs_admission() WHERE pid = pg_backend_pid();
+-- The same errors at the top level of a transaction block: the run stops at the abort, before
+-- ROLLBACK frees its memory.
+CREATE FUNCTION pw_abort_top(in_query boolean) RETURNS void LANGUAGE plpgsql AS $$
+DECLARE r record; n int := 0;
+BEGIN
+  IF in_query THEN
+    PERFORM id1 / (id1 - id1) FROM gpu_pairwise('pp_a', 'pp_b', 'e', 'l2', threshold => 1.0) LIMIT 50;
+  END IF;
+  FOR r IN SELECT * FROM gpu_pairwise('pp_a', 'pp_b', 'e', 'l2', threshold => 1.0) LIMIT 50 LOOP
+    n := n + 1;
+    IF n = 3 THEN RAISE EXCEPTION 'stop at the top level'; END IF;
+  END LOOP;
+END $$;
+BEGIN;
+SELECT pw_abort_top(true);
+ROLLBACK;
+BEGIN;
+SELECT pw_abort_top(false);
+ROLLBACK;
+SELECT count(*) AS held FROM gpu2bs_admission() WHERE pid = pg_backend_pid();
+SELECT count(*) FROM (SELECT * FROM gpu_pairwise('pp_a', 'pp_b', 'e', 'l2', threshold => 1.0) LIMIT 10) s;
+RESET gpu2bs.simulate_device_memory;
+-- a pipelined run stopped by its LIMIT is the last run gpu2bs_info() reports
+SELECT gpu_sdh(e[1], e[2], e[3], 4) IS NOT NULL AS sdh FROM pp_b WHERE e IS NOT NULL;
+SELECT count(*) FROM (SELECT * FROM gpu_pairwise('pp_a', 'pp_b', 'e', 'l2', threshold => 1.0) LIMIT 10) s;
+SELECT value FROM gpu2bs_info() WHERE name = 'last_function';
+DROP FUNCTION pw_abort_sub();
+DROP FUNCTION pw_abort_top(boolean);
+
 DROP FUNCTION pw_same(text);
 DROP FUNCTION pw_cmp(text, text);
 DROP FUNCTION pp_ref(real[], float8[]);

@@ -123,6 +123,44 @@ CLOSE pc;
 COMMIT;
 SELECT sqlstate_of($$SELECT 1 / 0 FROM gpu_simjoin('pts3', 6) LIMIT 5$$) AS error_midway;
 SELECT count(*) FROM gpu_simjoin('pts3', 1.0);
+-- an abort while a pipelined run is live stops it (a simulated device makes each run reserve
+-- device memory): in an exception block (a subtransaction) and at the top level of a
+-- transaction block; a cursor opened before the block keeps its run through the block's abort
+SET gpu2bs.simulate_device_memory = 100;
+CREATE FUNCTION pd_abort(top boolean) RETURNS text LANGUAGE plpgsql AS $$
+DECLARE held bigint; got int := 0; c refcursor; r record;
+BEGIN
+  IF top THEN
+    PERFORM id1 / (id1 - id1) FROM gpu_simjoin('pts3', 6) LIMIT 5;
+  END IF;
+  BEGIN
+    PERFORM id1 / (id1 - id1) FROM gpu_simjoin('pts3', 6) LIMIT 5;
+  EXCEPTION WHEN division_by_zero THEN
+    SELECT count(*) INTO held FROM gpu2bs_admission() WHERE pid = pg_backend_pid();
+  END;
+  OPEN c FOR SELECT id1 FROM gpu_simjoin('pts3', 6) LIMIT 30;
+  BEGIN
+    FETCH c INTO r;  -- the first fetch starts the run inside the block
+    got := got + 1;
+    RAISE EXCEPTION 'stop after the first fetch';
+  EXCEPTION WHEN raise_exception THEN NULL;
+  END;
+  LOOP
+    FETCH c INTO r;
+    EXIT WHEN NOT FOUND;
+    got := got + 1;
+  END LOOP;
+  CLOSE c;
+  RETURN format('%s reservation after the query''s error; cursor: %s rows', held, got);
+END $$;
+SELECT pd_abort(false);
+BEGIN;
+SELECT pd_abort(true);
+ROLLBACK;
+SELECT count(*) AS held FROM gpu2bs_admission() WHERE pid = pg_backend_pid();
+SELECT count(*) FROM (SELECT * FROM gpu_simjoin('pts3', 6) LIMIT 5) s;
+RESET gpu2bs.simulate_device_memory;
+DROP FUNCTION pd_abort(boolean);
 
 -- Randomized corpus: generated queries over these shapes, with random quals (pushable or
 -- not), relations (self and two-relation joins, NULL keys, empty, ties), eps and precisions;
