@@ -922,7 +922,7 @@ Blas* blas() {
       b.set_math_mode(b.handle, cublasMath_t(CUBLAS_TF32_TENSOR_OP_MATH |
                                              CUBLAS_MATH_DISALLOW_REDUCED_PRECISION_REDUCTION)) !=
           CUBLAS_STATUS_SUCCESS) {
-    b.status = std::string("unavailable: cublasCreate failed with ") + used;
+    b.status = std::string("unavailable: cublasCreate or cublasSetMathMode failed with ") + used;
     b.handle = nullptr;
     return nullptr;
   }
@@ -1262,7 +1262,11 @@ class KnnEmitter {
     if (total == 0) return;
     // Blocks of about 4 MB of records after the waiting ones, reused block after block; the
     // buffer is not zeroed (the workers touch its pages first).
-    if (!buf_) buf_.reset(new PairRecord[block_ + page_]);
+    // (at most the call's whole output: a few rows need no full block)
+    if (!buf_) {
+      const size_t most = p_.a->n * stride_;
+      buf_.reset(new PairRecord[std::min(block_, most) + std::min(page_, most)]);
+    }
     constexpr size_t kItem = 16384;  // records per work item
     for (size_t r0 = 0; r0 < total; r0 += block_) {
       const size_t r1 = std::min(total, r0 + block_);
@@ -1307,7 +1311,7 @@ class KnnEmitter {
   size_t next_ = 0;                     // rows emitted so far
   size_t wait_ = 0;                     // records at the front of buf_ not yet handed over
   std::vector<size_t> off_;             // record offsets of the rows being emitted
-  std::unique_ptr<PairRecord[]> buf_;   // block_ + page_ records
+  std::unique_ptr<PairRecord[]> buf_;   // block_ + page_ records, or the whole output if fewer
 };
 
 // The certified tensor-core path: GEMM (folded FP16 operands, FP32 accumulation, FP16 scores,

@@ -966,10 +966,11 @@ inline bool pdl_device() {
   return major >= 9;
 }
 
-// Whether `kernel`'s code loaded for the current device is built for sm_90 or later, where its
-// griddepcontrol.wait is compiled in (below sm_90 it compiles to nothing, so a kernel from PTX
-// of an older target, JIT-compiled for a newer device, must not be launched early). Cached per
-// device: `known` and `yes` hold a bit per device (devices 0-63).
+// Whether `kernel` was compiled from a virtual architecture of compute_90 or later (its
+// ptxVersion), where its griddepcontrol.wait is compiled in: below compute_90 the wait compiles
+// to nothing, and PTX of an older target JIT-compiled for a newer device reports that device's
+// binaryVersion, so only ptxVersion tells. Cached per device: `known` and `yes` hold a bit per
+// device (devices 0-63).
 template <typename K>
 bool waits_for_prerequisite(K kernel, std::atomic<unsigned long long>& known,
                             std::atomic<unsigned long long>& yes) {
@@ -980,7 +981,7 @@ bool waits_for_prerequisite(K kernel, std::atomic<unsigned long long>& known,
     return (yes.load(std::memory_order_relaxed) & bit) != 0;
   cudaFuncAttributes a{};
   G2_CUDA(cudaFuncGetAttributes(&a, kernel));
-  const bool ok = a.binaryVersion >= 90;
+  const bool ok = a.ptxVersion >= 90;
   if (bit) {
     if (ok) yes.fetch_or(bit, std::memory_order_relaxed);
     known.fetch_or(bit, std::memory_order_release);
@@ -1044,7 +1045,7 @@ unsigned long long* slide_async(T* d, size_t n, F f, unsigned long long* d_count
   }
   // Partition: the sliding pass and the append kernel by programmatic dependent launch
   // (cuda_tuning::kSlidePdl, pdl 0 / 1 overrides) on devices of compute capability 9 or more,
-  // when both kernels' loaded code is built for sm_90 or later
+  // when both kernels are compiled from compute_90 or later
   bool chain = false;
   if constexpr (MODE == SlideMode::Partition) {
     if ((pdl < 0 ? cuda_tuning::kSlidePdl : pdl != 0) && detail::pdl_device()) {

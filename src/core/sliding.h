@@ -74,6 +74,8 @@ bool bitwise_equal(const T& a, const T& b) {
 template <typename T, typename Pred>
 size_t select_inplace(T* d, size_t n, Pred keep, Control* ctl = nullptr) {
   static_assert(std::is_trivially_copyable<T>::value, "elements must be trivially copyable");
+  // one chunk: slides in place with no bookkeeping (callers pass single elements too)
+  if (n <= kChunk) return size_t(std::remove_if(d, d + n, [&](const T& x) { return !keep(x); }) - d);
   const size_t chunks = detail::chunks_of(n);
   std::vector<size_t> cnt(chunks);
   detail::for_chunks(ctl, chunks, [&](size_t c) {
