@@ -636,16 +636,6 @@ class PwStoreSink final : public PairSink {
   const PwRun* run_;
 };
 
-// Control of an engine running on the pipe's thread: stops when the pipe stops.
-class PwPipeControl final : public PgControl {
- public:
-  explicit PwPipeControl(const PagePipe* pipe) : pipe_(pipe) {}
-  bool interrupt_pending() override { return pipe_->stopping() || PgControl::interrupt_pending(); }
-
- private:
-  const PagePipe* pipe_;
-};
-
 // Deletes the run (stopping its pipe) before the vectors it reads are freed.
 void free_pw_run(void* arg) {
   PwScanState* st = (PwScanState*)arg;
@@ -753,7 +743,7 @@ void pw_start(void* arg) {
   // PostgreSQL's but the vectors, kept until the pipe has stopped.
   run->engine_name = eng->name();
   run->pipe.reset(new PagePipe(4));
-  run->ctl.reset(new PwPipeControl(run->pipe.get()));
+  run->ctl.reset(new PipeControl(run->pipe.get()));
   run->ctl->stats.scan_s = run->in->scan_s;
   run->grant.reset(new DeviceGrant(eng, *run->ctl, 0, 0));  // one device, as the function's call
   pg_guard([&] { live_run_link(&run->live, stop_pw_run, st, st->css.ss.ps.state); });

@@ -18,6 +18,7 @@ extern "C" {
 #include <thread>
 
 #include "../core/error.h"
+#include "../core/pipeline.h"
 #include "../core/split.h"
 #include "settings.h"
 
@@ -295,6 +296,9 @@ PgControl::PgControl() {
 
 // Cancel, statement timeout and termination requests (read only; processed at the boundary).
 bool PgControl::interrupt_pending() { return QueryCancelPending || ProcDiePending; }
+
+// The pipe's stop, then query cancel.
+bool PipeControl::interrupt_pending() { return pipe_->stopping() || PgControl::interrupt_pending(); }
 
 // The name of ScanPath bits `path` as gpu2bs_info() and EXPLAIN show it.
 const char* scan_path_name(int path) {

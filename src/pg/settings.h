@@ -6,6 +6,7 @@
 #include "../core/engine.h"
 
 namespace gpu2bs {
+class PagePipe;
 namespace pg {
 
 enum DeviceSetting { DEVICE_AUTO = 0, DEVICE_CPU = 1, DEVICE_GPU = 2 };
@@ -45,6 +46,17 @@ class PgControl : public Control {
  public:
   PgControl();
   bool interrupt_pending() override;
+};
+
+// Control of an engine running on a page pipe's thread (pipelined scans): stops when the pipe
+// stops, or on query cancel.
+class PipeControl final : public PgControl {
+ public:
+  explicit PipeControl(const PagePipe* pipe) : pipe_(pipe) {}
+  bool interrupt_pending() override;
+
+ private:
+  const PagePipe* pipe_;
 };
 
 // How a relation form read its relations (gpu2bs_info(): last_scan_path).

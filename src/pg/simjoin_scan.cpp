@@ -229,16 +229,6 @@ class SpoolSink final : public PairSink {
   SimjoinScanState* st_;
 };
 
-// Control of an engine running on the pipe's thread: stops when the pipe stops.
-class PipeControl final : public PgControl {
- public:
-  explicit PipeControl(const PagePipe* pipe) : pipe_(pipe) {}
-  bool interrupt_pending() override { return pipe_->stopping() || PgControl::interrupt_pending(); }
-
- private:
-  const PagePipe* pipe_;
-};
-
 // Stops the pipe's thread before the points it reads are freed (end of scan, rescan, or an
 // error anywhere in the query).
 void free_pushed(void* arg) {
